@@ -1,0 +1,160 @@
+"""Errors in both client protocols, and the mapping of upstream errors onto them.
+
+The status/type table here is the one the native transducer (rust/src/errors.rs) also uses
+for in-stream errors; keep the two identical.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+ANTHROPIC_ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "billing_error",
+        "permission_error",
+        "not_found_error",
+        "request_too_large",
+        "rate_limit_error",
+        "api_error",
+        "timeout_error",
+        "overloaded_error",
+    }
+)
+
+# OpenAI-style error `type`/`code` strings seen from upstreams, by Anthropic meaning.
+_OPENAI_KINDS = {
+    "rate_limit_exceeded": "rate_limit_error",
+    "tokens": "rate_limit_error",
+    "requests": "rate_limit_error",
+    "insufficient_quota": "billing_error",
+    "invalid_api_key": "authentication_error",
+    "server_error": "api_error",
+    "model_not_found": "not_found_error",
+    "context_length_exceeded": "invalid_request_error",
+}
+
+_STATUS_BY_ANTHROPIC_TYPE = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_OPENAI_TYPE_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "insufficient_quota",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_error_type(status: int | None, kind: str | None) -> str:
+    """The Anthropic error type for an upstream error's HTTP status and type/code string."""
+    if kind is not None and kind in ANTHROPIC_ERROR_TYPES:
+        return kind
+    if status is not None:
+        if status == 400:
+            return "invalid_request_error"
+        if status == 401:
+            return "authentication_error"
+        if status == 402:
+            return "billing_error"
+        if status == 403:
+            return "permission_error"
+        if status == 404:
+            return "not_found_error"
+        if status == 413:
+            return "request_too_large"
+        if status == 429:
+            return "rate_limit_error"
+        if status == 504:
+            return "timeout_error"
+        if status in (503, 529):
+            return "overloaded_error"
+        if status >= 500:
+            return "api_error"
+        if status >= 400:
+            return "invalid_request_error"
+    if kind is not None and kind in _OPENAI_KINDS:
+        return _OPENAI_KINDS[kind]
+    return "api_error"
+
+
+def status_for_anthropic_type(error_type: str) -> int:
+    return _STATUS_BY_ANTHROPIC_TYPE.get(error_type, 500)
+
+
+def client_status_for_upstream(status: int) -> int:
+    """The status a client sees for an upstream HTTP error: 5xx become 500/529 so clients retry."""
+    return status_for_anthropic_type(anthropic_error_type(status, None))
+
+
+def anthropic_error_body(error_type: str, message: str, request_id: str | None = None) -> bytes:
+    body: dict[str, Any] = {"type": "error", "error": {"type": error_type, "message": message}}
+    if request_id is not None:
+        body["request_id"] = request_id
+    return orjson.dumps(body)
+
+
+def openai_error_body(
+    message: str, error_type: str, param: str | None = None, code: str | None = None
+) -> bytes:
+    return orjson.dumps(
+        {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    )
+
+
+def openai_error_type(status: int) -> str:
+    if status in _OPENAI_TYPE_BY_STATUS:
+        return _OPENAI_TYPE_BY_STATUS[status]
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+class ProxyError(Exception):
+    """A failure to answer in the client's own protocol, with the HTTP status to use.
+
+    `param` names the offending request field (OpenAI clients show it; Anthropic clients get
+    it inside the message). `retry_after` is passed through from an upstream.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        error_type: str | None = None,
+        param: str | None = None,
+        retry_after: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.error_type = error_type or anthropic_error_type(status, None)
+        self.param = param
+        self.retry_after = retry_after
+
+    def anthropic_body(self, request_id: str | None = None) -> bytes:
+        return anthropic_error_body(self.error_type, self.message, request_id)
+
+    def openai_body(self) -> bytes:
+        return openai_error_body(self.message, openai_error_type(self.status), self.param)
+
+
+def invalid_request(message: str, param: str | None = None) -> ProxyError:
+    """A 400 for a bad client request; the message names the problem."""
+    return ProxyError(400, message, error_type="invalid_request_error", param=param)
