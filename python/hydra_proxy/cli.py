@@ -1,0 +1,173 @@
+"""The `hydra-proxy` command: `serve` the proxy, or run the embedded `mock` upstream."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import sys
+from collections.abc import Iterator
+
+from . import __version__
+from .config import ConfigError, Settings, load
+from .transducers import select
+
+log = logging.getLogger("hydra_proxy")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the proxy",
+        description=(
+            "Run the proxy. Anthropic clients (Claude Code: ANTHROPIC_BASE_URL=http://HOST:PORT) "
+            "and OpenAI clients (base URL http://HOST:PORT/v1) are served by the target provider. "
+            "With no provider key set, an embedded mock upstream answers instead (and says so)."
+        ),
+    )
+    p.add_argument("--host", help="address to bind (default 127.0.0.1; env HYDRA_PROXY_HOST)")
+    p.add_argument("--port", type=int, help="port (default 3456; env HYDRA_PROXY_PORT)")
+    p.add_argument(
+        "--model", help="upstream model name (env HYDRA_TARGET_MODEL; default: the requested name)"
+    )
+    p.add_argument(
+        "--provider",
+        help="target provider: openai, anthropic, gemini, ollama or a configured name (env HYDRA_TARGET_PROVIDER)",
+    )
+    p.add_argument("--base-url", dest="base_url", help="base URL of the target provider")
+    p.add_argument("--config", help="TOML config file with providers and routes (env HYDRA_CONFIG)")
+    p.add_argument("--workers", type=int, help="worker processes (default 1)")
+    p.add_argument(
+        "--spoof-model",
+        dest="spoof_model",
+        help="model name reported to Anthropic clients (env HYDRA_SPOOF_MODEL)",
+    )
+    p.add_argument(
+        "--impl",
+        dest="implementation",
+        choices=("auto", "native", "python"),
+        help="transducer implementation (env HYDRA_PROXY_IMPL)",
+    )
+    p.add_argument(
+        "--insecure-no-auth",
+        dest="insecure_no_auth",
+        action="store_true",
+        default=None,
+        help="allow binding a non-loopback address without HYDRA_PROXY_KEYS",
+    )
+    p.add_argument(
+        "--no-mock",
+        dest="no_mock",
+        action="store_true",
+        help="never start the embedded mock upstream",
+    )
+    p.add_argument(
+        "--log-level",
+        dest="log_level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+    )
+
+
+@contextlib.contextmanager
+def _mock_if_needed(
+    settings: Settings, explicit_base_url: bool, allowed: bool
+) -> Iterator[Settings]:
+    provider = settings.providers[settings.target_provider]
+    needs_key = provider.api_key_env is not None and provider.api_key() is None
+    if not allowed or explicit_base_url or settings.routes or not needs_key:
+        yield settings
+        return
+    from .mock import MockServer
+
+    with MockServer() as mock:
+        log.warning(
+            "No %s is set: serving from the embedded MOCK upstream at %s (canned replies, "
+            "not a real model). Set %s or --base-url to use a real provider.",
+            provider.api_key_env,
+            mock.url,
+            provider.api_key_env,
+        )
+        base = mock.url + ("/v1" if provider.kind == "openai" else "")
+        providers = dict(settings.providers)
+        providers[provider.name] = dataclasses.replace(provider, base_url=base, api_key_env=None)
+        yield dataclasses.replace(settings, providers=providers, mock_upstream=True)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import os
+
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    flags = {k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level")}
+    try:
+        settings = load(flags)
+    except ConfigError as exc:
+        print(f"hydra-proxy: {exc}", file=sys.stderr)
+        return 2
+    if (
+        not _is_loopback(settings.host)
+        and not os.environ.get("HYDRA_PROXY_KEYS")
+        and not settings.insecure_no_auth
+    ):
+        print(
+            f"hydra-proxy: refusing to listen on {settings.host} without HYDRA_PROXY_KEYS "
+            "(clients would reach your provider keys); set keys or pass --insecure-no-auth",
+            file=sys.stderr,
+        )
+        return 2
+    impl = select(settings.implementation)
+    log.info(
+        "hydra-proxy %s: transducers %s, target provider %s",
+        __version__,
+        impl.name,
+        settings.target_provider,
+    )
+    from .server.run import serve
+
+    explicit = bool(args.base_url) or any(
+        os.environ.get(f"HYDRA_{name.upper()}_BASE_URL")
+        for name in ("openai", "anthropic", "gemini")
+    )
+    with _mock_if_needed(settings, explicit, not args.no_mock) as effective:
+        log.info("listening on http://%s:%d", effective.host, effective.port)
+        serve(effective, log_level=args.log_level)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="hydra-proxy",
+        description="A translating LLM proxy: Claude Code on any OpenAI-compatible model, OpenAI clients on Claude.",
+    )
+    parser.add_argument("--version", action="version", version=f"hydra-proxy {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    from .mock import cli as mock_cli
+
+    mock = sub.add_parser(
+        "mock",
+        help="run the embedded mock upstream (OpenAI and Anthropic APIs)",
+        description="An LLM API server for demos, tests and benchmarks.",
+    )
+    mock_cli.add_arguments(mock)
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return mock_cli.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Settings: providers, routes, limits. Precedence: CLI flag > environment > config file > default.
+
+The config file is optional TOML::
+
+    [server]
+    port = 3456
+
+    [providers.deepseek]
+    kind = "openai"                      # speaks Chat Completions ("anthropic": Messages)
+    base_url = "https://api.deepseek.com/v1"
+    api_key_env = "DEEPSEEK_API_KEY"     # the key is read from this variable, never stored
+    replay_reasoning = true              # needs reasoning_content back on tool turns
+    reasoning = true                     # takes reasoning_effort
+    max_tokens_field = "max_tokens"      # or "max_completion_tokens" (o-series, gpt-5)
+    max_tokens_limit = 8192
+
+    [[routes]]
+    match = "claude-*haiku*"             # glob on the requested model name
+    provider = "deepseek"
+    model = "deepseek-chat"              # upstream model; unset: the requested name
+    spoof_model = "claude-haiku-4-5"     # name reported back to Anthropic clients
+
+Settings travel to granian worker processes as JSON in HYDRA_PROXY_SETTINGS; API keys do
+not travel: each worker reads them from the environment by variable name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+ProviderKind = Literal["openai", "anthropic"]
+
+SETTINGS_ENV = "HYDRA_PROXY_SETTINGS"
+DEFAULT_PORT = 3456
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    kind: ProviderKind
+    base_url: str
+    api_key_env: str | None = None
+    # Chat-target quirks (see messages_via_chat.request.ChatTarget).
+    reasoning: bool = False
+    replay_reasoning: bool = False
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_limit: int | None = None
+
+    def api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+
+@dataclass(frozen=True)
+class Route:
+    match: str
+    provider: str
+    model: str | None = None
+    spoof_model: str | None = None
+    max_tokens_limit: int | None = None
+
+    def matches(self, model: str) -> bool:
+        return fnmatch.fnmatchcase(model, self.match)
+
+
+def builtin_providers(env: dict[str, str]) -> dict[str, Provider]:
+    return {
+        "openai": Provider(
+            "openai",
+            "openai",
+            env.get("HYDRA_OPENAI_BASE_URL", "https://api.openai.com/v1"),
+            "OPENAI_API_KEY",
+        ),
+        "anthropic": Provider(
+            "anthropic",
+            "anthropic",
+            env.get("HYDRA_ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+            "ANTHROPIC_API_KEY",
+        ),
+        "gemini": Provider(
+            "gemini",
+            "openai",
+            env.get(
+                "HYDRA_GEMINI_BASE_URL",
+                "https://generativelanguage.googleapis.com/v1beta/openai",
+            ),
+            "GEMINI_API_KEY",
+            reasoning=True,
+        ),
+        "ollama": Provider(
+            "ollama",
+            "openai",
+            env.get("HYDRA_OLLAMA_BASE_URL", "http://127.0.0.1:11434/v1"),
+            None,
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    workers: int = 1
+    target_provider: str = "openai"
+    target_model: str | None = None
+    spoof_model: str | None = None
+    passthrough: bool = False
+    providers: dict[str, Provider] = field(default_factory=dict)
+    routes: tuple[Route, ...] = ()
+    implementation: str = "auto"
+    insecure_no_auth: bool = False
+    # Limits and timeouts (seconds).
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_event_bytes: int = 16 * 1024 * 1024
+    connect_timeout: float = 10.0
+    first_byte_timeout: float = 300.0
+    idle_timeout: float = 300.0
+    ping_interval: float = 10.0
+    retries: int = 2
+    shutdown_grace: float = 30.0
+    signing_key_file: str | None = None
+    mock_upstream: bool = False
+
+    def provider(self, name: str) -> Provider:
+        return self.providers[name]
+
+    def resolve(self, model: str) -> tuple[Provider, Route] | None:
+        """The provider and route for a requested model name (None: nothing routes it)."""
+        for route in self.routes:
+            if route.matches(model):
+                return self.providers[route.provider], route
+        if self.target_provider in self.providers:
+            route = Route("*", self.target_provider, self.target_model, self.spoof_model)
+            return self.providers[self.target_provider], route
+        return None
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(dataclasses.asdict(self))
+
+    @staticmethod
+    def from_json(data: bytes | str) -> Settings:
+        raw = orjson.loads(data)
+        raw["providers"] = {k: Provider(**v) for k, v in raw["providers"].items()}
+        raw["routes"] = tuple(Route(**r) for r in raw["routes"])
+        return Settings(**raw)
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message says where."""
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of the seed's ~/.hydramcp/.env (comments, `export`, quotes allowed)."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return values
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def load(
+    flags: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    dotenv: Path | None = None,
+) -> Settings:
+    """Build Settings from CLI flags (None = not given), the environment and files."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    if env is None:
+        env = dict(os.environ)
+    dotenv_path = dotenv if dotenv is not None else Path.home() / ".hydramcp" / ".env"
+    # The seed's env file fills in what the real environment lacks (keys included).
+    for key, value in read_dotenv(dotenv_path).items():
+        env.setdefault(key, value)
+        os.environ.setdefault(key, value)
+
+    file_cfg: dict[str, Any] = {}
+    config_path = flags.get("config") or env.get("HYDRA_CONFIG")
+    if config_path:
+        try:
+            file_cfg = tomllib.loads(Path(config_path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {config_path}: {exc}") from exc
+    server_cfg: dict[str, Any] = file_cfg.get("server", {})
+
+    def pick(flag: str, env_name: str | None, file_key: str | None, default: Any) -> Any:
+        if flag in flags:
+            return flags[flag]
+        if env_name and env.get(env_name):
+            return env[env_name]
+        if file_key and file_key in server_cfg:
+            return server_cfg[file_key]
+        return default
+
+    providers = builtin_providers(env)
+    for name, raw in file_cfg.get("providers", {}).items():
+        known = {f.name for f in dataclasses.fields(Provider)} - {"name"}
+        unknown = set(raw) - known
+        if unknown:
+            raise ConfigError(f"providers.{name}: unknown keys {sorted(unknown)}")
+        base = providers.get(name)
+        merged = {**(dataclasses.asdict(base) if base else {}), **raw, "name": name}
+        if "kind" not in merged or "base_url" not in merged:
+            raise ConfigError(f"providers.{name}: needs kind and base_url")
+        if merged["kind"] not in ("openai", "anthropic"):
+            raise ConfigError(f"providers.{name}.kind must be 'openai' or 'anthropic'")
+        providers[name] = Provider(**merged)
+
+    target_provider = str(pick("provider", "HYDRA_TARGET_PROVIDER", "provider", "openai"))
+    if target_provider not in providers:
+        raise ConfigError(
+            f"unknown provider {target_provider!r}; known: {', '.join(sorted(providers))}"
+        )
+    base_url = flags.get("base_url")
+    if base_url:
+        providers[target_provider] = dataclasses.replace(
+            providers[target_provider], base_url=base_url
+        )
+
+    routes: list[Route] = []
+    for i, raw in enumerate(file_cfg.get("routes", [])):
+        try:
+            route = Route(**raw)
+        except TypeError as exc:
+            raise ConfigError(f"routes[{i}]: {exc}") from exc
+        if route.provider not in providers:
+            raise ConfigError(f"routes[{i}]: unknown provider {route.provider!r}")
+        routes.append(route)
+    passthrough = _truthy(str(pick("passthrough", "HYDRA_PASSTHROUGH", "passthrough", "false")))
+    if passthrough:
+        routes.append(Route("claude-*", "anthropic"))
+
+    return Settings(
+        host=str(pick("host", "HYDRA_PROXY_HOST", "host", "127.0.0.1")),
+        port=int(pick("port", "HYDRA_PROXY_PORT", "port", DEFAULT_PORT)),
+        workers=int(pick("workers", "HYDRA_PROXY_WORKERS", "workers", 1)),
+        target_provider=target_provider,
+        target_model=pick("model", "HYDRA_TARGET_MODEL", "model", None),
+        spoof_model=pick("spoof_model", "HYDRA_SPOOF_MODEL", "spoof_model", None),
+        passthrough=passthrough,
+        providers=providers,
+        routes=tuple(routes),
+        implementation=str(pick("implementation", "HYDRA_PROXY_IMPL", "implementation", "auto")),
+        insecure_no_auth=bool(flags.get("insecure_no_auth", False)),
+        signing_key_file=pick(
+            "signing_key_file", "HYDRA_SIGNING_KEY_FILE", "signing_key_file", None
+        ),
+    )

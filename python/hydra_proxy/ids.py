@@ -1,0 +1,17 @@
+"""Identifiers the proxy mints (passed into the transducers so output is reproducible)."""
+
+from __future__ import annotations
+
+import os
+
+
+def message_id() -> str:
+    return "msg_hydra" + os.urandom(12).hex()
+
+
+def request_id() -> str:
+    return "req_hydra" + os.urandom(12).hex()
+
+
+def completion_id() -> str:
+    return "chatcmpl-hydra" + os.urandom(12).hex()

@@ -1,0 +1,258 @@
+"""The ASGI application: routing, authentication, errors in the client's protocol."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import time
+from typing import Any
+
+import orjson
+
+from .. import __version__, ids
+from ..config import SETTINGS_ENV, Provider, Route, Settings
+from ..errors import ProxyError, invalid_request
+from ..signature import is_proxy_signature
+from ..signing_key import load_signing_key
+from ..tokens import estimate_input_tokens
+from ..transducers import select
+from . import messages
+from .asgi import JSON, BodyTooLarge, ClientGone, Receive, Scope, Send, header, read_body, respond
+from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+
+log = logging.getLogger("hydra_proxy")
+
+# Anthropic headers forwarded to an Anthropic upstream (never to a Chat upstream).
+_ANTHROPIC_FORWARD = (b"anthropic-version", b"anthropic-beta")
+
+
+def _anthropic_client(scope: Scope) -> bool:
+    path: str = scope["path"]
+    return path.startswith("/v1/messages") or header(scope, b"anthropic-version") is not None
+
+
+class App:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.upstream = Upstream(settings)
+        self.impl = select(settings.implementation)
+        self.signing_key = load_signing_key(settings.signing_key_file)
+        self.proxy_keys = tuple(
+            k.strip().encode()
+            for k in os.environ.get("HYDRA_PROXY_KEYS", "").split(",")
+            if k.strip()
+        )
+        self.started = time.time()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self.http(scope, receive, send)
+        elif kind == "lifespan":
+            await self.lifespan(receive, send)
+
+    async def lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                log.info(
+                    "hydra-proxy %s worker ready (transducers: %s)", __version__, self.impl.name
+                )
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.upstream.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method: str = scope["method"]
+        path: str = scope["path"]
+        try:
+            if method == "POST":
+                if path == "/v1/messages":
+                    self.authorize(scope)
+                    body = await read_body(receive, self.settings.max_body_bytes)
+                    await messages.handle(self, scope, receive, send, body)
+                elif path == "/v1/messages/count_tokens":
+                    self.authorize(scope)
+                    body = await read_body(receive, self.settings.max_body_bytes)
+                    await self.count_tokens(send, body)
+                elif path == "/api/event_logging/batch":
+                    # Claude Code telemetry: accepted and dropped.
+                    await read_body(receive, self.settings.max_body_bytes)
+                    await respond(send, 200, b"{}")
+                else:
+                    raise ProxyError(404, f"no endpoint POST {path}", error_type="not_found_error")
+            elif method in ("GET", "HEAD"):
+                if path == "/health":
+                    await respond(send, 200, b'{"status":"ok"}')
+                elif path == "/":
+                    await respond(send, 200, b"" if method == "HEAD" else b'{"name":"hydra-proxy"}')
+                elif path == "/v1/models":
+                    self.authorize(scope)
+                    await respond(send, 200, self.models(scope))
+                else:
+                    raise ProxyError(
+                        404, f"no endpoint {method} {path}", error_type="not_found_error"
+                    )
+            else:
+                raise ProxyError(
+                    405, f"method {method} not allowed", error_type="invalid_request_error"
+                )
+        except ProxyError as exc:
+            await self.error(scope, send, exc)
+        except BodyTooLarge:
+            await self.error(
+                scope,
+                send,
+                ProxyError(
+                    413,
+                    f"request body exceeds {self.settings.max_body_bytes} bytes",
+                    error_type="request_too_large",
+                ),
+            )
+        except ClientGone:
+            return
+
+    def authorize(self, scope: Scope) -> None:
+        """With HYDRA_PROXY_KEYS set, a client must present one of them."""
+        if not self.proxy_keys:
+            return
+        presented = header(scope, b"x-api-key")
+        if presented is None:
+            bearer = header(scope, b"authorization") or b""
+            presented = bearer[7:] if bearer[:7].lower() == b"bearer " else None
+        if presented is not None and any(
+            hmac.compare_digest(presented, k) for k in self.proxy_keys
+        ):
+            return
+        raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
+
+    async def error(self, scope: Scope, send: Send, exc: ProxyError) -> None:
+        headers = []
+        if exc.retry_after:
+            headers.append((b"retry-after", exc.retry_after.encode()))
+        if _anthropic_client(scope):
+            body = exc.anthropic_body(ids.request_id())
+        else:
+            body = exc.openai_body()
+        await respond(send, exc.status, body, JSON, headers)
+
+    async def count_tokens(self, send: Send, body: bytes) -> None:
+        request = messages.parse_request(body)
+        if self.settings.resolve(request["model"]) is None:
+            raise ProxyError(
+                404, f"model: no route for model {request['model']!r}", error_type="not_found_error"
+            )
+        if not isinstance(request.get("messages"), list):
+            raise invalid_request("messages: a list of messages is required", "messages")
+        await respond(send, 200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
+
+    def models(self, scope: Scope) -> bytes:
+        names = sorted(
+            {
+                r.spoof_model or r.model or r.match
+                for r in self.settings.routes
+                if "*" not in (r.spoof_model or r.model or r.match)
+            }
+            | ({self.settings.spoof_model} if self.settings.spoof_model else set())
+            | ({self.settings.target_model} if self.settings.target_model else set())
+        )
+        created = int(self.started)
+        if header(scope, b"anthropic-version") is not None:
+            data: list[dict[str, Any]] = [
+                {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+                for n in names
+            ]
+            return orjson.dumps(
+                {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": names[0] if names else None,
+                    "last_id": names[-1] if names else None,
+                }
+            )
+        return orjson.dumps(
+            {
+                "object": "list",
+                "data": [
+                    {"id": n, "object": "model", "created": created, "owned_by": "hydra-proxy"}
+                    for n in names
+                ],
+            }
+        )
+
+    async def passthrough_messages(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        body: bytes,
+        request: dict[str, Any],
+        provider: Provider,
+        route: Route,
+    ) -> None:
+        """Forward an Anthropic request to an Anthropic upstream, bytes in and out."""
+        if b"hydra1." in body:
+            body = orjson.dumps(strip_proxy_signatures(request))
+        headers = {"content-type": "application/json"}
+        for name in _ANTHROPIC_FORWARD:
+            value = header(scope, name)
+            if value is not None:
+                headers[name.decode()] = value.decode("latin-1")
+        headers.setdefault("anthropic-version", "2023-06-01")
+        key = provider.api_key()
+        if key:
+            headers["x-api-key"] = key
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = provider.base_url.rstrip("/") + "/v1/messages" + (f"?{query}" if query else "")
+        try:
+            response = await self.upstream.post(url, headers, body)
+        except UpstreamHTTPError as exc:
+            out_headers = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
+            await respond(send, exc.status, exc.body, JSON, out_headers)
+            return
+        except UpstreamUnavailable as exc:
+            raise messages.error_from_upstream(exc) from None
+        try:
+            content_type = response.headers.get("content-type", "application/json").encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", content_type)],
+                }
+            )
+            async for chunk in response.content.iter_any():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            response.release()
+
+
+def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
+    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
+    for message in request.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            message["content"] = [
+                block
+                for block in message["content"]
+                if not (
+                    isinstance(block, dict)
+                    and block.get("type") == "thinking"
+                    and is_proxy_signature(block.get("signature"))
+                )
+            ]
+    return request
+
+
+def create_app() -> App:
+    """granian's factory target: settings come from the CLI via the environment."""
+    raw = os.environ.get(SETTINGS_ENV)
+    settings = Settings.from_json(raw) if raw else Settings()
+    if not settings.providers:
+        from ..config import load
+
+        settings = load()
+    return App(settings)

@@ -1,0 +1,166 @@
+"""POST /v1/messages: Anthropic Messages clients, served by a Chat upstream or passed through."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .. import ids
+from ..errors import (
+    ProxyError,
+    anthropic_error_type,
+    invalid_request,
+    status_for_anthropic_type,
+)
+from ..messages_via_chat.request import ChatTarget, chat_request_from_messages
+from ..messages_via_chat.response import message_from_chat_completion
+from ..messages_via_chat.stream import upstream_error
+from ..tokens import estimate_input_tokens
+from ..transducers import StreamTransducer
+from .asgi import SSE, Receive, Scope, Send, respond
+from .streaming import pump
+from .upstream import UpstreamHTTPError, UpstreamUnavailable
+
+if TYPE_CHECKING:
+    from ..config import Provider, Route
+    from .app import App
+
+log = logging.getLogger("hydra_proxy.messages")
+
+
+def parse_request(body: bytes) -> dict[str, Any]:
+    try:
+        request = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise invalid_request(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(request, dict):
+        raise invalid_request("request body must be a JSON object")
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid_request("model: a model name (string) is required", "model")
+    return request
+
+
+def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyError:
+    """An upstream failure before the first byte, as the error the client should see."""
+    if isinstance(exc, UpstreamUnavailable):
+        if exc.timeout:
+            return ProxyError(504, str(exc), error_type="timeout_error")
+        return ProxyError(529, str(exc), error_type="overloaded_error")
+    try:
+        payload: object = orjson.loads(exc.body)
+    except orjson.JSONDecodeError:
+        payload = exc.body.decode("utf-8", "replace").strip() or None
+    kind: str | None = None
+    if isinstance(payload, dict):
+        err = payload.get("error")
+        if isinstance(err, dict):
+            raw = err.get("type") if isinstance(err.get("type"), str) else err.get("code")
+            kind = raw if isinstance(raw, str) else None
+    _, message = upstream_error(payload)
+    error_type = anthropic_error_type(exc.status, kind)
+    return ProxyError(
+        status_for_anthropic_type(error_type),
+        f"upstream error (HTTP {exc.status}): {message}",
+        error_type=error_type,
+        retry_after=exc.retry_after,
+    )
+
+
+def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
+    limit = route.max_tokens_limit or provider.max_tokens_limit
+    return ChatTarget(
+        model=route.model or model,
+        max_tokens_field=provider.max_tokens_field,
+        max_tokens_limit=limit,
+        reasoning=provider.reasoning,
+        replay_reasoning=provider.replay_reasoning,
+        signing_key=signing_key,
+    )
+
+
+async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+    request = parse_request(body)
+    model: str = request["model"]
+    resolved = app.settings.resolve(model)
+    if resolved is None:
+        raise ProxyError(404, f"model: no route for model {model!r}", error_type="not_found_error")
+    provider, route = resolved
+    if provider.kind == "anthropic":
+        await app.passthrough_messages(scope, receive, send, body, request, provider, route)
+        return
+    target = chat_target(provider, route, model, app.signing_key)
+    stream = request.get("stream") is True
+    chat_request = chat_request_from_messages(request, target, stream=stream)
+    headers = {
+        "content-type": "application/json",
+        "accept": "text/event-stream" if stream else "application/json",
+    }
+    key = provider.api_key()
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    url = provider.base_url.rstrip("/") + "/chat/completions"
+    reported_model = route.spoof_model or model
+    started = time.monotonic()
+    try:
+        response = await app.upstream.post(url, headers, orjson.dumps(chat_request))
+    except (UpstreamHTTPError, UpstreamUnavailable) as exc:
+        raise error_from_upstream(exc) from None
+
+    if not stream:
+        try:
+            completion = orjson.loads(await response.read())
+        except orjson.JSONDecodeError:
+            raise ProxyError(
+                502, "the upstream sent a response that is not JSON", error_type="api_error"
+            ) from None
+        finally:
+            response.release()
+        message = message_from_chat_completion(
+            completion,
+            message_id=ids.message_id(),
+            model=reported_model,
+            signing_key=app.signing_key if target.replay_reasoning else b"",
+        )
+        await respond(send, 200, orjson.dumps(message))
+        return
+
+    transducer = app.impl.MessagesViaChatStream(
+        ids.message_id(),
+        reported_model,
+        estimate_input_tokens(request),
+        signing_key=app.signing_key if target.replay_reasoning else None,
+        max_event_bytes=app.settings.max_event_bytes,
+    )
+
+    async def early_error(t: StreamTransducer) -> bool:
+        assert t.error is not None
+        error_type, message = t.error
+        await respond(
+            send,
+            status_for_anthropic_type(error_type),
+            ProxyError(500, message, error_type=error_type).anthropic_body(),
+        )
+        return True
+
+    await pump(
+        response,
+        transducer,
+        receive,
+        send,
+        [(b"content-type", SSE), (b"cache-control", b"no-cache")],
+        ping_interval=app.settings.ping_interval,
+        idle_timeout=app.settings.idle_timeout,
+        early_error=early_error,
+    )
+    log.debug(
+        "stream done model=%s stop=%s usage=%s error=%s in %.3fs",
+        model,
+        transducer.stop_reason,
+        transducer.usage,
+        transducer.error,
+        time.monotonic() - started,
+    )

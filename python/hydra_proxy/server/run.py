@@ -1,0 +1,38 @@
+"""Serving the app with granian (one process per worker)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from ..config import Settings
+from .app import App
+
+
+def _load_app(settings: Settings) -> App:
+    return App(settings)
+
+
+def serve(settings: Settings, *, log_level: str = "info") -> None:
+    """Serve until SIGINT/SIGTERM; in-flight streams get `shutdown_grace` seconds to finish."""
+    from granian.constants import Interfaces, Loops
+    from granian.log import LogLevels
+    from granian.server import Server
+
+    logging.getLogger("hydra_proxy").setLevel(log_level.upper())
+    server = Server(
+        "hydra_proxy.server.app:create_app",
+        address=settings.host,
+        port=settings.port,
+        interface=Interfaces.ASGI,
+        workers=settings.workers,
+        loop=Loops.auto,
+        backlog=4096,
+        backpressure=16384,  # concurrent requests per worker: agents hold long streams
+        log_enabled=True,
+        log_level=LogLevels(log_level),
+        log_access=False,
+        workers_kill_timeout=int(settings.shutdown_grace),
+    )
+    # A module-level function in a partial stays picklable for non-fork start methods.
+    server.serve(target_loader=functools.partial(_load_app, settings), wrap_loader=False)

@@ -1,0 +1,127 @@
+"""The upstream client: one aiohttp session per worker, retries before the first byte.
+
+Only HTTP concerns live here (connections, timeouts, retry policy, bounded error bodies);
+what the bytes mean is the transducers' business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping
+
+import aiohttp
+
+from ..config import Settings
+
+log = logging.getLogger("hydra_proxy.upstream")
+
+# Statuses worth another try before anything was sent to the client.
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+MAX_ERROR_BODY = 64 * 1024
+# A longer retry-after is passed to the client rather than waited out here.
+MAX_RETRY_AFTER = 5.0
+
+
+class UpstreamHTTPError(Exception):
+    """The upstream answered with an error status; `body` is at most MAX_ERROR_BODY bytes."""
+
+    def __init__(self, status: int, body: bytes, retry_after: str | None) -> None:
+        super().__init__(f"upstream HTTP {status}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream could not be reached or did not answer in time."""
+
+    def __init__(self, message: str, *, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
+def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
+    """Seconds to wait before the next attempt, or None when it is not worth waiting."""
+    if retry_after is not None:
+        try:
+            seconds = float(retry_after)
+        except ValueError:
+            return None
+        return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
+    return min(0.25 * (2**attempt), 2.0) * (0.5 + random.random() / 2)
+
+
+class Upstream:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=0,  # streams are bounded by the server's backpressure, not here
+                ttl_dns_cache=300,
+                keepalive_timeout=30,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=self._settings.connect_timeout, sock_read=None
+                ),
+                auto_decompress=True,
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes
+    ) -> aiohttp.ClientResponse:
+        """POST and return a 200 response whose body is still to be read.
+
+        Retries connection failures and retryable statuses with backoff (nothing has been
+        sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
+        """
+        settings = self._settings
+        attempt = 0
+        while True:
+            try:
+                response = await asyncio.wait_for(
+                    self.session().post(url, data=body, headers=headers, allow_redirects=False),
+                    settings.first_byte_timeout,
+                )
+            except asyncio.TimeoutError as exc:
+                raise UpstreamUnavailable(
+                    f"the upstream did not answer within {settings.first_byte_timeout:g} s",
+                    timeout=True,
+                ) from exc
+            except aiohttp.ClientError as exc:
+                if attempt < settings.retries:
+                    delay = _retry_delay(attempt, None) or 0.0
+                    log.info("upstream connection failed (%s); retrying in %.2fs", exc, delay)
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+                raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+            if response.status == 200:
+                return response
+            retry_after = response.headers.get("retry-after")
+            try:
+                error_body = await response.content.read(MAX_ERROR_BODY)
+            except aiohttp.ClientError:
+                error_body = b""
+            finally:
+                response.release()
+            if response.status in RETRY_STATUSES and attempt < settings.retries:
+                delay = _retry_delay(attempt, retry_after)
+                if delay is not None:
+                    log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+            raise UpstreamHTTPError(response.status, error_body, retry_after)
