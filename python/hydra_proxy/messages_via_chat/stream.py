@@ -160,7 +160,7 @@ class MessagesViaChatStream:
         parser = self._parser
         for event, data in parser.feed(chunk):
             self._event(event, data, parts)
-            if self._ended:
+            if self.finished:  # (the property: mypy keeps `_ended` narrowed to False)
                 return b"".join(parts)
         if parser.error is not None:
             self._fail("api_error", parser.error, parts)
@@ -175,7 +175,7 @@ class MessagesViaChatStream:
         parser = self._parser
         for event, data in parser.finish():
             self._event(event, data, parts)
-            if self._ended:
+            if self.finished:  # (the property: mypy keeps `_ended` narrowed to False)
                 return b"".join(parts)
         if parser.error is not None:
             self._fail("api_error", parser.error, parts)

@@ -46,11 +46,12 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
     """Seconds to wait before the next attempt, or None when it is not worth waiting."""
     if retry_after is not None:
         try:
-            seconds = float(retry_after)
+            seconds: float = float(retry_after)
         except ValueError:
             return None
         return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
-    return min(0.25 * (2**attempt), 2.0) * (0.5 + random.random() / 2)
+    backoff: float = min(0.25 * (2**attempt), 2.0) * (0.5 + random.random() / 2)
+    return backoff
 
 
 class Upstream:
@@ -102,10 +103,10 @@ class Upstream:
                 ) from exc
             except aiohttp.ClientError as exc:
                 if attempt < settings.retries:
-                    delay = _retry_delay(attempt, None) or 0.0
-                    log.info("upstream connection failed (%s); retrying in %.2fs", exc, delay)
+                    backoff = _retry_delay(attempt, None) or 0.0
+                    log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
                     attempt += 1
-                    await asyncio.sleep(delay)
+                    await asyncio.sleep(backoff)
                     continue
                 raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
             if response.status == 200:
@@ -119,7 +120,7 @@ class Upstream:
                 response.release()
             if response.status in RETRY_STATUSES and attempt < settings.retries:
                 delay = _retry_delay(attempt, retry_after)
-                if delay is not None:
+                if delay is not None:  # else the client gets the status and retry-after
                     log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)
                     attempt += 1
                     await asyncio.sleep(delay)

@@ -1,0 +1,27 @@
+"""The embedded mock upstream (``hydra-proxy mock``): an LLM API server that speaks both
+OpenAI Chat Completions and Anthropic Messages, streaming and not, with scripted turns,
+fixture replay and latency/error knobs. Used by the demo, the tests and the benchmarks.
+
+Only the standard library, orjson and (to serve) granian are used here.
+"""
+
+from __future__ import annotations
+
+from .app import ASGIApp, MockApp, create_app
+from .options import MockOptions
+from .script import Turn, TurnError, parse_script, parse_turn
+from .server import MockServer, MockServerError, serve
+
+__all__ = [
+    "ASGIApp",
+    "MockApp",
+    "MockOptions",
+    "MockServer",
+    "MockServerError",
+    "Turn",
+    "TurnError",
+    "create_app",
+    "parse_script",
+    "parse_turn",
+    "serve",
+]

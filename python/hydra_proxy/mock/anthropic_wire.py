@@ -1,0 +1,236 @@
+"""Anthropic Messages wire format, modelled on fixtures/anthropic/*.sse.
+
+Stream: ``event: X\\ndata: {json}\\n\\n``; ``message_start`` (``content: []``, real-shaped
+usage), a ``ping``, then blocks in this order: ``thinking`` (thinking_delta..., then one
+signature_delta), ``redacted_thinking`` (data in the start event, no deltas), ``text``
+(text_delta...), ``tool_use`` (an empty input_json_delta first, then the argument
+fragments), each opened by ``content_block_start`` and closed by ``content_block_stop``;
+then ``message_delta`` (stop_reason, cumulative usage) and ``message_stop``. No ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+import orjson
+
+from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
+from .response import truncated_json_reply as _truncated
+from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
+
+PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+
+
+def _event(kind: str, obj: dict[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _headers(ctx: RenderContext) -> Headers:
+    return [(b"request-id", ctx.request_id.encode())]
+
+
+def error_reply(
+    status: int,
+    kind: str,
+    message: str,
+    *,
+    retry_after: str | None = None,
+    request_id: str = "req_mock",
+) -> Reply:
+    """An HTTP error in Anthropic's shape ``{"type": "error", "error": {type, message}}``."""
+    extra: Headers = [(b"request-id", request_id.encode())]
+    if retry_after is not None:
+        extra.append((b"retry-after", retry_after.encode()))
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": request_id}
+    return json_reply(status, body, extra)
+
+
+def overloaded_reply() -> Reply:
+    """What ``--error-rate`` answers on this endpoint (Anthropic's 529)."""
+    return error_reply(529, "overloaded_error", "Overloaded")
+
+
+def default_signature(thinking: str) -> str:
+    """A stable, opaque-looking signature for a scripted thinking block without one."""
+    return base64.b64encode(b"mock" + hashlib.sha256(thinking.encode()).digest()).decode()
+
+
+def _tool_use_id(turn: Turn, index: int, ctx: RenderContext) -> str:
+    call = turn.tool_calls[index]
+    return call.id if call.id is not None else f"toolu_{ctx.message_id[-12:]}_{index}"
+
+
+def _tool_input(arguments: str) -> Any:
+    try:
+        return orjson.loads(arguments) if arguments.strip() else {}
+    except orjson.JSONDecodeError:
+        return arguments  # scripted garbage stays garbage
+
+
+def _usage(u: ResolvedUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": max(0, u.prompt_tokens - u.cached_tokens),
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": u.cached_tokens,
+        "output_tokens": u.completion_tokens,
+    }
+
+
+def render(turn: Turn, ctx: RenderContext) -> Reply:
+    """The turn as an Anthropic response (event stream or complete ``Message``)."""
+    if turn.error is not None:
+        e = turn.error
+        return error_reply(
+            e.status, e.type, e.message, retry_after=e.retry_after, request_id=ctx.request_id
+        )
+    if not ctx.stream:
+        return _render_complete(turn, ctx)
+
+    size = ctx.chunk_size
+    usage = _usage(resolve_usage(turn))
+    start_usage = {
+        "input_tokens": usage["input_tokens"],
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": usage["cache_read_input_tokens"],
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": 1,
+        "service_tier": "standard",
+    }
+    events = [
+        _event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": ctx.message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": ctx.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        ),
+        PING,
+    ]
+    index = 0
+
+    def delta(delta: dict[str, Any]) -> None:
+        events.append(
+            _event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+
+    def start(block: dict[str, Any]) -> None:
+        events.append(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": block},
+            )
+        )
+
+    def stop() -> None:
+        nonlocal index
+        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+        index += 1
+
+    if turn.reasoning is not None:
+        start({"type": "thinking", "thinking": "", "signature": ""})
+        for piece in split_text(turn.reasoning, size):
+            delta({"type": "thinking_delta", "thinking": piece})
+        signature = (
+            turn.signature if turn.signature is not None else default_signature(turn.reasoning)
+        )
+        delta({"type": "signature_delta", "signature": signature})
+        stop()
+    for data in turn.redacted_thinking:
+        start({"type": "redacted_thinking", "data": data})
+        stop()
+    if turn.text is not None:
+        start({"type": "text", "text": ""})
+        for piece in split_text(turn.text, size):
+            delta({"type": "text_delta", "text": piece})
+        stop()
+    for i, call in enumerate(turn.tool_calls):
+        start(
+            {"type": "tool_use", "id": _tool_use_id(turn, i, ctx), "name": call.name, "input": {}}
+        )
+        delta({"type": "input_json_delta", "partial_json": ""})
+        if call.arguments != "{}":
+            for piece in split_text(call.arguments, size):
+                delta({"type": "input_json_delta", "partial_json": piece})
+        stop()
+    content_end = len(events)
+
+    if turn.stream_error is not None:
+        se = turn.stream_error
+        events.append(
+            _event("error", {"type": "error", "error": {"type": se.type, "message": se.message}})
+        )
+        return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
+
+    events.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": turn.anthropic_stop_reason(), "stop_sequence": None},
+                "usage": usage,
+            },
+        )
+    )
+    events.append(_event("message_stop", {"type": "message_stop"}))
+    events = cut_events(events, content_end, turn.cut)
+    return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
+
+
+def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
+    if turn.stream_error is not None:
+        se = turn.stream_error
+        return error_reply(error_status(se.type), se.type, se.message, request_id=ctx.request_id)
+    content: list[dict[str, Any]] = []
+    if turn.reasoning is not None:
+        signature = (
+            turn.signature if turn.signature is not None else default_signature(turn.reasoning)
+        )
+        content.append({"type": "thinking", "thinking": turn.reasoning, "signature": signature})
+    content.extend({"type": "redacted_thinking", "data": d} for d in turn.redacted_thinking)
+    if turn.text is not None:
+        content.append({"type": "text", "text": turn.text})
+    for i, call in enumerate(turn.tool_calls):
+        content.append(
+            {
+                "type": "tool_use",
+                "id": _tool_use_id(turn, i, ctx),
+                "name": call.name,
+                "input": _tool_input(call.arguments),
+            }
+        )
+    usage = _usage(resolve_usage(turn))
+    body = {
+        "id": ctx.message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": ctx.model,
+        "content": content,
+        "stop_reason": turn.anthropic_stop_reason(),
+        "stop_sequence": None,
+        "usage": {**usage, "service_tier": "standard"},
+    }
+    reply = json_reply(200, body, _headers(ctx))
+    if turn.cut is not False:
+        return _truncated(reply)
+    if turn.abort:
+        reply.abort = True
+    return reply
+
+
+def count_tokens_reply(body: Any) -> Reply:
+    """``POST /v1/messages/count_tokens``: a rough estimate (4 bytes a token) of the request."""
+    return json_reply(200, {"input_tokens": max(1, len(orjson.dumps(body)) // 4)})

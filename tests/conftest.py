@@ -1,0 +1,73 @@
+"""Shared fixtures: both transducer implementations, and the recorded provider streams."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream as PyMessagesViaChatStream
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+try:
+    from hydra_proxy import _native
+except ImportError as exc:  # pragma: no cover - the test runner always builds it
+    if os.environ.get("HYDRA_REQUIRE_NATIVE") == "1":
+        raise
+    _native = None  # type: ignore[assignment]
+    NATIVE_MISSING = f"optional native extension hydra_proxy._native is not built ({exc})"
+else:
+    NATIVE_MISSING = ""
+
+IMPLEMENTATIONS = ("native", "python")
+
+
+def messages_via_chat_class(impl: str) -> Callable[..., Any]:
+    if impl == "python":
+        return PyMessagesViaChatStream
+    if _native is None:
+        pytest.skip(NATIVE_MISSING)
+    return _native.MessagesViaChatStream  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def impl(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    if name == "native" and _native is None:
+        pytest.skip(NATIVE_MISSING)
+    return name
+
+
+def openai_stream(name: str) -> bytes:
+    """A recorded OpenAI-compatible stream as raw SSE bytes.
+
+    `.sse` files are byte-exact HTTP bodies; `.jsonl` files (vercel/ai) lost their SSE
+    framing, one data payload a line, and are re-framed as `data: <line>\\n\\n` + [DONE].
+    """
+    path = FIXTURES / "openai" / name
+    data = path.read_bytes()
+    if path.suffix == ".jsonl":
+        lines = [line for line in data.splitlines() if line.strip()]
+        data = b"".join(b"data: " + line + b"\n\n" for line in lines) + b"data: [DONE]\n\n"
+    return data
+
+
+OPENAI_STREAMS = sorted(
+    p.name for p in (FIXTURES / "openai").iterdir() if p.suffix in (".sse", ".jsonl")
+)
+
+
+def feed_all(transducer: Any, data: bytes, cuts: list[int] | None = None) -> bytes:
+    """Feed `data` split at the given offsets (each chunk in order), then finish()."""
+    out = []
+    start = 0
+    for cut in sorted(cuts or []):
+        out.append(transducer.feed(data[start:cut]))
+        start = cut
+    out.append(transducer.feed(data[start:]))
+    out.append(transducer.finish())
+    return b"".join(out)
