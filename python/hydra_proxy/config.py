@@ -13,6 +13,7 @@ The config file is optional TOML::
     reasoning = true                     # takes reasoning_effort
     max_tokens_field = "max_tokens"      # or "max_completion_tokens" (o-series, gpt-5)
     max_tokens_limit = 8192
+    sampling = true                      # false: drop temperature/top_p (o-series, gpt-5)
 
     [[routes]]
     match = "claude-*haiku*"             # glob on the requested model name
@@ -58,6 +59,8 @@ class Provider:
     replay_reasoning: bool = False
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     max_tokens_limit: int | None = None
+    # Takes temperature/top_p (o-series and GPT-5 reasoning models reject them).
+    sampling: bool = True
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:

@@ -79,6 +79,7 @@ def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes
         reasoning=provider.reasoning,
         replay_reasoning=provider.replay_reasoning,
         signing_key=signing_key,
+        sampling=provider.sampling,
     )
 
 
@@ -123,7 +124,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
             completion,
             message_id=ids.message_id(),
             model=reported_model,
-            signing_key=app.signing_key if target.replay_reasoning else b"",
+            signing_key=app.signing_key,
         )
         await respond(send, 200, orjson.dumps(message))
         return
@@ -132,7 +133,9 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         ids.message_id(),
         reported_model,
         estimate_input_tokens(request),
-        signing_key=app.signing_key if target.replay_reasoning else None,
+        # Always signed: Claude Code keeps only signed thinking, and a conversation may move
+        # to a route whose upstream needs its reasoning back.
+        signing_key=app.signing_key,
         max_event_bytes=app.settings.max_event_bytes,
     )
 

@@ -259,13 +259,16 @@ impl State {
                 }
             }
             Err(err) if err.classify() == Category::Data => {
-                // An error payload is reported as such even when the rest of the chunk is odd.
+                // The typed reader may stop at a wrong type before a later syntax error, so
+                // the whole text is parsed again to tell the two apart; an error payload is
+                // reported as such even when the rest of the chunk is odd.
                 match serde_json::from_str::<Value>(&text) {
                     Ok(value) if value.get("error").is_some_and(|e| !e.is_null()) => {
                         let (kind, message) = upstream_error(&value);
                         self.fail(kind, message, out);
                     }
-                    _ => self.fail("api_error", MSG_BAD_SHAPE.to_owned(), out),
+                    Ok(_) => self.fail("api_error", MSG_BAD_SHAPE.to_owned(), out),
+                    Err(_) => self.fail("api_error", MSG_INVALID_JSON.to_owned(), out),
                 }
             }
             Err(_) => self.fail("api_error", MSG_INVALID_JSON.to_owned(), out),
