@@ -93,9 +93,18 @@ mod tests {
         assert_eq!(anthropic_error_type(Some(429), None), "rate_limit_error");
         assert_eq!(anthropic_error_type(Some(503), None), "overloaded_error");
         assert_eq!(anthropic_error_type(Some(502), None), "api_error");
-        assert_eq!(anthropic_error_type(Some(418), None), "invalid_request_error");
-        assert_eq!(anthropic_error_type(Some(500), Some("overloaded_error")), "overloaded_error");
-        assert_eq!(anthropic_error_type(None, Some("insufficient_quota")), "billing_error");
+        assert_eq!(
+            anthropic_error_type(Some(418), None),
+            "invalid_request_error"
+        );
+        assert_eq!(
+            anthropic_error_type(Some(500), Some("overloaded_error")),
+            "overloaded_error"
+        );
+        assert_eq!(
+            anthropic_error_type(None, Some("insufficient_quota")),
+            "billing_error"
+        );
         assert_eq!(anthropic_error_type(Some(200), Some("weird")), "api_error");
     }
 
@@ -107,10 +116,22 @@ mod tests {
             ("invalid_request_error", "Token limit reached".to_owned())
         );
         let openai = json!({"error": {"message": "slow down", "type": "tokens", "code": "rate_limit_exceeded"}});
-        assert_eq!(upstream_error(&openai), ("rate_limit_error", "slow down".to_owned()));
+        assert_eq!(
+            upstream_error(&openai),
+            ("rate_limit_error", "slow down".to_owned())
+        );
         let anthropic = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-        assert_eq!(upstream_error(&anthropic), ("overloaded_error", "Overloaded".to_owned()));
-        assert_eq!(upstream_error(&json!("boom")), ("api_error", "boom".to_owned()));
-        assert_eq!(upstream_error(&json!(42)), ("api_error", MSG_UPSTREAM_DEFAULT.to_owned()));
+        assert_eq!(
+            upstream_error(&anthropic),
+            ("overloaded_error", "Overloaded".to_owned())
+        );
+        assert_eq!(
+            upstream_error(&json!("boom")),
+            ("api_error", "boom".to_owned())
+        );
+        assert_eq!(
+            upstream_error(&json!(42)),
+            ("api_error", MSG_UPSTREAM_DEFAULT.to_owned())
+        );
     }
 }

@@ -20,7 +20,11 @@ const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
 ];
 
 fn known_error_type(error_type: &str) -> &'static str {
-    ANTHROPIC_ERROR_TYPES.iter().find(|t| **t == error_type).copied().unwrap_or("api_error")
+    ANTHROPIC_ERROR_TYPES
+        .iter()
+        .find(|t| **t == error_type)
+        .copied()
+        .unwrap_or("api_error")
 }
 
 /// Translate one OpenAI Chat Completions SSE body into Anthropic Messages SSE events.
@@ -63,7 +67,12 @@ impl MessagesViaChatStream {
         PyBytes::new(py, self.inner.ping())
     }
 
-    fn fail<'py>(&mut self, py: Python<'py>, error_type: &str, message: &str) -> Bound<'py, PyBytes> {
+    fn fail<'py>(
+        &mut self,
+        py: Python<'py>,
+        error_type: &str,
+        message: &str,
+    ) -> Bound<'py, PyBytes> {
         PyBytes::new(py, self.inner.fail(known_error_type(error_type), message))
     }
 

@@ -83,7 +83,10 @@ impl SseParser {
             return;
         }
         if self.pending.len() > self.max {
-            self.error = Some(format!("an upstream stream line exceeds {} bytes", self.max));
+            self.error = Some(format!(
+                "an upstream stream line exceeds {} bytes",
+                self.max
+            ));
         }
     }
 
@@ -232,7 +235,11 @@ mod tests {
         );
         for i in 0..=input.len() {
             for j in i..=input.len() {
-                assert_eq!(parse_split(input, 1 << 20, &[i, j]).0, whole, "splits {i} {j}");
+                assert_eq!(
+                    parse_split(input, 1 << 20, &[i, j]).0,
+                    whole,
+                    "splits {i} {j}"
+                );
             }
         }
     }
@@ -251,11 +258,20 @@ mod tests {
     fn fields_and_comments() {
         assert_eq!(parse(b"data\n\n"), vec![ev(None, "")]);
         assert_eq!(parse(b"data:\ndata:\n\n"), vec![ev(None, "\n")]);
-        assert_eq!(parse(b"data:  two spaces\n\n"), vec![ev(None, " two spaces")]);
+        assert_eq!(
+            parse(b"data:  two spaces\n\n"),
+            vec![ev(None, " two spaces")]
+        );
         assert_eq!(parse(b": only a comment\n\n"), vec![]);
         assert_eq!(parse(b"event: x\n\ndata: y\n\n"), vec![ev(None, "y")]);
-        assert_eq!(parse(b"id: 1\nretry: 5\nfoo: bar\ndata: y\n\n"), vec![ev(None, "y")]);
-        assert_eq!(parse(b"event: error\ndata: {}\n\n"), vec![ev(Some("error"), "{}")]);
+        assert_eq!(
+            parse(b"id: 1\nretry: 5\nfoo: bar\ndata: y\n\n"),
+            vec![ev(None, "y")]
+        );
+        assert_eq!(
+            parse(b"event: error\ndata: {}\n\n"),
+            vec![ev(Some("error"), "{}")]
+        );
     }
 
     #[test]
@@ -266,7 +282,10 @@ mod tests {
 
     #[test]
     fn bom_only_at_the_start() {
-        assert_eq!(parse_split(b"\xef\xbb\xbfdata: a\n\n", 100, &[1, 2]).0, vec![ev(None, "a")]);
+        assert_eq!(
+            parse_split(b"\xef\xbb\xbfdata: a\n\n", 100, &[1, 2]).0,
+            vec![ev(None, "a")]
+        );
         assert_eq!(
             parse(b"data: a\n\n\xef\xbb\xbfdata: b\n\n"),
             vec![ev(None, "a")],
@@ -278,7 +297,10 @@ mod tests {
     fn utf8_split_inside_a_character() {
         let input = "data: \u{1f600}\u{e9}\n\n".as_bytes();
         for i in 0..input.len() {
-            assert_eq!(parse_split(input, 100, &[i]).0, vec![ev(None, "\u{1f600}\u{e9}")]);
+            assert_eq!(
+                parse_split(input, 100, &[i]).0,
+                vec![ev(None, "\u{1f600}\u{e9}")]
+            );
         }
     }
 
@@ -297,7 +319,10 @@ mod tests {
         // An unterminated line past the bound.
         let (events, error) = parse_split(b"data: a\n\ndata: 0123456789", 8, &[]);
         assert_eq!(events, vec![ev(None, "a")]);
-        assert_eq!(error.as_deref(), Some("an upstream stream line exceeds 8 bytes"));
+        assert_eq!(
+            error.as_deref(),
+            Some("an upstream stream line exceeds 8 bytes")
+        );
         // Data lines adding up past the bound; later events are not parsed.
         let (events, error) = parse_split(b"data: 1234\ndata: 5678\n\ndata: b\n\n", 8, &[]);
         assert_eq!(events, vec![]);

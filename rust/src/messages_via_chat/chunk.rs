@@ -83,6 +83,29 @@ impl<'de> Deserialize<'de> for OptStr<'de> {
     }
 }
 
+/// An object key, borrowed from the input unless it holds escapes (serde's own
+/// `Cow<str>` always allocates).
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// A non-negative integer or null; any other type is an error.
 struct OptIndex(Option<u64>);
 
@@ -226,7 +249,7 @@ impl<'de, T: Fields<'de>> Deserialize<'de> for Obj<T> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut value = T::default();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                while let Some(Key(key)) = map.next_key::<Key>()? {
                     value.field(&key, &mut map)?;
                 }
                 Ok(Obj(Some(value)))
@@ -324,7 +347,12 @@ impl<'de> Fields<'de> for ChoiceFields<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "index" => self.index = map.next_value::<OptIndex>()?.0,
-            "delta" => self.delta = map.next_value::<Obj<DeltaFields>>()?.0.map(DeltaFields::into_delta),
+            "delta" => {
+                self.delta = map
+                    .next_value::<Obj<DeltaFields>>()?
+                    .0
+                    .map(DeltaFields::into_delta)
+            }
             "finish_reason" => self.finish_reason = map.next_value::<OptStr>()?.0,
             _ => {
                 map.next_value::<IgnoredAny>()?;
@@ -350,7 +378,12 @@ impl<'a> DeltaFields<'a> {
             Some(text) if !text.is_empty() => Some(text),
             _ => self.reasoning,
         };
-        Delta { reasoning, content: self.content, refusal: self.refusal, tool_calls: self.tool_calls }
+        Delta {
+            reasoning,
+            content: self.content,
+            refusal: self.refusal,
+            tool_calls: self.tool_calls,
+        }
     }
 }
 
@@ -376,7 +409,10 @@ impl<'de> Fields<'de> for ToolCallDelta<'de> {
             "index" => self.index = map.next_value::<OptIndex>()?.0,
             "id" => self.id = map.next_value::<OptStr>()?.0,
             "function" => {
-                let function = map.next_value::<Obj<FunctionFields>>()?.0.unwrap_or_default();
+                let function = map
+                    .next_value::<Obj<FunctionFields>>()?
+                    .0
+                    .unwrap_or_default();
                 self.name = function.name;
                 self.arguments = function.arguments;
             }
@@ -476,7 +512,10 @@ pub fn read_chunk(json: &str) -> Result<Chunk<'_>, serde_json::Error> {
             .choices
             .into_iter()
             .filter(|choice| choice.index.unwrap_or(0) == 0)
-            .map(|choice| Choice { delta: choice.delta, finish_reason: choice.finish_reason })
+            .map(|choice| Choice {
+                delta: choice.delta,
+                finish_reason: choice.finish_reason,
+            })
             .collect(),
     })
 }

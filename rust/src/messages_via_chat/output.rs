@@ -4,7 +4,9 @@
 use crate::json::{write_str, write_u64};
 
 pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tokens: u64) {
-    out.extend_from_slice(b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":");
+    out.extend_from_slice(
+        b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":",
+    );
     write_str(out, message_id);
     out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
     write_str(out, model);
@@ -65,7 +67,12 @@ pub fn thinking_delta(out: &mut Vec<u8>, index: u64, thinking: &str) {
 }
 
 pub fn input_json_delta(out: &mut Vec<u8>, index: u64, partial_json: &str) {
-    delta(out, index, b"\"input_json_delta\",\"partial_json\":", partial_json);
+    delta(
+        out,
+        index,
+        b"\"input_json_delta\",\"partial_json\":",
+        partial_json,
+    );
 }
 
 pub fn signature_delta(out: &mut Vec<u8>, index: u64, signature: &str) {
@@ -80,7 +87,13 @@ pub fn block_stop(out: &mut Vec<u8>, index: u64) {
     out.extend_from_slice(b"}\n\n");
 }
 
-pub fn message_delta(out: &mut Vec<u8>, stop_reason: &str, input: u64, cache_read: u64, output: u64) {
+pub fn message_delta(
+    out: &mut Vec<u8>,
+    stop_reason: &str,
+    input: u64,
+    cache_read: u64,
+    output: u64,
+) {
     out.extend_from_slice(
         b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"",
     );

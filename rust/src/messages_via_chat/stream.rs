@@ -102,7 +102,8 @@ impl MessagesViaChatStream {
         }
         let (state, out) = (&mut self.state, &mut self.out);
         state.ensure_started(out);
-        self.parser.feed(chunk, |event, data| state.event(event, data, out));
+        self.parser
+            .feed(chunk, |event, data| state.event(event, data, out));
         if !state.ended {
             if let Some(error) = self.parser.error() {
                 state.fail("api_error", error.to_owned(), out);
@@ -119,7 +120,8 @@ impl MessagesViaChatStream {
         }
         let (state, out) = (&mut self.state, &mut self.out);
         state.ensure_started(out);
-        self.parser.finish(|event, data| state.event(event, data, out));
+        self.parser
+            .finish(|event, data| state.event(event, data, out));
         if !state.ended {
             if let Some(error) = self.parser.error() {
                 state.fail("api_error", error.to_owned(), out);
@@ -147,7 +149,8 @@ impl MessagesViaChatStream {
         self.out.clear();
         if !self.state.ended {
             self.state.ensure_started(&mut self.out);
-            self.state.fail(error_type, message.to_owned(), &mut self.out);
+            self.state
+                .fail(error_type, message.to_owned(), &mut self.out);
         }
         &self.out
     }
@@ -182,7 +185,10 @@ impl MessagesViaChatStream {
 fn trim_json_ws(data: &[u8]) -> &[u8] {
     let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
     let start = data.iter().position(|b| !is_ws(b)).unwrap_or(data.len());
-    let end = data.iter().rposition(|b| !is_ws(b)).map_or(start, |i| i + 1);
+    let end = data
+        .iter()
+        .rposition(|b| !is_ws(b))
+        .map_or(start, |i| i + 1);
     &data[start..end]
 }
 
@@ -209,7 +215,12 @@ impl State {
         if self.ended {
             return; // the rest of a chunk after the end is not translated
         }
-        let text = String::from_utf8_lossy(data);
+        // Valid UTF-8 is the rule; the lossy decoder is only for the exception (it is
+        // several times slower than validation on the hot path).
+        let text = match std::str::from_utf8(data) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(data),
+        };
         if event == Some(b"error") {
             let payload = match serde_json::from_str::<Value>(&text) {
                 Ok(value) => value,
@@ -322,7 +333,13 @@ impl State {
                 };
                 let block = self.blocks;
                 out::tool_use_start(out, block, &id, call.name.as_deref().unwrap_or(""));
-                self.tools.push((ToolCall { upstream_index: call.index, id }, block));
+                self.tools.push((
+                    ToolCall {
+                        upstream_index: call.index,
+                        id,
+                    },
+                    block,
+                ));
                 self.blocks += 1;
                 self.open = Open::Tool(self.tools.len() - 1);
                 self.tools.len() - 1
@@ -341,7 +358,10 @@ impl State {
     /// fragment with neither continues the latest call.
     fn find_tool(&self, index: Option<u64>, id: Option<&str>) -> Option<usize> {
         match (index, id) {
-            (Some(index), _) => self.tools.iter().position(|(t, _)| t.upstream_index == Some(index)),
+            (Some(index), _) => self
+                .tools
+                .iter()
+                .position(|(t, _)| t.upstream_index == Some(index)),
             (None, Some(id)) if !id.is_empty() => self.tools.iter().position(|(t, _)| t.id == id),
             _ => self.tools.len().checked_sub(1),
         }
@@ -377,7 +397,8 @@ impl State {
 
     fn end(&mut self, out: &mut Vec<u8>) {
         self.close(out);
-        let stop_reason = mapping::stop_reason(self.finish_reason.as_deref(), !self.tools.is_empty());
+        let stop_reason =
+            mapping::stop_reason(self.finish_reason.as_deref(), !self.tools.is_empty());
         self.stop_reason = Some(stop_reason);
         let (input, cached, output) = self.usage();
         out::message_delta(out, stop_reason, input, cached, output);

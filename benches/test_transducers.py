@@ -1,0 +1,91 @@
+"""Micro benchmarks: native vs pure-Python transducer on the same streams and chunkings.
+
+Run: python -m pytest benches --benchmark-only --benchmark-json=benches/results/micro.json
+then python benches/report.py benches/results/micro.json for the events/s table.
+Baselines measured in the same run: orjson.loads of the same upstream events (the cost of
+merely parsing them in Python) and a plain copy of the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+import pytest
+
+from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream as Python
+from streams import CHUNKINGS, STREAMS
+
+try:
+    from hydra_proxy._native import MessagesViaChatStream as Native
+except ImportError:  # pragma: no cover
+    Native = None  # type: ignore[assignment,misc]
+
+IMPLEMENTATIONS: dict[str, Callable[..., object] | None] = {"native": Native, "python": Python}
+
+
+def _bodies(stream: str) -> list[bytes]:
+    # The corpus is several bodies joined by NUL: each is one response stream.
+    return STREAMS[stream]().split(b"\x00")
+
+
+def _translate(cls: Callable[..., object], chunked: list[list[bytes]]) -> int:
+    size = 0
+    for chunks in chunked:
+        t = cls("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"bench-key")
+        feed = t.feed  # type: ignore[attr-defined]
+        for chunk in chunks:
+            size += len(feed(chunk))
+        size += len(t.finish())  # type: ignore[attr-defined]
+    return size
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("stream", list(STREAMS))
+@pytest.mark.parametrize("impl", list(IMPLEMENTATIONS))
+def test_transducer(benchmark, impl: str, stream: str, chunking: str) -> None:  # type: ignore[no-untyped-def]
+    cls = IMPLEMENTATIONS[impl]
+    if cls is None:
+        pytest.skip("optional native extension hydra_proxy._native is not built")
+    bodies = _bodies(stream)
+    chunked = [CHUNKINGS[chunking](body) for body in bodies]
+    events = sum(body.count(b"\n\n") for body in bodies)
+    output = _translate(cls, chunked)  # also the warm-up
+    benchmark.group = f"{stream} / {chunking}"
+    benchmark.extra_info.update(
+        {"impl": impl, "stream": stream, "chunking": chunking, "upstream_events": events,
+         "upstream_bytes": sum(map(len, bodies)), "output_bytes": output}
+    )
+    assert output > 0
+    benchmark(_translate, cls, chunked)
+
+
+@pytest.mark.parametrize("stream", list(STREAMS))
+def test_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: ignore[no-untyped-def]
+    """Only parsing each upstream event's JSON in Python: the floor for a Python proxy."""
+    bodies = _bodies(stream)
+    payloads = [
+        line[6:]
+        for body in bodies
+        for line in body.split(b"\n")
+        if line.startswith(b"data: {")
+    ]
+    benchmark.group = f"{stream} / baselines"
+    benchmark.extra_info.update(
+        {"impl": "orjson.loads", "stream": stream, "chunking": "-",
+         "upstream_events": sum(b.count(b"\n\n") for b in bodies), "upstream_bytes": sum(map(len, bodies))}
+    )
+    loads = orjson.loads
+    benchmark(lambda: [loads(p) for p in payloads])
+
+
+@pytest.mark.parametrize("stream", list(STREAMS))
+def test_baseline_byte_copy(benchmark, stream: str) -> None:  # type: ignore[no-untyped-def]
+    """Copying the upstream bytes once: what a byte-forwarding proxy's core costs."""
+    bodies = _bodies(stream)
+    benchmark.group = f"{stream} / baselines"
+    benchmark.extra_info.update(
+        {"impl": "byte copy", "stream": stream, "chunking": "-",
+         "upstream_events": sum(b.count(b"\n\n") for b in bodies), "upstream_bytes": sum(map(len, bodies))}
+    )
+    benchmark(lambda: [bytes(bytearray(b)) for b in bodies])
