@@ -39,11 +39,24 @@ def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
 
 def _usage() -> bytes:
     usage = {"prompt_tokens": 5000, "completion_tokens": 2000, "total_tokens": 7000}
-    return b"data: " + orjson.dumps({"id": "chatcmpl-bench", "choices": [], "usage": usage}) + b"\n\n"
+    return (
+        b"data: " + orjson.dumps({"id": "chatcmpl-bench", "choices": [], "usage": usage}) + b"\n\n"
+    )
 
 
 def text_deltas(n: int = 2000) -> bytes:
-    words = ["The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog.\n", " \"quoted\""]
+    words = [
+        "The",
+        " quick",
+        " brown",
+        " fox",
+        " jumps",
+        " over",
+        " the",
+        " lazy",
+        " dog.\n",
+        ' "quoted"',
+    ]
     body = [_chunk({"role": "assistant", "content": ""})]
     body += [_chunk({"content": words[i % len(words)]}) for i in range(n)]
     return b"".join([*body, _chunk({}, "stop"), _usage(), b"data: [DONE]\n\n"])
@@ -52,10 +65,24 @@ def text_deltas(n: int = 2000) -> bytes:
 def tool_fragments(n: int = 500) -> bytes:
     body = [_chunk({"role": "assistant", "content": None})]
     body.append(
-        _chunk({"tool_calls": [{"index": 0, "id": "call_bench", "type": "function", "function": {"name": "Write", "arguments": ""}}]})
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_bench",
+                        "type": "function",
+                        "function": {"name": "Write", "arguments": ""},
+                    }
+                ]
+            }
+        )
     )
     body.append(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"content": "'}}]}))
-    body += [_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "line\\n"}}]}) for _ in range(n)]
+    body += [
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "line\\n"}}]})
+        for _ in range(n)
+    ]
     body.append(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}))
     return b"".join([*body, _chunk({}, "tool_calls"), _usage(), b"data: [DONE]\n\n"])
 
@@ -64,9 +91,17 @@ def reasoning_then_tools(n: int = 1000) -> bytes:
     body = [_chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
     body += [_chunk({"content": None, "reasoning_content": " step"}) for _ in range(n)]
     for i in range(3):
-        call = {"index": i, "id": f"call_{i}", "type": "function", "function": {"name": "Read", "arguments": ""}}
+        call = {
+            "index": i,
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "Read", "arguments": ""},
+        }
         body.append(_chunk({"tool_calls": [call]}))
-        body += [_chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}) for p in ('{"path"', ': "/tmp/', f'{i}.txt"}}')]
+        body += [
+            _chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]})
+            for p in ('{"path"', ': "/tmp/', f'{i}.txt"}}')
+        ]
     return b"".join([*body, _chunk({}, "tool_calls"), _usage(), b"data: [DONE]\n\n"])
 
 
@@ -94,4 +129,8 @@ STREAMS = {
     "tool-500-fragments": tool_fragments,
     "reasoning-then-tools": reasoning_then_tools,
 }
-CHUNKINGS = {"event-aligned": event_aligned, "random-1-64": random_splits, "coalesced-64k": coalesced}
+CHUNKINGS = {
+    "event-aligned": event_aligned,
+    "random-1-64": random_splits,
+    "coalesced-64k": coalesced,
+}

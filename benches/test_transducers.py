@@ -53,8 +53,14 @@ def test_transducer(benchmark, impl: str, stream: str, chunking: str) -> None:  
     output = _translate(cls, chunked)  # also the warm-up
     benchmark.group = f"{stream} / {chunking}"
     benchmark.extra_info.update(
-        {"impl": impl, "stream": stream, "chunking": chunking, "upstream_events": events,
-         "upstream_bytes": sum(map(len, bodies)), "output_bytes": output}
+        {
+            "impl": impl,
+            "stream": stream,
+            "chunking": chunking,
+            "upstream_events": events,
+            "upstream_bytes": sum(map(len, bodies)),
+            "output_bytes": output,
+        }
     )
     assert output > 0
     benchmark(_translate, cls, chunked)
@@ -65,15 +71,17 @@ def test_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: ignore[
     """Only parsing each upstream event's JSON in Python: the floor for a Python proxy."""
     bodies = _bodies(stream)
     payloads = [
-        line[6:]
-        for body in bodies
-        for line in body.split(b"\n")
-        if line.startswith(b"data: {")
+        line[6:] for body in bodies for line in body.split(b"\n") if line.startswith(b"data: {")
     ]
     benchmark.group = f"{stream} / baselines"
     benchmark.extra_info.update(
-        {"impl": "orjson.loads", "stream": stream, "chunking": "-",
-         "upstream_events": sum(b.count(b"\n\n") for b in bodies), "upstream_bytes": sum(map(len, bodies))}
+        {
+            "impl": "orjson.loads",
+            "stream": stream,
+            "chunking": "-",
+            "upstream_events": sum(b.count(b"\n\n") for b in bodies),
+            "upstream_bytes": sum(map(len, bodies)),
+        }
     )
     loads = orjson.loads
     benchmark(lambda: [loads(p) for p in payloads])
@@ -85,7 +93,12 @@ def test_baseline_byte_copy(benchmark, stream: str) -> None:  # type: ignore[no-
     bodies = _bodies(stream)
     benchmark.group = f"{stream} / baselines"
     benchmark.extra_info.update(
-        {"impl": "byte copy", "stream": stream, "chunking": "-",
-         "upstream_events": sum(b.count(b"\n\n") for b in bodies), "upstream_bytes": sum(map(len, bodies))}
+        {
+            "impl": "byte copy",
+            "stream": stream,
+            "chunking": "-",
+            "upstream_events": sum(b.count(b"\n\n") for b in bodies),
+            "upstream_bytes": sum(map(len, bodies)),
+        }
     )
     benchmark(lambda: [bytes(bytearray(b)) for b in bodies])

@@ -27,18 +27,7 @@ MSG_ID = "msg_01TestTranslation"
 MODEL = "claude-sonnet-4-5"
 
 
-def _fixture_dir() -> Path | None:
-    here = Path(__file__).resolve().parent
-    for candidate in (
-        here / "fixtures" / "openai",
-        here.parents[1] / "shared" / "fixtures" / "openai",
-    ):
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
-OPENAI_FIXTURES = _fixture_dir()
+OPENAI_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "openai"
 
 
 # ------------------------------------------------------------------------- builders
@@ -560,8 +549,6 @@ def completion_from_stream(path: Path) -> dict[str, Any]:
 
 
 def recorded(name: str) -> dict[str, Any]:
-    if OPENAI_FIXTURES is None or not (OPENAI_FIXTURES / name).exists():
-        pytest.skip(f"recorded fixture {name} not available")
     return completion_from_stream(OPENAI_FIXTURES / name)
 
 

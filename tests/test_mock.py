@@ -24,9 +24,7 @@ from hypothesis import strategies as st
 from hydra_proxy.mock import MockOptions, MockServer, create_app
 from hydra_proxy.mock.script import canned_turn
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-if not FIXTURES.is_dir():  # the repo layout is /work/main + /work/shared
-    FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"  # copies of shared/fixtures
 
 OPENAI_KEY = "sk-test-openai-SECRET-123"
 ANTHROPIC_KEY = "sk-ant-test-SECRET-456"
@@ -490,7 +488,7 @@ def test_replay_sse_is_byte_identical(mock: MockServer, oai: openai.OpenAI) -> N
     mock.script(
         [
             {"replay": str(fixture)},
-            {"replay": "oaipy-gpt4o-tool-call", "delay_ms": 1, "split_bytes": 7},
+            {"replay": "oaipy-gpt4o-tool-call", "delay_ms": 1, "split_bytes": 97},
         ]
     )
     _, headers, first = raw_post(mock, "/v1/chat/completions", {**CHAT, "stream": True})

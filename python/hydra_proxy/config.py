@@ -275,4 +275,36 @@ def load(
         signing_key_file=pick(
             "signing_key_file", "HYDRA_SIGNING_KEY_FILE", "signing_key_file", None
         ),
+        **_limits(env, server_cfg),
     )
+
+
+# Limits settable from the environment (HYDRA_<NAME>) or the [server] table of the file.
+_LIMITS: dict[str, type] = {
+    "max_body_bytes": int,
+    "max_event_bytes": int,
+    "connect_timeout": float,
+    "first_byte_timeout": float,
+    "idle_timeout": float,
+    "ping_interval": float,
+    "retries": int,
+    "shutdown_grace": float,
+}
+
+
+def _limits(env: dict[str, str], server_cfg: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, kind in _LIMITS.items():
+        raw = env.get(f"HYDRA_{name.upper()}", server_cfg.get(name))
+        if raw is None or raw == "":
+            continue
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{name} (HYDRA_{name.upper()}) must be a number, not {raw!r}"
+            ) from None
+        if value < 0 or (value == 0 and name != "retries"):
+            raise ConfigError(f"{name} (HYDRA_{name.upper()}) must be positive, not {raw!r}")
+        values[name] = value
+    return values

@@ -218,7 +218,7 @@ class MockApp:
             headers = _headers(scope)
             raw = await self._read_body(receive, headers)
             body = _parse_json_object(raw)
-            self._record(scope, headers, raw, body)
+            entry = self._record(scope, headers, raw, body)
             knobs = self._knobs(headers)
             if knobs.error_rate and random.random() < knobs.error_rate:
                 await self._send(send, wire.overloaded())
@@ -230,7 +230,7 @@ class MockApp:
         except _ClientError as exc:
             await self._send(send, wire.error(exc.status, exc.message))
             return
-        await self._send(send, reply, knobs, receive)
+        await self._send(send, reply, knobs, receive, entry)
 
     def _pick_turn(self, headers: dict[str, str]) -> Turn | None:
         """The scripted turn for this request, or None for the default reply."""
@@ -435,11 +435,11 @@ class MockApp:
 
     def _record(
         self, scope: Scope, headers: dict[str, str], raw: bytes, body: dict[str, Any]
-    ) -> None:
+    ) -> dict[str, Any] | None:
         opts = self.options
         if opts.max_recorded == 0:
-            return
-        entry = {
+            return None
+        entry: dict[str, Any] = {
             "method": scope["method"],
             "path": scope["path"],
             "query": scope.get("query_string", b"").decode("latin-1"),
@@ -455,6 +455,7 @@ class MockApp:
         ):
             _, old = self._recorded.popleft()
             self._recorded_bytes -= old
+        return entry
 
     async def _send(
         self,
@@ -462,12 +463,14 @@ class MockApp:
         reply: Reply,
         knobs: _Knobs | None = None,
         receive: Receive | None = None,
+        entry: dict[str, Any] | None = None,
     ) -> None:
         """Write ``reply``: in one message when unpaced, else event by event.
 
         An aborted reply ends without the final body message, which makes the server drop
         the connection mid-body. ``receive`` (given once the request body has been read)
-        lets a paced stream stop as soon as the client disconnects.
+        lets a paced stream stop as soon as the client disconnects; its recorded ``entry``
+        then gets ``"disconnected": true`` (tests use it to see a proxy drop the upstream).
         """
         k = knobs or self._base
         if k.ttfb_ms:
@@ -494,6 +497,8 @@ class MockApp:
                     if i and (delay or jitter):
                         await asyncio.sleep(delay + (random.random() * jitter if jitter else 0.0))
                     if gone.is_set():
+                        if entry is not None:
+                            entry["disconnected"] = True
                         return
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
             finally:

@@ -6,6 +6,11 @@ in ``delta.reasoning_content`` (DeepSeek / Z.AI style); each tool call's first f
 ``index, id, type, function{name, arguments: ""}``, later ones only ``index`` and argument
 text; then a finish chunk ``delta: {}``, the usage chunk (``choices: []``) when
 ``stream_options.include_usage`` is true, and ``data: [DONE]``.
+
+A turn's ``stream_error`` replaces the finish chunk with ``data: {"error": {message, type,
+param, code}}`` followed by ``data: [DONE]`` (as OpenRouter does in
+fixtures/openai/pydantic-openrouter-midstream-error.sse); openai-python raises ``APIError``
+on it.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from aiohttp import ClientResponse
 
 from .. import ids
 from ..errors import (
@@ -21,7 +22,7 @@ from ..messages_via_chat.stream import upstream_error
 from ..tokens import estimate_input_tokens
 from ..transducers import StreamTransducer
 from .asgi import SSE, Receive, Scope, Send, respond
-from .streaming import pump
+from .streaming import relay
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -106,12 +107,16 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
     url = provider.base_url.rstrip("/") + "/chat/completions"
     reported_model = route.spoof_model or model
     started = time.monotonic()
-    try:
-        response = await app.upstream.post(url, headers, orjson.dumps(chat_request))
-    except (UpstreamHTTPError, UpstreamUnavailable) as exc:
-        raise error_from_upstream(exc) from None
+    body_out = orjson.dumps(chat_request)
+
+    async def connect() -> ClientResponse:
+        try:
+            return await app.upstream.post(url, headers, body_out)
+        except (UpstreamHTTPError, UpstreamUnavailable) as exc:
+            raise error_from_upstream(exc) from None
 
     if not stream:
+        response = await connect()
         try:
             completion = orjson.loads(await response.read())
         except orjson.JSONDecodeError:
@@ -139,25 +144,24 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         max_event_bytes=app.settings.max_event_bytes,
     )
 
-    async def early_error(t: StreamTransducer) -> bool:
+    async def http_error(exc: ProxyError) -> None:
+        await app.error(scope, send, exc)
+
+    def in_stream_error(t: StreamTransducer) -> ProxyError:
         assert t.error is not None
         error_type, message = t.error
-        await respond(
-            send,
-            status_for_anthropic_type(error_type),
-            ProxyError(500, message, error_type=error_type).anthropic_body(),
-        )
-        return True
+        return ProxyError(status_for_anthropic_type(error_type), message, error_type=error_type)
 
-    await pump(
-        response,
+    await relay(
+        connect(),
         transducer,
         receive,
         send,
         [(b"content-type", SSE), (b"cache-control", b"no-cache")],
         ping_interval=app.settings.ping_interval,
         idle_timeout=app.settings.idle_timeout,
-        early_error=early_error,
+        http_error=http_error,
+        in_stream_error=in_stream_error,
     )
     log.debug(
         "stream done model=%s stop=%s usage=%s error=%s in %.3fs",

@@ -1,20 +1,27 @@
-"""Pumping an upstream body through a transducer to the client.
+"""Relaying an upstream stream through a transducer to the client.
 
 Raw upstream chunks (not lines) go into the transducer; whatever it returns for a chunk is
-sent as one ASGI body message, so events are batched as they arrive. While the upstream is
-silent the client gets keepalive pings; past the idle timeout the stream ends with an error
-event. A client disconnect cancels the upstream request at once.
+sent as one ASGI body message, so events are batched as they arrive.
+
+Before the client's response starts, an upstream failure is answered as an HTTP error
+(status, retry-after). The response starts as soon as there is something to say, or after
+one ping interval of upstream silence (then pings keep the client's connection alive);
+past that point a failure becomes an in-stream error event, and so does an upstream that
+stays silent past the idle timeout. A client disconnect cancels the upstream request at
+once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
+from typing import Any
 
 import aiohttp
 
+from ..errors import ProxyError
 from ..transducers import StreamTransducer
 from .asgi import Headers, Receive, Send
 
@@ -36,7 +43,7 @@ async def _read(content: aiohttp.StreamReader, seconds: float) -> bytes:
         raise _Silent from None
 
 
-async def _watch_disconnect(receive: Receive, task: asyncio.Task[None], gone: list[bool]) -> None:
+async def _watch_disconnect(receive: Receive, task: asyncio.Task[Any], gone: list[bool]) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -45,8 +52,8 @@ async def _watch_disconnect(receive: Receive, task: asyncio.Task[None], gone: li
             return
 
 
-async def pump(
-    response: aiohttp.ClientResponse,
+async def relay(
+    connect: Coroutine[Any, Any, aiohttp.ClientResponse],
     transducer: StreamTransducer,
     receive: Receive,
     send: Send,
@@ -54,36 +61,48 @@ async def pump(
     *,
     ping_interval: float,
     idle_timeout: float,
-    early_error: Callable[[StreamTransducer], Awaitable[bool]],
+    http_error: Callable[[ProxyError], Awaitable[None]],
+    in_stream_error: Callable[[StreamTransducer], ProxyError],
 ) -> None:
-    """Stream `response` to the client through `transducer`.
+    """Stream the upstream response that `connect` yields to the client via `transducer`.
 
-    Before the client's response starts, the first upstream chunk is awaited (up to one ping
-    interval): if it is already an error, `early_error` may answer with an HTTP error
-    instead (returns True when it did).
+    `connect` raises ProxyError for an upstream failure; `http_error` answers one before
+    the response has started. `in_stream_error` turns an upstream error event seen before
+    any content into the ProxyError to answer with instead of starting the stream.
     """
     task = asyncio.current_task()
     assert task is not None
     gone: list[bool] = []
     watcher = asyncio.ensure_future(_watch_disconnect(receive, task, gone))
-    content = response.content
+    connecting = asyncio.ensure_future(connect)
+    response: aiohttp.ClientResponse | None = None
+    started = False
+
+    async def emit(out: bytes) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+        if out:
+            await send({"type": "http.response.body", "body": out, "more_body": True})
+
     try:
-        first = b""
+        # 1. The upstream's response headers (upstream.post bounds the wait).
+        while not connecting.done():
+            await asyncio.wait({connecting}, timeout=ping_interval)
+            if not connecting.done():
+                await emit(transducer.ping())
         try:
-            chunk = await _read(content, ping_interval)
-            first = transducer.feed(chunk) if chunk else transducer.finish()
-        except _Silent:
-            first = transducer.ping()
-        except aiohttp.ClientError:
-            first = transducer.finish()
-        if (
-            transducer.error is not None
-            and not transducer.has_content
-            and await early_error(transducer)
-        ):
+            response = connecting.result()
+        except ProxyError as exc:
+            if not started:
+                await http_error(exc)
+                return
+            await emit(transducer.fail(exc.error_type, exc.message))
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": first, "more_body": True})
+        content = response.content
+        # 2. The body, one raw chunk at a time.
         idle = 0.0
         while not transducer.finished:
             try:
@@ -101,20 +120,24 @@ async def pump(
             else:
                 idle = 0.0
                 out = transducer.feed(chunk) if chunk else transducer.finish()
-            if out:
-                await send({"type": "http.response.body", "body": out, "more_body": True})
+            if not started and transducer.error is not None and not transducer.has_content:
+                await http_error(in_stream_error(transducer))
+                return
+            await emit(out)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except asyncio.CancelledError:
         if not gone:
             raise
+        # The client went away: nothing more to send; the upstream request is dropped below.
         if sys.version_info >= (3, 11):
             task.uncancel()
-        # The client went away: nothing more to send; the upstream request is dropped below.
     finally:
         watcher.cancel()
+        connecting.cancel()
         with suppress(asyncio.CancelledError):
             await watcher
-        if transducer.finished:
-            response.release()
-        else:
-            response.close()
+        if response is not None:
+            if transducer.finished:
+                response.release()
+            else:
+                response.close()
