@@ -7,8 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from hydra_proxy.chat_via_messages.stream import ChatViaMessagesStream as PyChatViaMessagesStream
 from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream as PyMessagesViaChatStream
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -32,6 +34,14 @@ def messages_via_chat_class(impl: str) -> Callable[..., Any]:
     if _native is None:
         pytest.skip(NATIVE_MISSING)
     return _native.MessagesViaChatStream  # type: ignore[no-any-return]
+
+
+def chat_via_messages_class(impl: str) -> Callable[..., Any]:
+    if impl == "python":
+        return PyChatViaMessagesStream
+    if _native is None:
+        pytest.skip(NATIVE_MISSING)
+    return _native.ChatViaMessagesStream  # type: ignore[no-any-return]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -59,6 +69,30 @@ def openai_stream(name: str) -> bytes:
 OPENAI_STREAMS = sorted(
     p.name for p in (FIXTURES / "openai").iterdir() if p.suffix in (".sse", ".jsonl")
 )
+
+
+def _anthropic_streams() -> dict[str, bytes]:
+    """Every recorded Anthropic stream: raw `.sse` bodies, `.jsonl` payloads re-framed as
+    `event: <type>\ndata: <line>\n\n`, and the 200 SSE bodies inside HTTP recordings."""
+    streams: dict[str, bytes] = {}
+    for path in sorted((FIXTURES / "anthropic").iterdir()):
+        if path.suffix == ".sse":
+            streams[path.name] = path.read_bytes()
+        elif path.suffix == ".jsonl":
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+            streams[path.name] = b"".join(
+                b"event: " + orjson.loads(line)["type"].encode() + b"\ndata: " + line + b"\n\n"
+                for line in lines
+            )
+        elif path.name.startswith("sdkpy-recording"):
+            for i, exchange in enumerate(orjson.loads(path.read_bytes())):
+                body = exchange["response"]["body"]
+                if exchange["response"]["status_code"] == 200 and isinstance(body, str):
+                    streams[f"{path.name}#{i}"] = body.encode()
+    return streams
+
+
+ANTHROPIC_STREAMS = _anthropic_streams()
 
 
 def feed_all(transducer: Any, data: bytes, cuts: list[int] | None = None) -> bytes:

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from .json_read import uint
+
 ANTHROPIC_ERROR_TYPES = frozenset(
     {
         "invalid_request_error",
@@ -158,3 +160,30 @@ class ProxyError(Exception):
 def invalid_request(message: str, param: str | None = None) -> ProxyError:
     """A 400 for a bad client request; the message names the problem."""
     return ProxyError(400, message, error_type="invalid_request_error", param=param)
+
+
+MSG_UPSTREAM_DEFAULT = "the upstream reported an error"
+
+
+def upstream_error(payload: object) -> tuple[str, str]:
+    """(Anthropic error type, message) for an upstream error object in any common shape."""
+    err = payload
+    if type(payload) is dict and payload.get("error") is not None:
+        err = payload["error"]
+    status: int | None = None
+    kind: str | None = None
+    message: str | None = None
+    if type(err) is str:
+        message = err
+    elif type(err) is dict:
+        if type(err.get("message")) is str:
+            message = err["message"]
+        for key in ("code", "status_code", "status"):
+            status = uint(err.get(key))
+            if status is not None:
+                break
+        if type(err.get("type")) is str:
+            kind = err["type"]
+        elif type(err.get("code")) is str:
+            kind = err["code"]
+    return anthropic_error_type(status, kind), message or MSG_UPSTREAM_DEFAULT

@@ -10,6 +10,7 @@ import logging
 import os
 from typing import Protocol
 
+from .chat_via_messages import stream as _py_chat_via_messages
 from .messages_via_chat import stream as _py_messages_via_chat
 
 log = logging.getLogger("hydra_proxy")
@@ -37,19 +38,24 @@ class StreamTransducer(Protocol):
 
 
 class _Implementation:
-    def __init__(self, name: str, messages_via_chat: type) -> None:
+    def __init__(self, name: str, messages_via_chat: type, chat_via_messages: type) -> None:
         self.name = name
         self.MessagesViaChatStream = messages_via_chat
+        self.ChatViaMessagesStream = chat_via_messages
 
 
 def _python() -> _Implementation:
-    return _Implementation("python", _py_messages_via_chat.MessagesViaChatStream)
+    return _Implementation(
+        "python",
+        _py_messages_via_chat.MessagesViaChatStream,
+        _py_chat_via_messages.ChatViaMessagesStream,
+    )
 
 
 def _native() -> _Implementation:
     from . import _native
 
-    return _Implementation("native", _native.MessagesViaChatStream)
+    return _Implementation("native", _native.MessagesViaChatStream, _native.ChatViaMessagesStream)
 
 
 def select(requested: str | None = None) -> _Implementation:

@@ -3,6 +3,8 @@
 //! feeds it upstream bytes and sends what it returns. Every transducer has a pure-Python
 //! twin in python/hydra_proxy/ that produces the same bytes.
 
+pub mod chat_via_messages;
+pub mod continuation;
 pub mod errors;
 pub mod json;
 pub mod messages_via_chat;

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::messages_via_chat;
+use crate::{chat_via_messages, messages_via_chat};
 
 const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
     "invalid_request_error",
@@ -107,9 +107,92 @@ impl MessagesViaChatStream {
     }
 }
 
+/// Translate one Anthropic Messages SSE body into OpenAI Chat Completions chunks.
+#[pyclass(module = "hydra_proxy._native")]
+struct ChatViaMessagesStream {
+    inner: chat_via_messages::ChatViaMessagesStream,
+}
+
+#[pymethods]
+impl ChatViaMessagesStream {
+    #[new]
+    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, max_event_bytes=chat_via_messages::DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        include_usage: bool,
+        continuation_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        ChatViaMessagesStream {
+            inner: chat_via_messages::ChatViaMessagesStream::new(
+                completion_id,
+                model,
+                created,
+                include_usage,
+                continuation_key,
+                max_event_bytes,
+            ),
+        }
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.feed(chunk))
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.finish())
+    }
+
+    fn ping<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.ping())
+    }
+
+    fn fail<'py>(
+        &mut self,
+        py: Python<'py>,
+        error_type: &str,
+        message: &str,
+    ) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.inner.fail(known_error_type(error_type), message))
+    }
+
+    #[getter]
+    fn finished(&self) -> bool {
+        self.inner.finished()
+    }
+
+    #[getter]
+    fn complete(&self) -> bool {
+        self.inner.complete()
+    }
+
+    #[getter]
+    fn error(&self) -> Option<(&'static str, String)> {
+        self.inner.error().map(|(t, m)| (t, m.to_owned()))
+    }
+
+    #[getter]
+    fn has_content(&self) -> bool {
+        self.inner.has_content()
+    }
+
+    #[getter]
+    fn stop_reason(&self) -> Option<&'static str> {
+        self.inner.stop_reason()
+    }
+
+    #[getter]
+    fn usage(&self) -> (u128, u64, u64) {
+        self.inner.usage()
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MessagesViaChatStream>()?;
+    m.add_class::<ChatViaMessagesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

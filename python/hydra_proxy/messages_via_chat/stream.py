@@ -20,9 +20,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import JSONDecodeError, loads
-
-from ..errors import anthropic_error_type
+from ..errors import ANTHROPIC_ERROR_TYPES, upstream_error
+from ..json_read import (
+    JSON_WS,
+    BadShape,
+    JSONDecodeError,
+    loads_lossy,
+    opt_dict,
+    opt_index,
+    opt_list,
+    opt_str,
+    uint,
+)
 from ..signature import sign_thinking
 from ..sse import SseParser
 from . import stream_output as out
@@ -31,79 +40,12 @@ from .mapping import stop_reason as _stop_reason
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
-_JSON_WS = b" \t\n\r"
 _NO_BLOCK, _TEXT, _THINKING, _TOOL = 0, 1, 2, 3
 
 MSG_INVALID_JSON = "the upstream sent an event that is not valid JSON"
 MSG_BAD_SHAPE = "the upstream sent an event of an unexpected shape"
 MSG_CUT_OFF = "the upstream stream ended before the response was complete"
 MSG_INTERLEAVED = "the upstream interleaved the arguments of parallel tool calls"
-MSG_UPSTREAM_DEFAULT = "the upstream reported an error"
-
-
-class _BadShape(Exception):
-    pass
-
-
-def _uint(value: object) -> int | None:
-    if type(value) is int and 0 <= value < 1 << 64:
-        return value
-    return None
-
-
-def _opt_str(obj: dict[str, Any], key: str) -> str | None:
-    value = obj.get(key)
-    if value is None or type(value) is str:
-        return value
-    raise _BadShape
-
-
-def _opt_dict(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
-    value = obj.get(key)
-    if value is None or type(value) is dict:
-        return value
-    raise _BadShape
-
-
-def _opt_list(obj: dict[str, Any], key: str) -> list[Any] | None:
-    value = obj.get(key)
-    if value is None or type(value) is list:
-        return value
-    raise _BadShape
-
-
-def _opt_index(obj: dict[str, Any], key: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    index = _uint(value)
-    if index is None:
-        raise _BadShape
-    return index
-
-
-def upstream_error(payload: object) -> tuple[str, str]:
-    """(Anthropic error type, message) for an upstream error object in any common shape."""
-    err = payload
-    if type(payload) is dict and payload.get("error") is not None:
-        err = payload["error"]
-    status: int | None = None
-    kind: str | None = None
-    message: str | None = None
-    if type(err) is str:
-        message = err
-    elif type(err) is dict:
-        if type(err.get("message")) is str:
-            message = err["message"]
-        for key in ("code", "status_code", "status"):
-            status = _uint(err.get(key))
-            if status is not None:
-                break
-        if type(err.get("type")) is str:
-            kind = err["type"]
-        elif type(err.get("code")) is str:
-            kind = err["code"]
-    return anthropic_error_type(status, kind), message or MSG_UPSTREAM_DEFAULT
 
 
 class _ToolCall:
@@ -197,6 +139,8 @@ class MessagesViaChatStream:
 
     def fail(self, error_type: str, message: str) -> bytes:
         """End the stream with an error event (e.g. the upstream connection broke)."""
+        if error_type not in ANTHROPIC_ERROR_TYPES:
+            error_type = "api_error"
         if self._ended:
             return b""
         parts: list[bytes] = []
@@ -242,10 +186,10 @@ class MessagesViaChatStream:
     # -- upstream events -----------------------------------------------------------------
 
     def _event(self, event: bytes | None, data: bytes, parts: list[bytes]) -> None:
-        stripped = data.strip(_JSON_WS)
+        stripped = data.strip(JSON_WS)
         if event == b"error":
             try:
-                payload: object = _loads(data)
+                payload: object = loads_lossy(data)
             except JSONDecodeError:
                 text = data.decode("utf-8", "replace")
                 payload = text if text.strip(" \t\n\r") else None
@@ -257,19 +201,19 @@ class MessagesViaChatStream:
             self._end(parts)
             return
         try:
-            chunk = _loads(data)
+            chunk = loads_lossy(data)
         except JSONDecodeError:
             self._fail("api_error", MSG_INVALID_JSON, parts)
             return
         try:
             self._chunk(chunk, parts)
-        except _BadShape:
+        except BadShape:
             self._fail("api_error", MSG_BAD_SHAPE, parts)
 
     def _chunk(self, chunk: object, parts: list[bytes]) -> None:
         try:
             error, usage, choices = _read_chunk(chunk)
-        except _BadShape:
+        except BadShape:
             # An error payload is reported as such even when the rest of the chunk is odd.
             if type(chunk) is dict and chunk.get("error") is not None:
                 self._fail(*upstream_error(chunk), parts)
@@ -346,16 +290,16 @@ class MessagesViaChatStream:
         return self._tools[-1] if self._tools else None
 
     def _usage(self, usage: dict[str, Any]) -> None:
-        prompt = _uint(usage.get("prompt_tokens"))
+        prompt = uint(usage.get("prompt_tokens"))
         if prompt is not None:
             self._prompt_tokens = prompt
-        completion = _uint(usage.get("completion_tokens"))
+        completion = uint(usage.get("completion_tokens"))
         if completion is not None:
             self._completion_tokens = completion
         details = usage.get("prompt_tokens_details")
-        cached = _uint(details.get("cached_tokens")) if type(details) is dict else None
+        cached = uint(details.get("cached_tokens")) if type(details) is dict else None
         if cached is None:
-            cached = _uint(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
+            cached = uint(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
         if cached is not None:
             self._cached_tokens = cached
 
@@ -415,9 +359,9 @@ _Delta = tuple[
 def _read_chunk(
     chunk: object,
 ) -> tuple[object, dict[str, Any] | None, list[tuple[_Delta | None, str | None]]]:
-    """(error, usage, [(delta, finish_reason) of the first choice]) or _BadShape."""
+    """(error, usage, [(delta, finish_reason) of the first choice]) or BadShape."""
     if type(chunk) is not dict:
-        raise _BadShape
+        raise BadShape
     usage = chunk.get("usage")
     if type(usage) is not dict:
         groq = chunk.get("x_groq")
@@ -425,12 +369,12 @@ def _read_chunk(
         if type(usage) is not dict:
             usage = None
     read: list[tuple[_Delta | None, str | None]] = []
-    for choice in _opt_list(chunk, "choices") or ():
+    for choice in opt_list(chunk, "choices") or ():
         if type(choice) is not dict:
-            raise _BadShape
-        index = _opt_index(choice, "index")
-        delta = _opt_dict(choice, "delta")
-        finish_reason = _opt_str(choice, "finish_reason")
+            raise BadShape
+        index = opt_index(choice, "index")
+        delta = opt_dict(choice, "delta")
+        finish_reason = opt_str(choice, "finish_reason")
         read_delta = _read_delta(delta) if delta is not None else None
         if not index:  # only the first choice is translated (n > 1 is refused upstream)
             read.append((read_delta, finish_reason))
@@ -438,28 +382,20 @@ def _read_chunk(
 
 
 def _read_delta(delta: dict[str, Any]) -> _Delta:
-    reasoning = _opt_str(delta, "reasoning_content")
-    fallback = _opt_str(delta, "reasoning")
+    reasoning = opt_str(delta, "reasoning_content")
+    fallback = opt_str(delta, "reasoning")
     if not reasoning:
         reasoning = fallback  # Groq/OpenRouter name; some upstreams send both, duplicated
     calls: list[_ToolCallDelta] = []
-    for call in _opt_list(delta, "tool_calls") or ():
+    for call in opt_list(delta, "tool_calls") or ():
         if type(call) is not dict:
-            raise _BadShape
-        upstream_index = _opt_index(call, "index")
-        tool_id = _opt_str(call, "id")
-        function = _opt_dict(call, "function")
+            raise BadShape
+        upstream_index = opt_index(call, "index")
+        tool_id = opt_str(call, "id")
+        function = opt_dict(call, "function")
         name = arguments = None
         if function is not None:
-            name = _opt_str(function, "name")
-            arguments = _opt_str(function, "arguments")
+            name = opt_str(function, "name")
+            arguments = opt_str(function, "arguments")
         calls.append((upstream_index, tool_id, name, arguments))
-    return reasoning, _opt_str(delta, "content"), _opt_str(delta, "refusal"), calls
-
-
-def _loads(data: bytes) -> object:
-    # Valid UTF-8 parses directly; otherwise decode with replacement, as the native side does.
-    try:
-        return loads(data)
-    except JSONDecodeError:
-        return loads(data.decode("utf-8", "replace"))
+    return reasoning, opt_str(delta, "content"), opt_str(delta, "refusal"), calls

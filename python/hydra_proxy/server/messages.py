@@ -15,10 +15,10 @@ from ..errors import (
     anthropic_error_type,
     invalid_request,
     status_for_anthropic_type,
+    upstream_error,
 )
 from ..messages_via_chat.request import ChatTarget, chat_request_from_messages
 from ..messages_via_chat.response import message_from_chat_completion
-from ..messages_via_chat.stream import upstream_error
 from ..tokens import estimate_input_tokens
 from ..transducers import StreamTransducer
 from .asgi import SSE, Receive, Scope, Send, respond

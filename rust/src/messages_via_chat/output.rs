@@ -1,7 +1,7 @@
 //! Anthropic Messages SSE events, as bytes (twin of
 //! python/hydra_proxy/messages_via_chat/stream_output.py).
 
-use crate::json::{write_str, write_u64};
+use crate::json::write::{write_str, write_u64};
 
 pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tokens: u64) {
     out.extend_from_slice(

@@ -10,6 +10,7 @@ use super::chunk::{read_chunk, Delta, ToolCallDelta};
 use super::mapping;
 use super::output as out;
 use crate::errors::{upstream_error, MSG_UPSTREAM_DEFAULT};
+use crate::json::trim_json_ws;
 use crate::signature::sign_thinking;
 use crate::sse::SseParser;
 
@@ -179,17 +180,6 @@ impl MessagesViaChatStream {
     pub fn usage(&self) -> (u64, u64, u64) {
         self.state.usage()
     }
-}
-
-/// Strip JSON whitespace (not Rust's ASCII whitespace, which also strips form feed).
-fn trim_json_ws(data: &[u8]) -> &[u8] {
-    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
-    let start = data.iter().position(|b| !is_ws(b)).unwrap_or(data.len());
-    let end = data
-        .iter()
-        .rposition(|b| !is_ws(b))
-        .map_or(start, |i| i + 1);
-    &data[start..end]
 }
 
 impl State {

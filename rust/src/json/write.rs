@@ -53,6 +53,12 @@ pub fn write_u64(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(buf.format(n).as_bytes());
 }
 
+/// For sums of counts, which may pass u64 (Python's integers do not overflow).
+pub fn write_u128(out: &mut Vec<u8>, n: u128) {
+    let mut buf = itoa::Buffer::new();
+    out.extend_from_slice(buf.format(n).as_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
