@@ -136,6 +136,9 @@ class Settings:
     retries: int = 2
     shutdown_grace: float = 30.0
     signing_key_file: str | None = None
+    # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
+    # x-hydra-continuation request header), always, never.
+    continuation: str = "auto"
     mock_upstream: bool = False
 
     def provider(self, name: str) -> Provider:
@@ -275,6 +278,9 @@ def load(
         signing_key_file=pick(
             "signing_key_file", "HYDRA_SIGNING_KEY_FILE", "signing_key_file", None
         ),
+        continuation=_continuation(
+            pick("continuation", "HYDRA_CONTINUATION", "continuation", "auto")
+        ),
         **_limits(env, server_cfg),
     )
 
@@ -308,3 +314,10 @@ def _limits(env: dict[str, str], server_cfg: dict[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"{name} (HYDRA_{name.upper()}) must be positive, not {raw!r}")
         values[name] = value
     return values
+
+
+def _continuation(value: object) -> str:
+    mode = str(value).strip().lower()
+    if mode not in ("auto", "always", "never"):
+        raise ConfigError(f"continuation must be auto, always or never, not {value!r}")
+    return mode

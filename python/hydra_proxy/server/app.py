@@ -19,6 +19,7 @@ from ..tokens import estimate_input_tokens
 from ..transducers import select
 from . import messages
 from .asgi import JSON, BodyTooLarge, ClientGone, Receive, Scope, Send, header, read_body, respond
+from .streaming import forward
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
 log = logging.getLogger("hydra_proxy")
@@ -78,6 +79,12 @@ class App:
                     self.authorize(scope)
                     body = await read_body(receive, self.settings.max_body_bytes)
                     await self.count_tokens(send, body)
+                elif path == "/v1/chat/completions":
+                    from . import chat  # (imported on first use)
+
+                    self.authorize(scope)
+                    body = await read_body(receive, self.settings.max_body_bytes)
+                    await chat.handle(self, scope, receive, send, body)
                 elif path == "/api/event_logging/batch":
                     # Claude Code telemetry: accepted and dropped.
                     await read_body(receive, self.settings.max_body_bytes)
@@ -215,20 +222,10 @@ class App:
             return
         except UpstreamUnavailable as exc:
             raise messages.error_from_upstream(exc) from None
-        try:
-            content_type = response.headers.get("content-type", "application/json").encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200,
-                    "headers": [(b"content-type", content_type)],
-                }
-            )
-            async for chunk in response.content.iter_any():
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            response.release()
+        await self.forward(response, receive, send)
+
+    async def forward(self, response: Any, receive: Receive, send: Send) -> None:
+        await forward(response, receive, send)
 
 
 def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:

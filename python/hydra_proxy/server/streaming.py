@@ -141,3 +141,42 @@ async def relay(
                 response.release()
             else:
                 response.close()
+
+
+async def forward(response: aiohttp.ClientResponse, receive: Receive, send: Send) -> None:
+    """Pass an upstream 200 response through unchanged (same protocol on both sides)."""
+    task = asyncio.current_task()
+    assert task is not None
+    gone: list[bool] = []
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, task, gone))
+    complete = False
+    try:
+        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", content_type), (b"cache-control", b"no-cache")],
+            }
+        )
+        async for chunk in response.content.iter_any():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        complete = True
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except aiohttp.ClientError:
+        # Cut mid-body: end the response without its terminator so the client sees a
+        # broken transfer, not a complete one.
+        return
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        if sys.version_info >= (3, 11):
+            task.uncancel()
+    finally:
+        watcher.cancel()
+        with suppress(asyncio.CancelledError):
+            await watcher
+        if complete:
+            response.release()
+        else:
+            response.close()
