@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import os
@@ -10,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .. import __version__, ids
+from .. import __version__, ids, tokens
 from ..config import SETTINGS_ENV, Provider, Route, Settings
 from ..errors import ProxyError, invalid_request
 from ..signature import is_proxy_signature
@@ -57,6 +58,8 @@ class App:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
+                await asyncio.to_thread(tokens.warm_up)
                 log.info(
                     "hydra-proxy %s worker ready (transducers: %s)", __version__, self.impl.name
                 )
