@@ -320,6 +320,58 @@ def test_script_is_fifo_then_default(
     assert c.choices[0].message.content == CANNED
 
 
+def test_script_match_gates_the_oldest_turn(
+    mock: MockServer, oai: openai.OpenAI, ant: anthropic.Anthropic
+) -> None:
+    tools: list[openai.types.chat.ChatCompletionToolParam] = [
+        {"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}
+    ]
+    turns = [
+        {"text": "tool turn", "match": {"model": "gpt-*", "has_tools": True}},
+        {"text": "after the result", "match": {"contains": ["hydra-42 ✓", '\\"quoted\\"']}},
+        {"text": "anything"},
+    ]
+    assert mock.script(turns) == 3
+
+    def chat(model: str, content: str, with_tools: bool = True) -> str | None:
+        extra: dict[str, Any] = {"tools": tools} if with_tools else {}
+        reply = oai.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": content}], **extra
+        )
+        return reply.choices[0].message.content
+
+    assert chat("gpt-4o", "title this", with_tools=False) == CANNED  # a background call
+    assert chat("claude-haiku-4-5", "hi") == CANNED  # the model glob does not match
+    assert mock.pending() == 3
+    assert chat("gpt-4o", "hi") == "tool turn"
+    assert chat("gpt-4o", "hydra-42 ✓ without the quotes") == CANNED
+    assert ant.messages.create(**ANT).content[0].text == CANNED  # type: ignore[union-attr]
+    assert mock.pending() == 2
+    assert chat("gpt-4o", 'the result: hydra-42 ✓ "quoted"', with_tools=False) == (
+        "after the result"
+    )
+    assert chat("any-model", "x", with_tools=False) == "anything"  # no match: any request
+    assert mock.pending() == 0
+    replies = [r["reply"] for r in mock.requests()]
+    assert replies == ["default", "default", "script", "default", "default", "script", "script"]
+    assert raw_post(mock, "/v1/chat/completions", CHAT, {"x-mock-turn": '{"text": "h"}'})[0] == 200
+    assert mock.requests()[-1]["reply"] == "header"
+
+
+def test_invalid_match_is_refused(mock: MockServer) -> None:
+    for match, field in [
+        ({"modle": "gpt-*"}, "modle"),
+        ({"has_tools": "yes"}, "turns[0].match.has_tools"),
+        ({"contains": 42}, "turns[0].match.contains"),
+        ({"contains": ["ok", ""]}, "turns[0].match.contains"),
+        ({"model": 3}, "turns[0].match.model"),
+        ("gpt-*", "turns[0].match must be an object"),
+    ]:
+        status, data = mock._request("POST", "/_mock/script", [{"text": "x", "match": match}])
+        assert status == 400 and field in data["error"]["message"], (match, data)
+    assert mock.pending() == 0
+
+
 def test_invalid_script_is_refused(mock: MockServer) -> None:
     status, data = mock._request("POST", "/_mock/script", [{"tool_calls": [{"arguments": {}}]}])
     assert status == 400

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -194,3 +195,28 @@ def test_upstream_key_never_leaks(mock: MockServer) -> None:
         assert status == 200
         log = proxy.log_tail()
     assert UPSTREAM_KEY not in log and UPSTREAM_KEY.encode() not in body
+
+
+def test_graceful_shutdown_lets_streams_finish(mock: MockServer) -> None:
+    import os
+    import signal
+    import threading
+
+    mock.script([{"text": "x" * 20, "chunk_size": 1, "delay_ms": 100}])
+    result: dict[str, bytes] = {}
+    with ProxyServer(mock.url + "/v1") as proxy:
+
+        def stream() -> None:
+            result["body"] = request(proxy, "POST", "/v1/messages", {**ASK, "stream": True})[1]
+
+        client = threading.Thread(target=stream)
+        client.start()
+        time.sleep(0.6)  # mid-stream
+        assert proxy.process is not None
+        os.killpg(proxy.process.pid, signal.SIGTERM)
+        client.join(30)
+        assert proxy.process.wait(30) == 0
+    body = result["body"]
+    assert body.count(b"text_delta") == 20 and body.endswith(
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )

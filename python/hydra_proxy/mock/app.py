@@ -8,11 +8,14 @@ Endpoints:
   request has ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
 - Control API for tests: ``GET|DELETE /_mock/requests`` (the recorded requests, API keys
   redacted), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
-  model request; when empty, the default reply is used).
+  model request that its ``match`` accepts; when empty, the default reply is used).
 
 Which reply a model request gets: the ``x-mock-turn`` header (a turn as JSON), else the
-``x-mock-replay`` header (a fixture name), else the next scripted turn, else ``--replay``,
-else the canned text reply. Knobs resolve turn field > ``x-mock-*`` header > CLI option.
+``x-mock-replay`` header (a fixture name), else the oldest scripted turn if its ``match``
+accepts the request (no ``match``: any request; see :mod:`hydra_proxy.mock.script`), else
+``--replay``, else the canned text reply. Knobs resolve turn field > ``x-mock-*`` header >
+CLI option. A recorded model request says which it got: ``"reply"`` is ``"header"``,
+``"script"`` or ``"default"``.
 
 With no delay the whole body goes out in one ASGI message, and the canned reply for given
 parameters is rendered once and cached, so a request costs little more than parsing its
@@ -223,7 +226,9 @@ class MockApp:
             if knobs.error_rate and random.random() < knobs.error_rate:
                 await self._send(send, wire.overloaded())
                 return
-            turn = self._pick_turn(headers)
+            turn, source = self._pick_turn(headers, body)
+            if entry is not None:
+                entry["reply"] = source
             if turn is not None:
                 knobs = knobs.with_pacing(turn.pacing)
             reply = self._reply(wire, turn, body, knobs)
@@ -232,8 +237,9 @@ class MockApp:
             return
         await self._send(send, reply, knobs, receive, entry)
 
-    def _pick_turn(self, headers: dict[str, str]) -> Turn | None:
-        """The scripted turn for this request, or None for the default reply."""
+    def _pick_turn(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[Turn | None, str]:
+        """The scripted turn for this request (None: the default reply) and where it came
+        from: ``"header"``, ``"script"`` or ``"default"``."""
         header_turn = headers.get("x-mock-turn")
         if header_turn is not None:
             try:
@@ -242,13 +248,13 @@ class MockApp:
                 raise _ClientError(400, "header x-mock-turn is not valid JSON") from None
             except TurnError as exc:
                 raise _ClientError(400, str(exc)) from None
-            return turn
+            return turn, "header"
         header_replay = headers.get("x-mock-replay")
         if header_replay is not None:
-            return Turn(replay=header_replay)
-        if self._script:
-            return self._script.popleft()
-        return None
+            return Turn(replay=header_replay), "header"
+        if self._script and self._script[0].accepts(body):
+            return self._script.popleft(), "script"
+        return None, "default"
 
     def _context(self, wire: _Wire, body: dict[str, Any], chunk_size: int) -> RenderContext:
         n = next(self._ids)

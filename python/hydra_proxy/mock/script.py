@@ -32,10 +32,25 @@ Fields (all optional):
 - ``raw``: a string sent verbatim as a 200 ``text/event-stream`` body (garbage injection).
 - Pacing overrides for this turn only: ``chunk_size``, ``delay_ms``, ``jitter_ms``,
   ``ttfb_ms``, ``split_bytes``.
+- ``match``: which requests may consume this turn, for clients that send requests of
+  their own between the ones a test scripts (Claude Code's background/title/warmup
+  calls)::
+
+      {"match": {"model": "claude-*", "has_tools": true, "contains": "hydra-e2e-42"}}
+
+  ``model`` is a glob (:func:`fnmatch.fnmatchcase`) on the request's ``model``;
+  ``has_tools`` whether the request has a non-empty ``tools`` list; ``contains`` a string
+  (or a list of strings, all required) that must occur in the request body serialized as
+  compact JSON (UTF-8, no ASCII escaping, so a JSON string's ``"`` appears as ``\\"``).
+  All given conditions must hold. Only the OLDEST queued turn is ever considered: when the
+  request does not match it, the request gets the default reply (canned text or
+  ``--replay``) and the turn stays queued, so the script keeps its order and unrelated
+  requests consume nothing. A turn without ``match`` matches every request.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,6 +129,30 @@ class Pacing:
 
 
 @dataclass(frozen=True, slots=True)
+class Match:
+    """The condition under which a scripted turn may answer a request (see the module doc)."""
+
+    model: str | None = None
+    has_tools: bool | None = None
+    contains: tuple[str, ...] = ()
+
+    def accepts(self, body: Mapping[str, Any]) -> bool:
+        if self.model is not None:
+            model = body.get("model")
+            if not isinstance(model, str) or not fnmatch.fnmatchcase(model, self.model):
+                return False
+        if self.has_tools is not None:
+            tools = body.get("tools")
+            if (isinstance(tools, list) and len(tools) > 0) is not self.has_tools:
+                return False
+        if self.contains:
+            text = orjson.dumps(body).decode()
+            if not all(needle in text for needle in self.contains):
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
     reasoning: str | None = None
     text: str | None = None
@@ -129,6 +168,11 @@ class Turn:
     replay: str | None = None
     raw: str | None = None
     pacing: Pacing = field(default_factory=Pacing)
+    match: Match | None = None
+
+    def accepts(self, body: Mapping[str, Any]) -> bool:
+        """Whether this turn may answer a request with this (parsed JSON) body."""
+        return self.match is None or self.match.accepts(body)
 
     def openai_finish_reason(self) -> str:
         if self.finish_reason is None:
@@ -199,8 +243,10 @@ _TURN_KEYS = frozenset(
         "jitter_ms",
         "ttfb_ms",
         "split_bytes",
+        "match",
     }
 )
+_MATCH_KEYS = frozenset({"model", "has_tools", "contains"})
 
 
 def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -263,6 +309,23 @@ def _parse_error(obj: object, where: str) -> ErrorSpec:
         retry_after=retry_after,
         code=_opt_str(obj, "code", where),
     )
+
+
+def _parse_match(obj: object, where: str) -> Match:
+    if not isinstance(obj, dict):
+        raise TurnError(f"{where} must be an object")
+    unknown = set(obj) - _MATCH_KEYS
+    if unknown:
+        raise TurnError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+    has_tools = obj.get("has_tools")
+    if has_tools is not None and not isinstance(has_tools, bool):
+        raise TurnError(f"{where}.has_tools must be true or false")
+    contains = obj.get("contains", [])
+    if isinstance(contains, str):
+        contains = [contains]
+    if not isinstance(contains, list) or not all(isinstance(c, str) and c for c in contains):
+        raise TurnError(f"{where}.contains must be a non-empty string or a list of them")
+    return Match(model=_opt_str(obj, "model", where), has_tools=has_tools, contains=tuple(contains))
 
 
 def parse_turn(obj: object, where: str = "turn") -> Turn:
@@ -335,6 +398,7 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
             ttfb_ms=_opt_ms(obj, "ttfb_ms", where),
             split_bytes=_opt_int(obj, "split_bytes", where),
         ),
+        match=None if obj.get("match") is None else _parse_match(obj["match"], f"{where}.match"),
     )
 
 

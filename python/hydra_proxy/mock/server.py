@@ -245,13 +245,21 @@ class MockServer:
         return data
 
     def requests(self) -> list[dict[str, Any]]:
-        """Every recorded request: ``{method, path, query, headers, body}``, oldest first."""
+        """Every recorded request: ``{method, path, query, headers, body}`` (model requests
+        also ``reply``: ``"header"``, ``"script"`` or ``"default"``), oldest first."""
         data: list[dict[str, Any]] = self._control("GET", "/_mock/requests")
         return data
 
     def script(self, turns: Sequence[dict[str, Any]]) -> int:
-        """Queue scripted turns (FIFO, one per model request); returns the queue length."""
+        """Queue scripted turns (FIFO, one per model request that the oldest turn's
+        ``match`` accepts); returns the queue length."""
         data = self._control("POST", "/_mock/script", list(turns))
+        pending: int = data["pending"]
+        return pending
+
+    def pending(self) -> int:
+        """How many scripted turns are still queued."""
+        data = self._control("GET", "/_mock/script")
         pending: int = data["pending"]
         return pending
 

@@ -97,7 +97,8 @@ class App:
             elif method in ("GET", "HEAD"):
                 if path == "/health":
                     await respond(send, 200, b'{"status":"ok"}')
-                elif path == "/":
+                elif path in ("/", "/api/hello"):
+                    # Claude Code probes HEAD /api/hello for connectivity.
                     await respond(send, 200, b"" if method == "HEAD" else b'{"name":"hydra-proxy"}')
                 elif path == "/v1/models":
                     self.authorize(scope)
