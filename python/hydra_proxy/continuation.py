@@ -94,18 +94,29 @@ class Found:
     end: int
 
 
-def find(text: str, key: bytes) -> Found | bool | None:
-    """Look for a suffix in `text`.
+def find(text: str, key: bytes, start: int = 0) -> Found | None | bool:
+    """Look for a suffix in `text[start:]`.
 
-    Returns Found when a suffix verifies, False when one is present but does not verify
-    (tampered, another key, reasoning edited), None when there is none.
+    Returns Found for the first suffix that verifies, False when one is present but none
+    verifies (tampered, another key, reasoning edited), None when there is none. Every
+    occurrence of the opening marker is tried: the reasoning before a real suffix may itself
+    contain the marker's text (say, a conversation about this proxy).
     """
-    at = text.find(PREFIX)
+    at = text.find(PREFIX, start)
     if at < 0:
         return None
+    while at >= 0:
+        found = _verify_at(text, at, key)
+        if found is not None:
+            return found
+        at = text.find(PREFIX, at + 1)
+    return False
+
+
+def _verify_at(text: str, at: int, key: bytes) -> Found | None:
     close = text.find(SUFFIX_END, at + len(PREFIX))
     if close < 0:
-        return False
+        return None
     body = text[at + len(PREFIX) : close]
     encoded_b64, dot, mac_b64 = body.partition(".")
     try:
@@ -113,28 +124,27 @@ def find(text: str, key: bytes) -> Found | bool | None:
         mac = _unb64(mac_b64)
         raw = orjson.loads(encoded)
     except (ValueError, orjson.JSONDecodeError):
-        return False
+        return None
     if not dot or not isinstance(raw, list):
-        return False
+        return None
     lengths: list[int] = []
     shapes: list[tuple[str, str]] = []
     for item in raw:
         if not isinstance(item, dict):
-            return False
+            return None
         if isinstance(item.get("thinking"), int) and isinstance(item.get("signature"), str):
             lengths.append(item["thinking"])
             shapes.append(("thinking", item["signature"]))
         elif isinstance(item.get("redacted"), str):
             shapes.append(("redacted", item["redacted"]))
         else:
-            return False
-    total = sum(lengths)
-    start = at - total
-    if start < 0:
-        return False
-    reasoning = text[start:at]
+            return None
+    begin = at - sum(lengths)
+    if begin < 0 or any(n < 0 for n in lengths):
+        return None
+    reasoning = text[begin:at]
     if not hmac.compare_digest(_mac(key, encoded, reasoning), mac):
-        return False
+        return None
     blocks: list[Block] = []
     offset = 0
     lengths_iter = iter(lengths)
@@ -145,4 +155,4 @@ def find(text: str, key: bytes) -> Found | bool | None:
             offset += n
         else:
             blocks.append(Redacted(value))
-    return Found(blocks, start, close + len(SUFFIX_END))
+    return Found(blocks, begin, close + len(SUFFIX_END))

@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions in, Anthropic Messages out (SPEC section 4): pure translations."""
