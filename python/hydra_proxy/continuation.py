@@ -94,7 +94,7 @@ class Found:
     end: int
 
 
-def find(text: str, key: bytes, start: int = 0) -> Found | None | bool:
+def find(text: str, key: bytes, start: int = 0) -> Found | bool | None:
     """Look for a suffix in `text[start:]`.
 
     Returns Found for the first suffix that verifies, False when one is present but none
