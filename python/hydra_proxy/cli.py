@@ -60,6 +60,12 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="transducer implementation (env HYDRA_PROXY_IMPL)",
     )
     p.add_argument(
+        "--continuation",
+        choices=("auto", "always", "never"),
+        help="continuation suffix for Chat clients (env HYDRA_CONTINUATION; default auto: Zed, "
+        "or requests with x-hydra-continuation: 1)",
+    )
+    p.add_argument(
         "--insecure-no-auth",
         dest="insecure_no_auth",
         action="store_true",
