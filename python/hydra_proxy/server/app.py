@@ -12,21 +12,16 @@ from typing import Any
 import orjson
 
 from .. import __version__, ids, tokens
-from ..config import SETTINGS_ENV, Provider, Route, Settings
+from ..config import SETTINGS_ENV, Settings
 from ..errors import ProxyError, invalid_request
-from ..signature import is_proxy_signature
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
 from ..transducers import select
-from . import messages
+from . import chat, messages
 from .asgi import JSON, BodyTooLarge, ClientGone, Receive, Scope, Send, header, read_body, respond
-from .streaming import forward
-from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
-
-# Anthropic headers forwarded to an Anthropic upstream (never to a Chat upstream).
-_ANTHROPIC_FORWARD = (b"anthropic-version", b"anthropic-beta")
 
 
 def _anthropic_client(scope: Scope) -> bool:
@@ -83,8 +78,6 @@ class App:
                     body = await read_body(receive, self.settings.max_body_bytes)
                     await self.count_tokens(send, body)
                 elif path == "/v1/chat/completions":
-                    from . import chat  # (imported on first use)
-
                     self.authorize(scope)
                     body = await read_body(receive, self.settings.max_body_bytes)
                     await chat.handle(self, scope, receive, send, body)
@@ -193,59 +186,6 @@ class App:
                 ],
             }
         )
-
-    async def passthrough_messages(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        body: bytes,
-        request: dict[str, Any],
-        provider: Provider,
-        route: Route,
-    ) -> None:
-        """Forward an Anthropic request to an Anthropic upstream, bytes in and out."""
-        if b"hydra1." in body:
-            body = orjson.dumps(strip_proxy_signatures(request))
-        headers = {"content-type": "application/json"}
-        for name in _ANTHROPIC_FORWARD:
-            value = header(scope, name)
-            if value is not None:
-                headers[name.decode()] = value.decode("latin-1")
-        headers.setdefault("anthropic-version", "2023-06-01")
-        key = provider.api_key()
-        if key:
-            headers["x-api-key"] = key
-        query = scope.get("query_string", b"").decode("latin-1")
-        url = provider.base_url.rstrip("/") + "/v1/messages" + (f"?{query}" if query else "")
-        try:
-            response = await self.upstream.post(url, headers, body)
-        except UpstreamHTTPError as exc:
-            out_headers = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
-            await respond(send, exc.status, exc.body, JSON, out_headers)
-            return
-        except UpstreamUnavailable as exc:
-            raise messages.error_from_upstream(exc) from None
-        await self.forward(response, receive, send)
-
-    async def forward(self, response: Any, receive: Receive, send: Send) -> None:
-        await forward(response, receive, send)
-
-
-def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
-    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
-    for message in request.get("messages") or ():
-        if isinstance(message, dict) and isinstance(message.get("content"), list):
-            message["content"] = [
-                block
-                for block in message["content"]
-                if not (
-                    isinstance(block, dict)
-                    and block.get("type") == "thinking"
-                    and is_proxy_signature(block.get("signature"))
-                )
-            ]
-    return request
 
 
 def create_app() -> App:

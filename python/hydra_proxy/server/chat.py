@@ -16,7 +16,7 @@ from ..errors import ProxyError, invalid_request, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import SSE, Receive, Scope, Send, header, respond
 from .messages import error_from_upstream
-from .streaming import relay
+from .streaming import forward, relay
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -176,4 +176,4 @@ async def passthrough(
         return
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
-    await app.forward(response, receive, send)
+    await forward(response, receive, send)

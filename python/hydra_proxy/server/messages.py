@@ -19,10 +19,11 @@ from ..errors import (
 )
 from ..messages_via_chat.request import ChatTarget, chat_request_from_messages
 from ..messages_via_chat.response import message_from_chat_completion
+from ..signature import is_proxy_signature
 from ..tokens import estimate_input_tokens
 from ..transducers import StreamTransducer
-from .asgi import SSE, Receive, Scope, Send, respond
-from .streaming import relay
+from .asgi import JSON, SSE, Receive, Scope, Send, header, respond
+from .streaming import forward, relay
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from .app import App
 
 log = logging.getLogger("hydra_proxy.messages")
+
+# Anthropic headers forwarded to an Anthropic upstream (never to a Chat upstream).
+_ANTHROPIC_FORWARD = (b"anthropic-version", b"anthropic-beta")
 
 
 def parse_request(body: bytes) -> dict[str, Any]:
@@ -92,7 +96,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         raise ProxyError(404, f"model: no route for model {model!r}", error_type="not_found_error")
     provider, route = resolved
     if provider.kind == "anthropic":
-        await app.passthrough_messages(scope, receive, send, body, request, provider, route)
+        await passthrough(app, scope, receive, send, body, request, provider, route)
         return
     target = chat_target(provider, route, model, app.signing_key)
     stream = request.get("stream") is True
@@ -171,3 +175,61 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         transducer.error,
         time.monotonic() - started,
     )
+
+
+async def passthrough(
+    app: App,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    body: bytes,
+    request: dict[str, Any],
+    provider: Provider,
+    route: Route,
+) -> None:
+    """Forward an Anthropic request to an Anthropic upstream, bytes in and out (re-encoded
+    only when the route renames the model or the proxy's own signatures must go)."""
+    renamed = route.model is not None and route.model != request["model"]
+    if renamed:
+        request["model"] = route.model
+    if b"hydra1." in body:
+        strip_proxy_signatures(request)
+        renamed = True
+    if renamed:
+        body = orjson.dumps(request)
+    headers = {"content-type": "application/json"}
+    for name in _ANTHROPIC_FORWARD:
+        value = header(scope, name)
+        if value is not None:
+            headers[name.decode()] = value.decode("latin-1")
+    headers.setdefault("anthropic-version", "2023-06-01")
+    key = provider.api_key()
+    if key:
+        headers["x-api-key"] = key
+    query = scope.get("query_string", b"").decode("latin-1")
+    url = provider.base_url.rstrip("/") + "/v1/messages" + (f"?{query}" if query else "")
+    try:
+        response = await app.upstream.post(url, headers, body)
+    except UpstreamHTTPError as exc:
+        out_headers = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
+        await respond(send, exc.status, exc.body, JSON, out_headers)
+        return
+    except UpstreamUnavailable as exc:
+        raise error_from_upstream(exc) from None
+    await forward(response, receive, send)
+
+
+def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
+    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
+    for message in request.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            message["content"] = [
+                block
+                for block in message["content"]
+                if not (
+                    isinstance(block, dict)
+                    and block.get("type") == "thinking"
+                    and is_proxy_signature(block.get("signature"))
+                )
+            ]
+    return request
