@@ -189,13 +189,13 @@ async def passthrough(
 ) -> None:
     """Forward an Anthropic request to an Anthropic upstream, bytes in and out (re-encoded
     only when the route renames the model or the proxy's own signatures must go)."""
-    renamed = route.model is not None and route.model != request["model"]
-    if renamed:
+    reencode = route.model is not None and route.model != request["model"]
+    if reencode:
         request["model"] = route.model
     if b"hydra1." in body:
         strip_proxy_signatures(request)
-        renamed = True
-    if renamed:
+        reencode = True
+    if reencode:
         body = orjson.dumps(request)
     headers = {"content-type": "application/json"}
     for name in _ANTHROPIC_FORWARD:
