@@ -20,7 +20,7 @@ from hydra_proxy.mock import MockServer
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REPLAYS = sorted(name for name in ANTHROPIC_STREAMS if name.endswith(".sse"))
+REPLAYS = sorted(name for name in ANTHROPIC_STREAMS if name.endswith((".sse", ".jsonl")))
 
 
 @pytest.fixture(scope="module")
