@@ -220,3 +220,29 @@ def test_graceful_shutdown_lets_streams_finish(mock: MockServer) -> None:
     assert body.count(b"text_delta") == 20 and body.endswith(
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
+
+
+def test_request_id_header_and_access_log(mock: MockServer) -> None:
+    with ProxyServer(mock.url + "/v1", "--log-level", "info") as proxy:
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        conn.request(
+            "POST",
+            "/v1/messages",
+            orjson.dumps({**ASK, "stream": True}),
+            {"content-type": "application/json"},
+        )
+        response = conn.getresponse()
+        response.read()
+        request_id = response.getheader("x-request-id")
+        assert request_id and request_id.startswith("req_")
+        status, body = request(proxy, "POST", "/v1/messages", {"model": "m"})
+        assert status == 400
+        time.sleep(0.3)
+        log = proxy.log_tail()
+    line = next(line for line in log.splitlines() if request_id in line)
+    assert (
+        "POST /v1/messages 200" in line
+        and "model=claude-sonnet-4-5" in line
+        and "stop=end_turn" in line
+    )
+    assert orjson.loads(body)["request_id"].startswith("req_")

@@ -22,6 +22,7 @@ from .asgi import JSON, BodyTooLarge, ClientGone, Receive, Scope, Send, header, 
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
+access_log = logging.getLogger("hydra_proxy.access")
 
 
 def _anthropic_client(scope: Scope) -> bool:
@@ -65,6 +66,36 @@ class App:
                 return
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Tag the response with a request id, route it, and write one access-log line."""
+        request_id = ids.request_id()
+        started = time.monotonic()
+        status = 0
+        tag = (b"x-request-id", request_id.encode())
+
+        async def tagged(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message["headers"], tag]
+            await send(message)
+
+        scope["hydra.request_id"] = request_id
+        try:
+            await self.route(scope, receive, tagged)
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                details = scope.get("hydra.log")
+                access_log.info(
+                    "%s %s %d %.1fms id=%s%s",
+                    scope["method"],
+                    scope["path"],
+                    status,
+                    (time.monotonic() - started) * 1000,
+                    request_id,
+                    "".join(f" {k}={v}" for k, v in details.items()) if details else "",
+                )
+
+    async def route(self, scope: Scope, receive: Receive, send: Send) -> None:
         method: str = scope["method"]
         path: str = scope["path"]
         try:
@@ -138,7 +169,7 @@ class App:
         if exc.retry_after:
             headers.append((b"retry-after", exc.retry_after.encode()))
         if _anthropic_client(scope):
-            body = exc.anthropic_body(ids.request_id())
+            body = exc.anthropic_body(scope.get("hydra.request_id"))
         else:
             body = exc.openai_body()
         await respond(send, exc.status, body, JSON, headers)

@@ -15,7 +15,7 @@ from ..chat_via_messages.response import chat_completion_from_message
 from ..errors import ProxyError, invalid_request, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import SSE, Receive, Scope, Send, header, respond
-from .messages import error_from_upstream
+from .messages import error_from_upstream, stream_details
 from .streaming import forward, relay
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
@@ -147,6 +147,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         http_error=http_error,
         in_stream_error=in_stream_error,
     )
+    scope["hydra.log"] = stream_details(model, provider.name, transducer)
 
 
 async def passthrough(

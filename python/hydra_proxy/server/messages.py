@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -75,6 +74,19 @@ def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyEr
     )
 
 
+def stream_details(model: str, provider: str, transducer: StreamTransducer) -> dict[str, object]:
+    """What the access log says about a finished stream (usage in the client's terms)."""
+    details: dict[str, object] = {"model": model, "provider": provider, "stream": 1}
+    details["usage"] = "/".join(map(str, transducer.usage))
+    if transducer.stop_reason is not None:
+        details["stop"] = transducer.stop_reason
+    if transducer.error is not None:
+        details["error"] = transducer.error[0]
+    elif not transducer.complete:
+        details["error"] = "client_gone"
+    return details
+
+
 def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
     limit = route.max_tokens_limit or provider.max_tokens_limit
     return ChatTarget(
@@ -110,7 +122,6 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         headers["authorization"] = f"Bearer {key}"
     url = provider.base_url.rstrip("/") + "/chat/completions"
     reported_model = route.spoof_model or model
-    started = time.monotonic()
     body_out = orjson.dumps(chat_request)
 
     async def connect() -> ClientResponse:
@@ -167,14 +178,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         http_error=http_error,
         in_stream_error=in_stream_error,
     )
-    log.debug(
-        "stream done model=%s stop=%s usage=%s error=%s in %.3fs",
-        model,
-        transducer.stop_reason,
-        transducer.usage,
-        transducer.error,
-        time.monotonic() - started,
-    )
+    scope["hydra.log"] = stream_details(model, provider.name, transducer)
 
 
 async def passthrough(
