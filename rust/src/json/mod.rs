@@ -1,6 +1,7 @@
 //! JSON in and out of the transducers.
 
 pub mod read;
+pub mod scan;
 pub mod write;
 
 /// Strip JSON whitespace (not Rust's ASCII whitespace, which also strips form feed).

@@ -3,10 +3,9 @@
 //! Twin of python/hydra_proxy/messages_via_chat/stream.py, which documents the grammar;
 //! the two must produce the same bytes for the same input however it is split.
 
-use serde_json::error::Category;
 use serde_json::Value;
 
-use super::chunk::{read_chunk, Delta, ToolCallDelta};
+use super::chunk::{Chunk, ChunkReader, Delta, ReadError, ToolCallDelta};
 use super::mapping;
 use super::output as out;
 use crate::errors::{upstream_error, MSG_UPSTREAM_DEFAULT};
@@ -54,6 +53,8 @@ struct State {
     cached_tokens: Option<u64>,
     stop_reason: Option<&'static str>,
     model: String,
+    /// Remembers the envelope the chunks repeat, to skip re-validating it.
+    reader: ChunkReader,
 }
 
 pub struct MessagesViaChatStream {
@@ -90,6 +91,7 @@ impl MessagesViaChatStream {
                 completion_tokens: None,
                 cached_tokens: None,
                 stop_reason: None,
+                reader: ChunkReader::default(),
             },
             out: Vec::new(),
         }
@@ -229,8 +231,9 @@ impl State {
             self.end(out);
             return;
         }
-        match read_chunk(&text) {
-            Ok(chunk) => {
+        let mut chunk = Chunk::default();
+        match self.reader.read(&text, &mut chunk) {
+            Ok(()) => {
                 if chunk.has_error {
                     self.fail_upstream(&text, out);
                     return;
@@ -246,33 +249,25 @@ impl State {
                         self.cached_tokens = usage.cached_tokens;
                     }
                 }
-                for choice in chunk.choices {
-                    if let Some(delta) = choice.delta {
+                for choice in chunk.choices.iter() {
+                    if let Some(delta) = &choice.delta {
                         self.delta(delta, out);
                         if self.ended {
                             return;
                         }
                     }
-                    if let Some(finish_reason) = choice.finish_reason {
-                        self.finish_reason = Some(finish_reason.into_owned());
+                    if let Some(finish_reason) = &choice.finish_reason {
+                        self.finish_reason = Some(finish_reason.to_string());
                         self.close(out);
                     }
                 }
             }
-            Err(err) if err.classify() == Category::Data => {
-                // The typed reader may stop at a wrong type before a later syntax error, so
-                // the whole text is parsed again to tell the two apart; an error payload is
-                // reported as such even when the rest of the chunk is odd.
-                match serde_json::from_str::<Value>(&text) {
-                    Ok(value) if value.get("error").is_some_and(|e| !e.is_null()) => {
-                        let (kind, message) = upstream_error(&value);
-                        self.fail(kind, message, out);
-                    }
-                    Ok(_) => self.fail("api_error", MSG_BAD_SHAPE.to_owned(), out),
-                    Err(_) => self.fail("api_error", MSG_INVALID_JSON.to_owned(), out),
-                }
+            // An error payload is reported as such even when the rest of the chunk is odd.
+            Err(ReadError::BadShape { has_error: true }) => self.fail_upstream(&text, out),
+            Err(ReadError::BadShape { has_error: false }) => {
+                self.fail("api_error", MSG_BAD_SHAPE.to_owned(), out)
             }
-            Err(_) => self.fail("api_error", MSG_INVALID_JSON.to_owned(), out),
+            Err(ReadError::InvalidJson) => self.fail("api_error", MSG_INVALID_JSON.to_owned(), out),
         }
     }
 
@@ -284,8 +279,8 @@ impl State {
         self.fail(kind, message, out);
     }
 
-    fn delta(&mut self, delta: Delta<'_>, out: &mut Vec<u8>) {
-        if let Some(reasoning) = delta.reasoning.as_deref().filter(|s| !s.is_empty()) {
+    fn delta(&mut self, delta: &Delta<'_>, out: &mut Vec<u8>) {
+        if let Some(reasoning) = delta.reasoning().filter(|s| !s.is_empty()) {
             if self.open != Open::Thinking {
                 self.close(out);
                 self.open_block(Open::Thinking, out);
@@ -304,7 +299,7 @@ impl State {
                 out::text_delta(out, self.blocks - 1, text);
             }
         }
-        for call in delta.tool_calls {
+        for call in delta.tool_calls.iter() {
             self.tool_call(call, out);
             if self.ended {
                 return;
@@ -312,7 +307,7 @@ impl State {
         }
     }
 
-    fn tool_call(&mut self, call: ToolCallDelta<'_>, out: &mut Vec<u8>) {
+    fn tool_call(&mut self, call: &ToolCallDelta<'_>, out: &mut Vec<u8>) {
         let position = match self.find_tool(call.index, call.id.as_deref()) {
             Some(position) => position,
             None => {
