@@ -22,10 +22,10 @@
 
 use std::borrow::Cow;
 
-use crate::json::scan::{Result, Scanner, Syntax};
+use crate::json::scan::{Mark, Result, Scanner, Syntax};
 
 /// Only what the transducer reads; `S`: how a string is held (a [`Chunk`] holds the text's
-/// strings, a [`Template`]'s shape where they are).
+/// strings, a template's shape the holes they come from).
 #[derive(Default, Debug, PartialEq)]
 pub struct ChunkOf<S> {
     /// An `error` key with a non-null value.
@@ -60,6 +60,7 @@ pub struct ToolCallOf<S> {
 }
 
 pub type Chunk<'a> = ChunkOf<Cow<'a, str>>;
+pub type Choice<'a> = ChoiceOf<Cow<'a, str>>;
 pub type Delta<'a> = DeltaOf<Cow<'a, str>>;
 pub type ToolCallDelta<'a> = ToolCallOf<Cow<'a, str>>;
 
@@ -144,8 +145,6 @@ impl<T> List<T> {
 struct Bad;
 type Shaped<T> = std::result::Result<T, Bad>;
 
-pub type Choice<'a> = ChoiceOf<Cow<'a, str>>;
-
 /// Reads the chunks of one stream, skipping what they repeat of the previous ones.
 ///
 /// Two shortcuts, both exactly equivalent to reading the chunk whole (which happens when
@@ -162,13 +161,13 @@ pub type Choice<'a> = ChoiceOf<Cow<'a, str>>;
 ///   object, a key next, no field set (ignored members set nothing; keys are compared after
 ///   unescaping, so an escaped `"choices"` never counts as ignored).
 /// - The template: usually the whole chunk repeats the previous one but for a few value
-///   strings (the content delta, OpenAI's `obfuscation` padding...). See [`Template`].
+///   strings (the content delta, OpenAI's `obfuscation` padding...): see `Template`.
 #[derive(Default)]
 pub struct ChunkReader {
     prefix: Vec<u8>,
     template: Template,
     /// The marks of the last whole read (kept for its allocation).
-    marks: Vec<(usize, usize)>,
+    marks: Vec<Mark>,
 }
 
 impl ChunkReader {
@@ -180,7 +179,17 @@ impl ChunkReader {
         chunk: &mut Chunk<'a>,
     ) -> std::result::Result<(), ReadError> {
         if self.template.read(json, chunk) {
+            self.template.misses = 0;
+            self.template.wait = 0;
             return Ok(());
+        }
+        // A stream whose chunks do not fit their predecessors' templates (numbers that
+        // change, say) is read whole, with templates made ever more rarely (at most every
+        // 64th chunk), not to spend on them for nothing.
+        let build = self.template.wait == 0;
+        if !build {
+            self.template.wait -= 1;
+            self.template.text.clear();
         }
         let resume = !self.prefix.is_empty() && json.as_bytes().starts_with(&self.prefix);
         let mut scanner = Scanner::new(json);
@@ -189,16 +198,25 @@ impl ChunkReader {
         if resume {
             scanner.pos = self.prefix.len();
         }
-        let top = read_top(&mut scanner, resume, chunk);
+        let top = read_top(&mut scanner, resume, build, chunk);
         self.marks = scanner.marks;
+        // Too many for a template: keep the count, not a big buffer.
+        self.marks.truncate(MAX_HOLES + 1);
+        self.marks.shrink_to(2 * MAX_HOLES);
         let top = top.map_err(|Syntax| ReadError::InvalidJson)?;
         top.check(chunk)?;
         if !resume {
             self.prefix.clear();
-            self.prefix
-                .extend_from_slice(&json.as_bytes()[..top.prefix_end]);
+            if top.prefix_end <= MAX_KEPT {
+                self.prefix
+                    .extend_from_slice(&json.as_bytes()[..top.prefix_end]);
+            }
         }
-        self.template.build(json, &self.marks, chunk);
+        if build {
+            self.template.build(json, &self.marks, chunk);
+            self.template.wait = (1 << self.template.misses.min(6)) - 1;
+            self.template.misses += 1;
+        }
         Ok(())
     }
 }
@@ -208,13 +226,17 @@ impl ChunkReader {
 pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
     let mut chunk = Chunk::default();
     let mut scanner = Scanner::new(json);
-    let top = read_top(&mut scanner, false, &mut chunk).map_err(|Syntax| ReadError::InvalidJson)?;
+    let top = read_top(&mut scanner, false, false, &mut chunk)
+        .map_err(|Syntax| ReadError::InvalidJson)?;
     top.check(&chunk)?;
     Ok(chunk)
 }
 
 // -- the template --------------------------------------------------------------------------
 
+/// The longest envelope or template kept (a stream's big chunks are dominated by their
+/// strings, which these shortcuts do not spare; this bounds what a stream holds).
+const MAX_KEPT: usize = 16 * 1024;
 const MAX_HOLES: usize = 32;
 const MAX_SLOTS: usize = 8;
 const UNMAPPED: u8 = u8::MAX;
@@ -232,9 +254,7 @@ const UNMAPPED: u8 = u8::MAX;
 /// as [`Scanner::string`] has it). A chunk that does not fit is read whole (so a template
 /// never decides that a chunk is invalid).
 ///
-/// Only a chunk whose strings all borrow from its text makes a template (an unescaped
-/// string cannot be traced back to its hole); it holds at most `MAX_SLOTS` strings and
-/// `MAX_HOLES` holes.
+/// A template holds at most `MAX_HOLES` holes, `MAX_SLOTS` of them strings of the chunk.
 #[derive(Default)]
 struct Template {
     /// Empty: no template.
@@ -242,6 +262,9 @@ struct Template {
     holes: Vec<Hole>,
     /// The chunk, its strings given as slots (`Hole::slot`).
     shape: ChunkOf<u8>,
+    /// Templates made since one last fitted, and chunks to read before making the next.
+    misses: u32,
+    wait: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -293,29 +316,28 @@ impl Template {
 
     /// Make `chunk`, just read whole from `json` with these value strings marked, the
     /// template (or have none).
-    fn build(&mut self, json: &str, marks: &[(usize, usize)], chunk: &Chunk<'_>) {
+    fn build(&mut self, json: &str, marks: &[Mark], chunk: &Chunk<'_>) {
         self.text.clear();
         self.holes.clear();
-        if marks.len() > MAX_HOLES {
+        if marks.len() > MAX_HOLES || json.len() > MAX_KEPT {
             return;
         }
-        self.holes.extend(marks.iter().map(|&(start, end)| Hole {
-            start,
-            end,
+        self.holes.extend(marks.iter().map(|mark| Hole {
+            start: mark.start,
+            end: mark.end,
             slot: UNMAPPED,
         }));
-        let base = json.as_ptr() as usize;
         let holes = &mut self.holes;
         let mut slots = 0;
         let mut fits = true;
+        // The hole a string of the chunk was read from: the last one marked with its
+        // address. A borrowed string's address is its place in `json`; an unescaped one's
+        // is its allocation, which an earlier string may have had before it was dropped
+        // (a repeated key) but no other live one.
         let mut slot = |text: &Option<Cow<'_, str>>| -> Option<u8> {
-            let Cow::Borrowed(text) = text.as_ref()? else {
-                fits = false;
-                return None;
-            };
-            let start = text.as_ptr() as usize - base;
-            match holes.binary_search_by_key(&start, |hole| hole.start) {
-                Ok(i) if holes[i].end == start + text.len() && slots < MAX_SLOTS => {
+            let address = text.as_ref()?.as_ptr() as usize;
+            match marks.iter().rposition(|mark| mark.text == address) {
+                Some(i) if holes[i].slot == UNMAPPED && slots < MAX_SLOTS => {
                     holes[i].slot = slots as u8;
                     slots += 1;
                     Some(slots as u8 - 1)
@@ -411,8 +433,13 @@ impl Top {
 }
 
 /// The whole text; with `resume`, the cursor is just past a known prefix (see
-/// [`ChunkReader`]).
-fn read_top<'a>(s: &mut Scanner<'a>, resume: bool, chunk: &mut Chunk<'a>) -> Result<Top> {
+/// [`ChunkReader`]); with `mark`, the value strings after the envelope are marked.
+fn read_top<'a>(
+    s: &mut Scanner<'a>,
+    resume: bool,
+    mark: bool,
+    chunk: &mut Chunk<'a>,
+) -> Result<Top> {
     let mut top = Top {
         object: true,
         bad_choices: false,
@@ -453,7 +480,7 @@ fn read_top<'a>(s: &mut Scanner<'a>, resume: bool, chunk: &mut Chunk<'a>) -> Res
         if matches!(&*key, "choices" | "usage" | "x_groq" | "error") {
             // Past the envelope: mark value strings from here on (for the template).
             ignored_so_far = false;
-            s.record = true;
+            s.record = mark;
         }
         match &*key {
             "choices" => top.bad_choices = read_choices(s, &mut chunk.choices)?.is_err(),
@@ -759,7 +786,13 @@ fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, 
             let start = s.pos;
             let text = s.string()?;
             if s.record {
-                s.marks.push((start, s.pos - 1));
+                s.marks.push(Mark {
+                    start,
+                    end: s.pos - 1,
+                    // Unique while the text lives: a borrowed one's place in the input, an
+                    // unescaped one's allocation (see `Template::build`).
+                    text: text.as_ptr() as usize,
+                });
             }
             Ok(Ok(Some(text)))
         }

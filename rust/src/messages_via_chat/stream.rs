@@ -53,7 +53,7 @@ struct State {
     cached_tokens: Option<u64>,
     stop_reason: Option<&'static str>,
     model: String,
-    /// Remembers the envelope the chunks repeat, to skip re-validating it.
+    /// Reads the chunks, skipping what they repeat of the previous ones.
     reader: ChunkReader,
 }
 
@@ -272,6 +272,8 @@ impl State {
     }
 
     fn fail_upstream(&mut self, text: &str, out: &mut Vec<u8>) {
+        // (The chunk reader validated the text; serde_json only fails on nesting deeper
+        // than its 128 levels, where orjson allows 1024.)
         let (kind, message) = match serde_json::from_str::<Value>(text) {
             Ok(value) => upstream_error(&value),
             Err(_) => ("api_error", MSG_UPSTREAM_DEFAULT.to_owned()),
