@@ -55,4 +55,10 @@ def table(data: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        print(table(json.load(f)))
+        results = json.load(f)
+    # Keep the committed results small: the per-round timings are not needed for the table.
+    for bench in results["benchmarks"]:
+        bench["stats"].pop("data", None)
+    with open(sys.argv[1], "w") as f:
+        json.dump(results, f, indent=1)
+    print(table(results))
