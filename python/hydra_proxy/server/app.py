@@ -7,18 +7,32 @@ import hmac
 import logging
 import os
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 import orjson
+from aiohttp import ClientResponse
 
 from .. import __version__, ids, tokens
 from ..config import SETTINGS_ENV, Settings
 from ..errors import ProxyError, invalid_request
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
-from ..transducers import select
+from ..transducers import StreamTransducer, select
 from . import chat, messages
-from .asgi import JSON, BodyTooLarge, ClientGone, Receive, Scope, Send, header, read_body, respond
+from .asgi import (
+    JSON,
+    SSE,
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    header,
+    read_body,
+    respond,
+)
+from .streaming import relay
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
@@ -149,6 +163,40 @@ class App:
             )
         except ClientGone:
             return
+
+    async def stream(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        connect: Coroutine[Any, Any, ClientResponse],
+        transducer: StreamTransducer,
+        log_details: dict[str, object],
+    ) -> None:
+        """Relay a translated upstream stream to the client, then note it for the access log."""
+
+        async def http_error(exc: ProxyError) -> None:
+            await self.error(scope, send, exc)
+
+        await relay(
+            connect,
+            transducer,
+            receive,
+            send,
+            [(b"content-type", SSE), (b"cache-control", b"no-cache")],
+            ping_interval=self.settings.ping_interval,
+            idle_timeout=self.settings.idle_timeout,
+            http_error=http_error,
+        )
+        details = dict(log_details)
+        details["usage"] = "/".join(map(str, transducer.usage))
+        if transducer.stop_reason is not None:
+            details["stop"] = transducer.stop_reason
+        if transducer.error is not None:
+            details["error"] = transducer.error[0]
+        elif not transducer.complete:
+            details["error"] = "client_gone"
+        scope["hydra.log"] = details
 
     def authorize(self, scope: Scope) -> None:
         """With HYDRA_PROXY_KEYS set, a client must present one of them."""

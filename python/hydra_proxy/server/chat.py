@@ -12,11 +12,10 @@ from aiohttp import ClientResponse
 from .. import ids
 from ..chat_via_messages.request import MessagesTarget, messages_request_from_chat
 from ..chat_via_messages.response import chat_completion_from_message
-from ..errors import ProxyError, invalid_request, status_for_anthropic_type
-from ..transducers import StreamTransducer
-from .asgi import SSE, Receive, Scope, Send, header, respond
-from .messages import error_from_upstream, stream_details
-from .streaming import forward, relay
+from ..errors import ProxyError, invalid_request
+from .asgi import Receive, Scope, Send, header, respond
+from .messages import error_from_upstream
+from .streaming import forward
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -128,26 +127,14 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         max_event_bytes=app.settings.max_event_bytes,
     )
 
-    async def http_error(exc: ProxyError) -> None:
-        await app.error(scope, send, exc)
-
-    def in_stream_error(t: StreamTransducer) -> ProxyError:
-        assert t.error is not None
-        error_type, message = t.error
-        return ProxyError(status_for_anthropic_type(error_type), message, error_type=error_type)
-
-    await relay(
-        connect(),
-        transducer,
+    await app.stream(
+        scope,
         receive,
         send,
-        [(b"content-type", SSE), (b"cache-control", b"no-cache")],
-        ping_interval=app.settings.ping_interval,
-        idle_timeout=app.settings.idle_timeout,
-        http_error=http_error,
-        in_stream_error=in_stream_error,
+        connect(),
+        transducer,
+        {"model": model, "provider": provider.name, "stream": 1},
     )
-    scope["hydra.log"] = stream_details(model, provider.name, transducer)
 
 
 async def passthrough(

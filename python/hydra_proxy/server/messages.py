@@ -20,9 +20,8 @@ from ..messages_via_chat.request import ChatTarget, chat_request_from_messages
 from ..messages_via_chat.response import message_from_chat_completion
 from ..signature import is_proxy_signature
 from ..tokens import estimate_input_tokens
-from ..transducers import StreamTransducer
-from .asgi import JSON, SSE, Receive, Scope, Send, header, respond
-from .streaming import forward, relay
+from .asgi import JSON, Receive, Scope, Send, header, respond
+from .streaming import forward
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
 if TYPE_CHECKING:
@@ -72,19 +71,6 @@ def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyEr
         error_type=error_type,
         retry_after=exc.retry_after,
     )
-
-
-def stream_details(model: str, provider: str, transducer: StreamTransducer) -> dict[str, object]:
-    """What the access log says about a finished stream (usage in the client's terms)."""
-    details: dict[str, object] = {"model": model, "provider": provider, "stream": 1}
-    details["usage"] = "/".join(map(str, transducer.usage))
-    if transducer.stop_reason is not None:
-        details["stop"] = transducer.stop_reason
-    if transducer.error is not None:
-        details["error"] = transducer.error[0]
-    elif not transducer.complete:
-        details["error"] = "client_gone"
-    return details
 
 
 def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
@@ -159,26 +145,14 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
         max_event_bytes=app.settings.max_event_bytes,
     )
 
-    async def http_error(exc: ProxyError) -> None:
-        await app.error(scope, send, exc)
-
-    def in_stream_error(t: StreamTransducer) -> ProxyError:
-        assert t.error is not None
-        error_type, message = t.error
-        return ProxyError(status_for_anthropic_type(error_type), message, error_type=error_type)
-
-    await relay(
-        connect(),
-        transducer,
+    await app.stream(
+        scope,
         receive,
         send,
-        [(b"content-type", SSE), (b"cache-control", b"no-cache")],
-        ping_interval=app.settings.ping_interval,
-        idle_timeout=app.settings.idle_timeout,
-        http_error=http_error,
-        in_stream_error=in_stream_error,
+        connect(),
+        transducer,
+        {"model": model, "provider": provider.name, "stream": 1},
     )
-    scope["hydra.log"] = stream_details(model, provider.name, transducer)
 
 
 async def passthrough(

@@ -21,7 +21,7 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import ProxyError
+from ..errors import ProxyError, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import Headers, Receive, Send
 
@@ -62,13 +62,11 @@ async def relay(
     ping_interval: float,
     idle_timeout: float,
     http_error: Callable[[ProxyError], Awaitable[None]],
-    in_stream_error: Callable[[StreamTransducer], ProxyError],
 ) -> None:
     """Stream the upstream response that `connect` yields to the client via `transducer`.
 
     `connect` raises ProxyError for an upstream failure; `http_error` answers one before
-    the response has started. `in_stream_error` turns an upstream error event seen before
-    any content into the ProxyError to answer with instead of starting the stream.
+    the response has started, and also an upstream error event seen before any content.
     """
     task = asyncio.current_task()
     assert task is not None
@@ -121,7 +119,9 @@ async def relay(
                 idle = 0.0
                 out = transducer.feed(chunk) if chunk else transducer.finish()
             if not started and transducer.error is not None and not transducer.has_content:
-                await http_error(in_stream_error(transducer))
+                error_type, message = transducer.error
+                status = status_for_anthropic_type(error_type)
+                await http_error(ProxyError(status, message, error_type=error_type))
                 return
             await emit(out)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
