@@ -335,9 +335,11 @@ def plot(data: dict[str, Any], path: Path) -> bool:
                         (x for x in lines if x["server"] == server and x["concurrency"] == c),
                         None,
                     )
-                    if line is not None and not line.get(key) and not key.startswith("added"):
+                    if line is not None and not line.get(key):
+                        # No bar: 0 streams/s, or no number at all (no event got through).
+                        mark = "0" if key == "throughput_per_s" and line.get(key) == 0 else "n/a"
                         x = j + (i - (len(servers) - 1) / 2) * width
-                        ax.text(x, bottom, "0", ha="center", va="bottom", fontsize=6)
+                        ax.text(x, bottom, mark, ha="center", va="bottom", fontsize=6)
         ax.set_xticks(range(len(conc)), [f"c={c}" for c in conc])
         ax.set_title(title, fontsize=10)
         ax.grid(axis="y", which="both", alpha=0.2)

@@ -246,3 +246,20 @@ def test_request_id_header_and_access_log(mock: MockServer) -> None:
         and "stop=end_turn" in line
     )
     assert orjson.loads(body)["request_id"].startswith("req_")
+
+
+def test_passthrough_drops_a_stalled_upstream(mock: MockServer) -> None:
+    env = {"HYDRA_IDLE_TIMEOUT": "1", "HYDRA_PING_INTERVAL": "0.5"}
+    with ProxyServer(mock.url + "/v1", env=env) as proxy:
+        mock.script([{"text": "a b c d", "chunk_size": 2, "delay_ms": 3000}])
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        body = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        started = time.monotonic()
+        conn.request(
+            "POST", "/v1/chat/completions", orjson.dumps(body), {"content-type": "application/json"}
+        )
+        response = conn.getresponse()
+        assert response.status == 200
+        # Cut at the idle timeout: the transfer ends broken, not as a complete reply.
+        with pytest.raises(http.client.IncompleteRead):
+            response.read()

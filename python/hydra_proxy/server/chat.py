@@ -164,4 +164,4 @@ async def passthrough(
         return
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
-    await forward(response, receive, send)
+    await forward(response, receive, send, idle_timeout=app.settings.idle_timeout)

@@ -194,7 +194,7 @@ async def passthrough(
         return
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
-    await forward(response, receive, send)
+    await forward(response, receive, send, idle_timeout=app.settings.idle_timeout)
 
 
 def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:

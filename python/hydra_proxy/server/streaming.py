@@ -143,8 +143,14 @@ async def relay(
                 response.close()
 
 
-async def forward(response: aiohttp.ClientResponse, receive: Receive, send: Send) -> None:
-    """Pass an upstream 200 response through unchanged (same protocol on both sides)."""
+async def forward(
+    response: aiohttp.ClientResponse, receive: Receive, send: Send, *, idle_timeout: float
+) -> None:
+    """Pass an upstream 200 response through unchanged (same protocol on both sides).
+
+    An upstream silent past `idle_timeout` is dropped and the response ends without its
+    terminator, so the client sees a broken transfer, never a complete one.
+    """
     task = asyncio.current_task()
     assert task is not None
     gone: list[bool] = []
@@ -159,7 +165,14 @@ async def forward(response: aiohttp.ClientResponse, receive: Receive, send: Send
                 "headers": [(b"content-type", content_type), (b"cache-control", b"no-cache")],
             }
         )
-        async for chunk in response.content.iter_any():
+        content = response.content
+        while True:
+            try:
+                chunk = await _read(content, idle_timeout)
+            except _Silent:
+                return
+            if not chunk:
+                break
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         complete = True
         await send({"type": "http.response.body", "body": b"", "more_body": False})
