@@ -254,7 +254,6 @@ def test_passthrough_drops_a_stalled_upstream(mock: MockServer) -> None:
         mock.script([{"text": "a b c d", "chunk_size": 2, "delay_ms": 3000}])
         conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
         body = {"model": "gpt-x", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
-        started = time.monotonic()
         conn.request(
             "POST", "/v1/chat/completions", orjson.dumps(body), {"content-type": "application/json"}
         )
