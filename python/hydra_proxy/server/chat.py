@@ -14,7 +14,7 @@ from ..chat_via_messages.request import MessagesTarget, messages_request_from_ch
 from ..chat_via_messages.response import chat_completion_from_message
 from ..errors import ProxyError, invalid_request
 from .asgi import Receive, Scope, Send, header, respond
-from .messages import error_from_upstream
+from .messages import error_from_upstream, read_json
 from .streaming import forward
 from .upstream import UpstreamHTTPError, UpstreamUnavailable
 
@@ -101,15 +101,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
     completion_id = ids.completion_id()
     created = int(time.time())
     if not stream:
-        response = await connect()
-        try:
-            message = orjson.loads(await response.read())
-        except orjson.JSONDecodeError:
-            raise ProxyError(
-                502, "the upstream sent a response that is not JSON", error_type="api_error"
-            ) from None
-        finally:
-            response.release()
+        message = await read_json(await connect())
         completion = chat_completion_from_message(
             message, completion_id=completion_id, model=model, created=created, continuation_key=key
         )

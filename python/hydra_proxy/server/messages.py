@@ -73,6 +73,18 @@ def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyEr
     )
 
 
+async def read_json(response: ClientResponse) -> Any:
+    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON)."""
+    try:
+        return orjson.loads(await response.read())
+    except orjson.JSONDecodeError:
+        raise ProxyError(
+            502, "the upstream sent a response that is not JSON", error_type="api_error"
+        ) from None
+    finally:
+        response.release()
+
+
 def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
     limit = route.max_tokens_limit or provider.max_tokens_limit
     return ChatTarget(
@@ -117,15 +129,7 @@ async def handle(app: App, scope: Scope, receive: Receive, send: Send, body: byt
             raise error_from_upstream(exc) from None
 
     if not stream:
-        response = await connect()
-        try:
-            completion = orjson.loads(await response.read())
-        except orjson.JSONDecodeError:
-            raise ProxyError(
-                502, "the upstream sent a response that is not JSON", error_type="api_error"
-            ) from None
-        finally:
-            response.release()
+        completion = await read_json(await connect())
         message = message_from_chat_completion(
             completion,
             message_id=ids.message_id(),
