@@ -195,8 +195,9 @@ def test_claude_code_first_request() -> None:
 
     config = out["generationConfig"]
     assert config["maxOutputTokens"] == 65536  # 128000 clamped to the route's limit
-    # adaptive thinking with effort medium on a thinkingBudget model
-    assert config["thinkingConfig"] == {"thinkingBudget": 8192, "includeThoughts": True}
+    # adaptive thinking, effort medium, display "omitted" (no summaries) on a budget model
+    assert body["thinking"] == {"type": "adaptive", "display": "omitted"}
+    assert config["thinkingConfig"] == {"thinkingBudget": 8192}
     raw = orjson.dumps(out).decode()
     for dropped in ("cache_control", "context_management", "metadata", "user_id", "defer_loading"):
         assert f'"{dropped}":' not in raw
@@ -238,6 +239,9 @@ def test_anthropic_signed_thinking_is_never_sent_as_text() -> None:
     assert "The user wants echo." not in raw
     assert "SIGxyz" not in raw
     assert out["contents"][1]["parts"][0] == {"text": "I will run it."}
+    # thinking display "omitted": no summaries asked for, effort medium still applies
+    assert body["thinking"]["display"] == "omitted"
+    assert out["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 8192}
 
 
 # ------------------------------------------------------------------ carrier placement

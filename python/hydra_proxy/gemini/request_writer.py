@@ -5,7 +5,8 @@ same body serves ``generateContent`` and ``streamGenerateContent``; `gemini_path
 `gemini_headers` give the rest of the HTTP request as data) or raises `ProxyError` (400
 invalid_request_error) whose message starts with the offending field path, like the Chat
 writer (hydra_proxy.messages_via_chat.request), whose decisions this module shares where
-the protocols allow. The input is never modified.
+the protocols allow. The input is never modified; the output shares sub-objects with it
+(tool inputs as ``args``, base64 data), so copy before mutating those.
 
 System text
   `system` (string or text blocks) and every ``role: "system"`` message, in request order,
@@ -54,7 +55,8 @@ Tools
   naming them: Gemini cannot run them, and dropping them silently would hide it.
   ``tool_choice`` auto/any/tool/none -> ``functionCallingConfig.mode`` AUTO / ANY / ANY +
   ``allowedFunctionNames`` / NONE, only when tools are sent; ``disable_parallel_tool_use``
-  has no Gemini equivalent and is ignored.
+  has no Gemini equivalent and is ignored. A tool's ``strict`` is dropped: Gemini's
+  VALIDATED mode is a preview some models and Vertex reject.
 
 Parameters (``generationConfig``)
   ``max_tokens`` (required, >= 1) -> ``maxOutputTokens`` clamped to the target's limit;
@@ -69,7 +71,8 @@ Parameters (``generationConfig``)
   ``thinkingLevel``, the nearest level the target offers at or above it; adaptive -> no
   level (Gemini's dynamic default); disabled -> the target's lowest level.
   ``"none"``: no thinkingConfig. ``includeThoughts: true`` whenever thinking is enabled or
-  adaptive (the summaries become the client's thinking blocks).
+  adaptive (the summaries become the client's thinking blocks), unless the client asked
+  for ``display: "omitted"`` (Claude Code does on some turns): signatures still come back.
   ``output_config.format`` (or ``output_format``) json_schema -> ``responseMimeType:
   application/json`` + ``responseSchema`` (sanitised). ``metadata``, ``cache_control``,
   ``context_management``, ``service_tier`` and unknown fields are dropped.
@@ -780,7 +783,8 @@ def _thinking_config(body: dict[str, Any], target: GeminiTarget) -> dict[str, An
             value = max(value, target.min_thinking_budget)
         if value is not None:
             config["thinkingBudget"] = value
-    if kind in ("enabled", "adaptive"):
+    display = thinking.get("display") if isinstance(thinking, dict) else None
+    if kind in ("enabled", "adaptive") and display != "omitted":
         config["includeThoughts"] = True
     return config or None
 
