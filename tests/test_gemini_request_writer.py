@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -729,3 +730,54 @@ def test_recorded_uris_match_the_path() -> None:
         uri: str = load_json(name)["uri"]
         model = uri.split("/models/")[1].split(":")[0]
         assert uri.endswith("/" + gemini_path(model, stream=stream))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in CLAUDE_CODE.glob("*.json")))
+def test_every_claude_code_request_translates(name: str) -> None:
+    for target in (GEMINI_25, GEMINI_3):
+        out = write(claude_code(name), target)
+        orjson.dumps(out)
+        for declaration in out["tools"][0]["functionDeclarations"]:
+            assert schema_problems(declaration.get("parameters", {"type": "OBJECT"})) == []
+        roles = [c["role"] for c in out["contents"]]
+        assert roles[0] == "user"
+        assert all(a != b for a, b in itertools.pairwise(roles))  # alternating
+        calls = sum("functionCall" in p for c in out["contents"] for p in c["parts"])
+        responses = sum("functionResponse" in p for c in out["contents"] for p in c["parts"])
+        assert calls == responses
+
+
+def test_pdf_in_a_tool_result_is_sent_as_data() -> None:
+    messages = tool_turn(CALL)
+    messages[2]["content"][0]["content"] = [
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"},
+        },
+        {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": "page text"},
+        },
+    ]
+    parts = write(request(messages, tools=[BASH_TOOL]))["contents"][2]["parts"]
+    assert parts[0]["functionResponse"]["response"]["output"].startswith("page text")
+    assert parts[2] == {"inlineData": {"mimeType": "application/pdf", "data": "JVBERi0x"}}
+
+
+def test_schema_bomb_is_a_400_naming_the_tool() -> None:
+    defs: dict[str, Any] = {"L0": {"type": "string"}}
+    for i in range(1, 12):
+        defs[f"L{i}"] = {
+            "type": "object",
+            "properties": {f"p{k}": {"$ref": f"#/$defs/L{i - 1}"} for k in range(10)},
+        }
+    tool = {
+        "name": "Bomb",
+        "input_schema": {
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/L11"}},
+            "$defs": defs,
+        },
+    }
+    error = bad(request([{"role": "user", "content": "x"}], tools=[tool]))
+    assert error.param == "tools.0.input_schema" and "Bomb" in error.message

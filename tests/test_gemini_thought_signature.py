@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+
 import pytest
 
 from gemini_fixtures import load_json, stream_chunks
@@ -116,3 +120,14 @@ def test_payload_alphabet_is_enforced() -> None:
         sign_carried("Bad.Kind", "QUJD", KEY)
     assert sign_thought_signature("not base64!", KEY) is None
     assert thought_signature_block("not base64!", KEY) is None
+
+
+def test_carrier_wire_format_follows_the_documented_formula() -> None:
+    """The bytes a native twin must reproduce: hydra1.<kind>.<payload>.<base64url(
+    HMAC-SHA256(key, b"hydra1-carried\\0" + kind + b"\\0" + payload)[:18])>."""
+    key = bytes(range(32))
+    payload = "EpwICpkIAXLI2nx+/w=="
+    mac = hmac.new(key, b"hydra1-carried\x00gts\x00" + payload.encode(), hashlib.sha256).digest()
+    expected = f"hydra1.gts.{payload}.{base64.urlsafe_b64encode(mac[:18]).decode()}"
+    assert sign_carried(KIND_GEMINI_THOUGHT_SIGNATURE, payload, key) == expected
+    assert expected == "hydra1.gts.EpwICpkIAXLI2nx+/w==.2uh9x1y90Fh8bgbXXWz41U_i"
