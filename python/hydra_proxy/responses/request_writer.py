@@ -14,8 +14,9 @@ Decisions (each covered by a test):
   ["reasoning.encrypted_content"]`` and ``reasoning: {effort, summary: "auto"}`` (effort
   as the Chat writer maps it, omitted when there is none), so the reasoning comes back
   replayable and readable.
-- ``system`` (string or text blocks; Claude Code's billing header dropped) ->
-  ``instructions``, pieces joined with a blank line.
+- ``system`` (string or text blocks; Claude Code's billing header dropped) and every
+  ``role: "system"`` message -> ``instructions``, pieces joined with a blank line, in
+  request order (as the Chat writer makes one leading system message).
 - User turns: ``tool_result`` blocks answering the preceding assistant turn's calls ->
   ``function_call_output`` items first (``output`` the result's text, ``is_error`` prefixed
   ``"Error: "`` like the Chat writer; with images/PDFs an array of ``input_text`` /
@@ -198,18 +199,20 @@ class _Writer:
         self.pending: list[str] = []  # calls of the latest assistant turn without output
         self.texts: list[str] = []  # assistant text not yet written as a message item
 
-    def system(self, system: Any) -> None:
+    def system(self, system: Any, path: str = "system") -> None:
         if system is None:
             return
         if isinstance(system, str):
             self._system_text(system)
             return
         if not isinstance(system, list):
-            raise _bad("system", "must be a string or a list of text blocks")
+            raise _bad(path, "must be a string or a list of text blocks")
         for j, block in enumerate(system):
-            path = f"system.{j}"
-            btype = _block_type(block, path)
-            text = _text_of(block, path) if btype == "text" else _fallback_text(block, btype, path)
+            bpath = f"{path}.{j}"
+            btype = _block_type(block, bpath)
+            text = (
+                _text_of(block, bpath) if btype == "text" else _fallback_text(block, btype, bpath)
+            )
             if text is not None:
                 self._system_text(text)
 
@@ -230,8 +233,12 @@ class _Writer:
                 self._assistant(blocks, f"{path}.content")
             elif role == "user":
                 self._user(blocks, f"{path}.content")
+            elif role == "system":  # Claude Code sends some mid-conversation
+                self.system(blocks, f"{path}.content")
             else:
-                raise _bad(f"{path}.role", f"role must be user or assistant (got {role!r})")
+                raise _bad(
+                    f"{path}.role", f"role must be one of user, assistant, system (got {role!r})"
+                )
 
     def finish(self) -> list[Item]:
         self._flush_text()
