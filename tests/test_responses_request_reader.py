@@ -762,6 +762,27 @@ def test_context_echo() -> None:
     )
 
 
+def test_allowed_tools_namespace_entry() -> None:
+    body = codex_first_turn()
+    body["tool_choice"] = {
+        "type": "allowed_tools",
+        "mode": "auto",
+        "tools": [{"type": "namespace", "name": "multi_agent_v1"}, {"type": "web_search"}],
+    }
+    names = [t["name"] for t in read(body).body["tools"]]
+    assert names == [
+        "multi_agent_v1__close_agent",
+        "multi_agent_v1__resume_agent",
+        "multi_agent_v1__send_input",
+        "multi_agent_v1__spawn_agent",
+        "multi_agent_v1__wait_agent",
+    ]
+    body["tool_choice"]["tools"] = [{"type": "namespace", "name": "nope"}]
+    with pytest.raises(ProxyError) as caught:
+        messages_request_from_responses(body, TARGET)
+    assert caught.value.param == "tool_choice.tools[0].name"
+
+
 def test_long_namespaced_names_are_shortened_and_restored() -> None:
     long_ns, long_name = "n" * 40, "f" * 40
     body = base(

@@ -39,8 +39,8 @@ Server tools
 Tool choice
   ``"none"`` -> ``{"type": "none"}``, ``"auto"`` -> auto, ``"required"`` -> any,
   ``{"type": "function"|"custom", name[, namespace]}`` -> that tool, ``allowed_tools`` ->
-  only those tools are sent, with auto/any for its mode (entries naming server tools are
-  ignored: those tools are not sent anyway); a choice forcing a server tool
+  only those tools are sent, with auto/any for its mode (a ``namespace`` entry allows all
+  its tools; entries naming server tools are ignored: those tools are not sent anyway); a choice forcing a server tool
   (``{"type": "web_search_preview"}``, ``mcp``...) is a 400. ``none``/``auto`` without tools
   are dropped, a forced choice without tools is a 400. ``parallel_tool_calls: false`` ->
   ``disable_parallel_tool_use: true`` (not with ``none``).
@@ -346,5 +346,11 @@ def _allowed_tools(
             raise _bad(entry_path, "must be an object")
         if entry.get("type") in _CALLABLE:
             keep.add(_chosen(entry, toolset, entry_path))
+        elif entry.get("type") == "namespace":
+            name = entry.get("name")
+            inner = [s for s, o in toolset.names.by_sent.items() if o.namespace == name]
+            if not inner:
+                raise _bad(f"{entry_path}.name", f"no namespace named {name!r} in tools")
+            keep.update(inner)
     kept = [tool for tool in toolset.tools if tool["name"] in keep]
     return kept, {"type": "auto" if mode == "auto" else "any"}
