@@ -8,6 +8,8 @@ holding an OpenAI reasoning item. Any change to any byte, another key, or no key
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hydra_proxy import continuation
 from hydra_proxy.responses.reasoning import (
@@ -120,3 +122,29 @@ def test_upstream_item_refused_when_anything_changes() -> None:
         ("Summary.", None, KEY),
     ]:
         assert verify_upstream_item(thinking, sig, key) is None
+
+
+_block = st.one_of(
+    st.builds(
+        lambda text, sig: {"type": "thinking", "thinking": text, "signature": sig},
+        st.text(),
+        st.text(alphabet=st.characters(codec="ascii"), max_size=40),
+    ),
+    st.builds(
+        lambda data: {"type": "redacted_thinking", "data": data},
+        st.text(alphabet=st.characters(codec="ascii"), min_size=1, max_size=40),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_block, min_size=1, max_size=5), st.data())
+def test_carrier_property(blocks: list[dict[str, str]], data: st.DataObject) -> None:
+    value = encode_carrier(blocks, KEY)
+    assert decode_carrier(value, KEY) == blocks
+    at = data.draw(st.integers(min_value=len(CARRIER_PREFIX), max_value=len(value) - 1))
+    replacement = data.draw(st.characters(codec="utf-8").filter(lambda c: c != value[at]))
+    changed = value[:at] + replacement + value[at + 1 :]
+    # Refused, or (a base64 character whose unused low bits changed) the very same blocks:
+    # never different content.
+    assert decode_carrier(changed, KEY) in (None, blocks)
