@@ -39,6 +39,7 @@ from hydra_proxy.responses.response import (
     response_from_message,
     response_status,
     responses_usage,
+    thinking_text,
 )
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.tokens import text_tokens
@@ -138,7 +139,8 @@ def test_output_items_in_order_with_ids() -> None:
             REDACTED,
             {"type": "text", "text": "Done"},
             stop_reason="tool_use",
-        )
+        ),
+        reasoning_tokens=text_tokens("Let me look."),
     )
     assert [(i["type"], i["id"]) for i in out["output"]] == [
         ("reasoning", "rs_t1_0"),
@@ -163,9 +165,11 @@ def test_output_items_in_order_with_ids() -> None:
     }
     assert call2["name"] == "spawn_agent" and call2["namespace"] == "multi_agent_v1"
     assert call2["arguments"] == "{}"
-    assert out["usage"]["output_tokens_details"]["reasoning_tokens"] == min(
-        text_tokens("Let me look."), 20
-    )
+    assert out["usage"]["output_tokens_details"]["reasoning_tokens"] == text_tokens("Let me look.")
+    assert write(message(THINKING), reasoning_tokens=500)["usage"]["output_tokens_details"] == {
+        "reasoning_tokens": 20  # never more than the output tokens
+    }
+    assert thinking_text(message(THINKING, REDACTED, THINKING)) == "Let me look." * 2
 
 
 def test_custom_tool_call_item() -> None:

@@ -24,9 +24,10 @@ Message -> response (`response_from_message`; a Responses client on any upstream
   Item ids are ``<prefix>_<response id without resp_>_<output index>``.
   ``usage`` (`responses_usage`): ``input_tokens`` = input + cache read + cache write,
   ``input_tokens_details.cached_tokens`` = cache read, ``cache_write_tokens`` = cache
-  write, ``output_tokens``, ``output_tokens_details.reasoning_tokens`` = the thinking
-  text's tokens counted with the proxy's tokenizer, at most ``output_tokens`` (Anthropic
-  does not report it separately), ``total_tokens``.
+  write, ``output_tokens``, ``output_tokens_details.reasoning_tokens`` = the
+  ``reasoning_tokens`` argument, at most ``output_tokens`` (Anthropic does not report it
+  separately; the server may count `thinking_text` with its tokenizer, which this I/O-free
+  module does not load), ``total_tokens``.
 
 Response -> message (`message_from_response`; the ``responses`` provider kind)
   A failed response or one with an ``error`` raises `ProxyError` (`errors.upstream_failure`).
@@ -56,7 +57,6 @@ from ..chat_via_messages.response import _url_citations, tool_arguments
 from ..errors import ProxyError
 from ..messages_via_chat.response import tool_input_from_arguments
 from ..signature import sign_thinking
-from ..tokens import text_tokens
 from .context import ResponsesContext
 from .errors import upstream_failure
 from .reasoning import decode_carrier, encode_carrier, sign_upstream_item
@@ -72,6 +72,7 @@ __all__ = [
     "response_from_message",
     "response_status",
     "responses_usage",
+    "thinking_text",
 ]
 
 INCOMPLETE_REASONS: dict[str, str] = {
@@ -187,13 +188,13 @@ def response_from_message(
     created_at: int,
     key: bytes | None,
     model: str | None = None,
+    reasoning_tokens: int = 0,
 ) -> dict[str, Any]:
     """Translate a non-streamed Anthropic Message into a Responses ``response`` object."""
     status, incomplete = response_status(message.get("stop_reason"))
     output: list[Item] = []
     thinking: list[Block] = []
     texts: list[Block] = []
-    reasoning_texts: list[str] = []
 
     def flush_thinking() -> None:
         if thinking:
@@ -214,8 +215,6 @@ def response_from_message(
         if btype in _THINKING:
             flush_texts()
             thinking.append(block)
-            if btype == "thinking" and isinstance(block.get("thinking"), str):
-                reasoning_texts.append(block["thinking"])
         elif btype == "text" and isinstance(block.get("text"), str):
             flush_thinking()
             texts.append(block)
@@ -232,7 +231,6 @@ def response_from_message(
         output[-1]["status"] = "incomplete"
 
     usage = message.get("usage")
-    reasoning_tokens = text_tokens("".join(reasoning_texts)) if reasoning_texts else 0
     out: dict[str, Any] = {
         "id": response_id,
         "object": "response",
@@ -247,6 +245,18 @@ def response_from_message(
     out.update(context.echo())
     out["usage"] = responses_usage(usage, reasoning_tokens)
     return out
+
+
+def thinking_text(message: dict[str, Any]) -> str:
+    """The thinking text of a Message (what a reasoning-token estimate counts)."""
+    content = message.get("content")
+    return "".join(
+        block["thinking"]
+        for block in (content if isinstance(content, list) else [])
+        if isinstance(block, dict)
+        and block.get("type") == "thinking"
+        and isinstance(block.get("thinking"), str)
+    )
 
 
 def _message_item(blocks: list[Block], item: str) -> Item:
