@@ -1023,3 +1023,37 @@ def test_not_an_object() -> None:
     with pytest.raises(ProxyError) as caught:
         messages_request_from_responses([], TARGET)
     assert caught.value.status == 400
+
+
+def test_custom_tool_loop_round_trip() -> None:
+    # apply_patch: the model's call reaches Codex as a custom_tool_call with the raw input,
+    # Codex replays it with its output, and the upstream sees its own call again.
+    body = codex_first_turn()
+    body["tools"] = [*body["tools"], APPLY_PATCH]
+    context = messages_request_from_responses(body, TARGET).context
+    patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"
+    use = {"type": "tool_use", "id": "toolu_01P", "name": "apply_patch", "input": {"input": patch}}
+    reply = response_from_message(
+        {"content": [use], "stop_reason": "tool_use", "usage": {}},
+        context,
+        response_id="resp_2",
+        created_at=1,
+        key=KEY,
+    )
+    (item,) = reply["output"]
+    assert (item["type"], item["call_id"], item["input"]) == (
+        "custom_tool_call",
+        "toolu_01P",
+        patch,
+    )
+    body["input"] = [
+        *body["input"],
+        {k: v for k, v in item.items() if k != "id"},  # Codex does not send item ids back
+        {"type": "custom_tool_call_output", "call_id": "toolu_01P", "output": "Success."},
+    ]
+    out = read(body).body
+    assert out["messages"][-2] == {"role": "assistant", "content": [use]}
+    assert out["messages"][-1] == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_01P", "content": "Success."}],
+    }
