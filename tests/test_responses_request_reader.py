@@ -133,6 +133,7 @@ def test_codex_first_turn() -> None:
     assert out["max_tokens"] == TARGET.default_max_tokens
     assert "thinking" not in out  # reasoning.summary without an effort: the model default
     assert "metadata" not in out
+    assert out["cache_control"] == {"type": "ephemeral"}  # Codex sends a prompt_cache_key
 
     context = translation.context
     assert context.model == "gpt-5.1-codex"
@@ -731,7 +732,7 @@ def test_mapping(name: str, body: dict[str, Any], expected: dict[str, Any]) -> N
     for key, value in expected.items():
         assert out[key] == value, key
     if name == "accepted and dropped":
-        assert set(out) == {"model", "max_tokens", "messages", "stream"}
+        assert set(out) == {"model", "max_tokens", "messages", "stream", "cache_control"}
 
 
 def test_context_echo() -> None:
@@ -1057,3 +1058,9 @@ def test_custom_tool_loop_round_trip() -> None:
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": "toolu_01P", "content": "Success."}],
     }
+
+
+def test_prompt_cache_key_turns_on_anthropic_caching() -> None:
+    assert read(base(prompt_cache_key="s1")).body["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in read(base()).body
+    assert "cache_control" not in read(base(prompt_cache_key="")).body

@@ -71,8 +71,12 @@ Parameters
   reply's reasoning items. ``text.format``: ``text`` -> nothing, ``json_schema`` ->
   ``output_config.format``, ``json_object`` -> `JSON_OBJECT_INSTRUCTION` in the system
   text. ``user`` (else ``safety_identifier``) -> ``metadata.user_id`` as in the Chat reader.
-  ``metadata``, ``prompt_cache_key`` and the other echoed fields are kept for the reply
-  (Anthropic takes no cache key and no free-form metadata); ``text.verbosity``,
+  ``prompt_cache_key`` (the client wants its prefix cached across turns; Codex sends one
+  per session) -> Anthropic's top-level ``cache_control: {"type": "ephemeral"}``
+  (automatic caching: the breakpoint goes on the last cacheable block), since Anthropic,
+  unlike OpenAI, caches nothing unasked; the Chat writer drops it. ``metadata``,
+  ``prompt_cache_key`` and the other echoed fields are kept for the reply (Anthropic takes
+  no cache key and no free-form metadata); ``text.verbosity``,
   ``truncation``, ``service_tier``, ``max_tool_calls``, ``stream_options``,
   ``client_metadata`` (Codex) and unknown fields are dropped. ``model`` is not read here:
   the route decides the upstream model.
@@ -247,6 +251,8 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
         out["output_config"] = output_config
     if user_id is not None:
         out["metadata"] = {"user_id": user_id}
+    if prompt_cache_key:
+        out["cache_control"] = {"type": "ephemeral"}
     out["stream"] = stream
 
     parallel = body.get("parallel_tool_calls")
