@@ -1064,3 +1064,34 @@ def test_prompt_cache_key_turns_on_anthropic_caching() -> None:
     assert read(base(prompt_cache_key="s1")).body["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in read(base()).body
     assert "cache_control" not in read(base(prompt_cache_key="")).body
+
+
+def test_codex_on_a_chat_upstream_replays_provider_reasoning() -> None:
+    # Codex on DeepSeek: the reasoning the Chat decoder signed comes back in the carrier and
+    # reaches the upstream as reasoning_content; the carrier itself never does.
+    import orjson
+
+    from hydra_proxy.messages_via_chat.request import ChatTarget, chat_request_from_messages
+    from hydra_proxy.signature import sign_thinking
+
+    block = {
+        "type": "thinking",
+        "thinking": "Need ls.",
+        "signature": sign_thinking("Need ls.", KEY),
+    }
+    canonical = read(codex_second_turn(carrier_item([block]))).body
+    assert canonical["thinking"]["type"] == "enabled"
+    target = ChatTarget(model="deepseek-reasoner", replay_reasoning=True, signing_key=KEY)
+    chat = chat_request_from_messages(canonical, target, stream=True)
+    assistant = next(m for m in chat["messages"] if m["role"] == "assistant")
+    assert assistant["reasoning_content"] == "Need ls."
+    assert assistant["tool_calls"][0]["id"] == "call_a1"
+    tool = next(m for m in chat["messages"] if m["role"] == "tool")
+    assert (tool["tool_call_id"], tool["content"]) == ("call_a1", "a.txt\nb.txt")
+    wire = orjson.dumps(chat).decode()
+    assert CARRIER_PREFIX not in wire and "hydra1." not in wire
+    # The same turn to a provider that does not replay reasoning: nothing of it is sent.
+    plain = chat_request_from_messages(
+        canonical, ChatTarget(model="m", signing_key=KEY), stream=True
+    )
+    assert "Need ls." not in orjson.dumps(plain).decode()
