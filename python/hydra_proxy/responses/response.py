@@ -65,6 +65,7 @@ from .tools import CUSTOM_INPUT_KEY, ToolNames, custom_input, flatten
 __all__ = [
     "INCOMPLETE_REASONS",
     "call_item",
+    "call_item_prefix",
     "item_id",
     "message_from_response",
     "new_response_id",
@@ -176,6 +177,7 @@ def call_item(block: Block, item: str, names: ToolNames) -> Item:
 
 
 def call_item_prefix(block: Block, names: ToolNames) -> str:
+    """The item id prefix of a tool_use block's call item: ``ctc`` (custom) or ``fc``."""
     sent = block.get("name")
     return "ctc" if names.origin(sent if isinstance(sent, str) else "").custom else "fc"
 

@@ -194,7 +194,7 @@ def read_tools(value: Any) -> ToolSet:
         if name in taken:
             raise _bad(f"{path}.name", f"duplicate tool name {name!r}")
         taken.add(name)
-    for path, tool, namespace, ns_description in entries:
+    for path, tool, namespace, ns_description in entries:  # in the client's order
         name = _name(tool, path)
         if namespace is None:
             sent = name
@@ -206,7 +206,6 @@ def read_tools(value: Any) -> ToolSet:
         custom = tool["type"] == "custom"
         names.add(sent, ToolOrigin(name, namespace, custom))
         out.append(_convert(tool, path, sent, ns_description, custom))
-    # Keep the client's order (plain and namespaced tools interleaved as sent).
     return ToolSet(out, names, dropped)
 
 
