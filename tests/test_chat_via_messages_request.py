@@ -25,7 +25,7 @@ from anthropic.types.message_create_params import (
 from pydantic import TypeAdapter
 
 from hydra_proxy import continuation
-from hydra_proxy.chat_via_messages.request import (
+from hydra_proxy.chat.request.reader import (
     JSON_OBJECT_INSTRUCTION,
     LEADING_USER_PLACEHOLDER,
     MessagesTarget,

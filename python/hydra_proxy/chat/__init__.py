@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions: the protocol's readers, writers and field mappings."""
