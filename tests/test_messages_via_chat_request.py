@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.messages_via_chat.request import (
+from hydra_proxy.chat.request.writer import (
     LEADING_USER_PLACEHOLDER,
     MISSING_TOOL_RESULT,
     ChatTarget,

@@ -26,14 +26,8 @@ Block = dict[str, Any]
 
 
 _IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-
-
 _MEDIA_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
-
-
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+")
-
-
 _WHITESPACE = re.compile(r"\s+")
 
 

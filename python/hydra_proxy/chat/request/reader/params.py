@@ -38,8 +38,6 @@ __all__ = [
 ]
 
 MAX_USER_ID_CHARS = 256
-
-
 JSON_OBJECT_INSTRUCTION = (
     "Respond with a single valid JSON object and nothing else: no prose, no Markdown code fence."
 )

@@ -45,8 +45,6 @@ __all__ = [
 
 MIN_THINKING_BUDGET = 1024
 THINKING_TYPES = ("thinking", "redacted_thinking")
-
-
 DEFAULT_THINKING_BUDGETS: dict[str, int] = {
     "low": 2048,
     "medium": 8192,
@@ -54,8 +52,6 @@ DEFAULT_THINKING_BUDGETS: dict[str, int] = {
     "xhigh": 32000,
     "max": 32000,
 }
-
-
 _EFFORTS_OFF = ("none", "minimal")
 
 

@@ -32,8 +32,6 @@ __all__ = ["hashed_id", "read_arguments", "read_tool_choice", "read_tools", "too
 
 
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
-
-
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
