@@ -1845,7 +1845,7 @@ def test_assistant_with_only_reasoning_is_dropped() -> None:
 def test_recorded_redacted_thinking_conversation() -> None:
     """pydantic-ai's recorded redacted-thinking conversation, replayed through a Chat client:
     the translated second request equals the recorded Anthropic one."""
-    from hydra_proxy.chat_via_messages.response import chat_completion_from_message
+    from hydra_proxy.chat.response.writer import chat_completion_from_message
 
     first_request = orjson.loads(
         (FIXTURES / "anthropic/pydantic-nonstream-redacted-thinking.1.request.json").read_bytes()

@@ -20,13 +20,9 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
 from hydra_proxy import continuation
-from hydra_proxy.chat_via_messages.request import MessagesTarget, messages_request_from_chat
-from hydra_proxy.chat_via_messages.response import (
-    FINISH_REASONS,
-    chat_completion_from_message,
-    chat_usage,
-    finish_reason,
-)
+from hydra_proxy.chat.mapping import FINISH_REASONS, chat_usage, finish_reason
+from hydra_proxy.chat.request.reader import MessagesTarget, messages_request_from_chat
+from hydra_proxy.chat.response.writer import chat_completion_from_message
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
 KEY = b"continuation-key-0123456789abcdef"
