@@ -1,4 +1,4 @@
-"""OpenAI Chat request -> Anthropic Messages request (hydra_proxy.chat_via_messages.request).
+"""OpenAI Chat request -> Anthropic Messages request (hydra_proxy.chat.request.reader).
 
 Table-driven: every mapping case is (name, Chat request, expected Anthropic request), every
 validation case is (name, Chat request, param, message fragment). Every produced body is

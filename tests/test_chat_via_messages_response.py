@@ -1,4 +1,4 @@
-"""Anthropic Message -> OpenAI chat.completion (hydra_proxy.chat_via_messages.response).
+"""Anthropic Message -> OpenAI chat.completion (hydra_proxy.chat.response.writer).
 
 Table-driven: every case is (name, Anthropic message, expected `choices[0].message`,
 expected finish_reason). Every completion is validated with the openai SDK's

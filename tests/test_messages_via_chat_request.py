@@ -1,4 +1,4 @@
-"""Anthropic Messages request -> OpenAI Chat request (hydra_proxy.messages_via_chat.request).
+"""Anthropic Messages request -> OpenAI Chat request (hydra_proxy.chat.request.writer).
 
 Table-driven: every case is (name, Anthropic request, expected Chat request). Every
 successful translation is also checked for a valid Chat message sequence.

@@ -1,4 +1,4 @@
-"""OpenAI chat.completion -> Anthropic Message (hydra_proxy.messages_via_chat.response).
+"""OpenAI chat.completion -> Anthropic Message (hydra_proxy.chat.response.reader).
 
 Hand-built completions (table-driven) plus the completions that real recorded streams add
 up to. Every result must parse with the official SDK's `anthropic.types.Message`.

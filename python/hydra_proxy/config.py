@@ -67,7 +67,7 @@ class Provider:
     kind: ProviderKind
     base_url: str
     api_key_env: str | None = None
-    # Chat-target quirks (see messages_via_chat.request.ChatTarget).
+    # Chat-target quirks (see chat.request.writer.ChatTarget).
     reasoning: bool = False
     replay_reasoning: bool = False
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
