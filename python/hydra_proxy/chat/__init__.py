@@ -1,1 +1,1 @@
-"""OpenAI Chat Completions: the protocol's readers, writers and field mappings."""
+"""OpenAI Chat Completions (twin of rust/src/chat/): its stream decoder and encoder."""

@@ -1,7 +1,7 @@
-"""Compatibility re-export for the stream transducer: the mappings moved to `chat.mapping`.
+"""The Chat -> Anthropic mappings, for messages_via_chat/response.py: defined once in
+chat/mapping.py (twin of rust/src/chat/mapping.rs)."""
 
-Delete once messages_via_chat/stream.py imports `hydra_proxy.chat.mapping`.
-"""
+from __future__ import annotations
 
 from ..chat.mapping import input_tokens, stop_reason
 

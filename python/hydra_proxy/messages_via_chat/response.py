@@ -3,7 +3,7 @@
 Kept only until the server imports the new path; delete it then.
 """
 
-from ..chat.mapping import RAW_ARGUMENTS_KEY, tool_input_from_arguments
 from ..chat.response.reader import message_from_chat_completion
+from ..chat.tool_arguments import RAW_ARGUMENTS_KEY, tool_input_from_arguments
 
 __all__ = ["RAW_ARGUMENTS_KEY", "message_from_chat_completion", "tool_input_from_arguments"]

@@ -20,12 +20,12 @@ Pure translation, no I/O. Decisions (all covered by tests):
   of parts is joined. A refusal (``message.refusal``) is shown as the text when there is
   no content; the stop reason still follows ``finish_reason`` (an OpenAI refusal is the
   model's answer, not Anthropic's policy-classifier ``refusal``).
-- Tool call ``arguments`` -> ``input`` by `mapping.tool_input_from_arguments` (nothing is
+- Tool call ``arguments`` -> ``input`` by `tool_arguments.tool_input_from_arguments` (nothing is
   lost: what does not parse is kept under ``RAW_ARGUMENTS_KEY``). A call without an id
   gets ``toolu_<message id>_<n>``. The legacy ``function_call`` field is read too.
 - ``stop_reason`` from `mapping.stop_reason` (tool calls win over a plain stop);
   ``stop_sequence`` is always present and null (Chat does not say which stop matched).
-- Usage by `mapping.anthropic_usage`: ``input_tokens = prompt_tokens - cached_tokens``,
+- Usage by `usage.anthropic_usage`: ``input_tokens = prompt_tokens - cached_tokens``,
   ``cache_read_input_tokens = cached_tokens``, ``cache_creation_input_tokens = 0``.
 """
 
@@ -35,7 +35,9 @@ from typing import Any
 
 from ...errors import ProxyError, anthropic_error_type, status_for_anthropic_type
 from ...signature import sign_thinking
-from ..mapping import anthropic_usage, stop_reason, tool_input_from_arguments
+from ..mapping import stop_reason
+from ..tool_arguments import tool_input_from_arguments
+from ..usage import anthropic_usage
 
 __all__ = ["message_from_chat_completion"]
 

@@ -1,8 +1,9 @@
 """The Chat response writer: the canonical Anthropic `Message` (non-streaming) -> a client
 OpenAI `chat.completion` (SPEC section 4).
 
-Pure translation, no I/O. `finish_reason`, `chat_usage` and `tool_arguments` are in
-`chat.mapping`. Decisions (each covered by a test):
+Pure translation, no I/O. The field maps it uses are shared: `chat.mapping.finish_reason`,
+`chat.usage.chat_usage`, `chat.tool_arguments.tool_arguments`. Decisions (each covered by
+a test):
 
 - One choice, index 0. ``message``: ``role: "assistant"``, ``content`` = the text blocks
   joined with nothing in between (Claude splits one reply into several text blocks around
@@ -26,7 +27,8 @@ Pure translation, no I/O. `finish_reason`, `chat_usage` and `tool_arguments` are
   continuation suffix covers exactly this concatenation); when ``continuation_key`` is
   set and there is any ``thinking`` or ``redacted_thinking`` block, followed by
   `continuation.encode` of all of them in order. Omitted when that is empty.
-- ``finish_reason`` via `mapping.FINISH_REASONS`; an unknown or missing stop reason -> ``"stop"``.
+- ``finish_reason`` via `mapping.FINISH_REASONS`; an unknown or missing stop reason ->
+  ``"stop"``.
 - ``usage``: ``prompt_tokens = input + cache_read + cache_creation``,
   ``completion_tokens = output``, ``total_tokens``, ``prompt_tokens_details.cached_tokens
   = cache_read``; missing counts are 0.
@@ -37,7 +39,9 @@ from __future__ import annotations
 from typing import Any
 
 from ... import continuation
-from ..mapping import chat_usage, finish_reason, tool_arguments
+from ..mapping import finish_reason
+from ..tool_arguments import tool_arguments
+from ..usage import chat_usage
 
 __all__ = ["chat_completion_from_message"]
 
@@ -106,6 +110,9 @@ def chat_completion_from_message(
         out_message["reasoning_content"] = reasoning_content
     if tool_calls:
         out_message["tool_calls"] = tool_calls
+    stop_reason = message.get("stop_reason")
+    if not isinstance(stop_reason, str):
+        stop_reason = None
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -116,7 +123,7 @@ def chat_completion_from_message(
                 "index": 0,
                 "message": out_message,
                 "logprobs": None,
-                "finish_reason": finish_reason(message.get("stop_reason")),
+                "finish_reason": finish_reason(stop_reason),
             }
         ],
         "usage": chat_usage(message.get("usage")),

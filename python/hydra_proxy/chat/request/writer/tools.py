@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...mapping import tool_arguments
+from ...tool_arguments import tool_arguments
 from ..common import bad
 
 __all__ = ["refuse_mcp_servers", "tool_call_arguments", "write_tool_choice", "write_tools"]
