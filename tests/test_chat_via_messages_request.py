@@ -1,4 +1,4 @@
-"""OpenAI Chat request -> Anthropic Messages request (hydra_proxy.chat_via_messages.request).
+"""OpenAI Chat request -> Anthropic Messages request (hydra_proxy.chat.request.reader).
 
 Table-driven: every mapping case is (name, Chat request, expected Anthropic request), every
 validation case is (name, Chat request, param, message fragment). Every produced body is
@@ -25,7 +25,7 @@ from anthropic.types.message_create_params import (
 from pydantic import TypeAdapter
 
 from hydra_proxy import continuation
-from hydra_proxy.chat_via_messages.request import (
+from hydra_proxy.chat.request.reader import (
     JSON_OBJECT_INSTRUCTION,
     LEADING_USER_PLACEHOLDER,
     MessagesTarget,
@@ -1845,7 +1845,7 @@ def test_assistant_with_only_reasoning_is_dropped() -> None:
 def test_recorded_redacted_thinking_conversation() -> None:
     """pydantic-ai's recorded redacted-thinking conversation, replayed through a Chat client:
     the translated second request equals the recorded Anthropic one."""
-    from hydra_proxy.chat_via_messages.response import chat_completion_from_message
+    from hydra_proxy.chat.response.writer import chat_completion_from_message
 
     first_request = orjson.loads(
         (FIXTURES / "anthropic/pydantic-nonstream-redacted-thinking.1.request.json").read_bytes()

@@ -1,4 +1,4 @@
-"""Anthropic Message -> OpenAI chat.completion (hydra_proxy.chat_via_messages.response).
+"""Anthropic Message -> OpenAI chat.completion (hydra_proxy.chat.response.writer).
 
 Table-driven: every case is (name, Anthropic message, expected `choices[0].message`,
 expected finish_reason). Every completion is validated with the openai SDK's
@@ -20,13 +20,10 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
 from hydra_proxy import continuation
-from hydra_proxy.chat_via_messages.request import MessagesTarget, messages_request_from_chat
-from hydra_proxy.chat_via_messages.response import (
-    FINISH_REASONS,
-    chat_completion_from_message,
-    chat_usage,
-    finish_reason,
-)
+from hydra_proxy.chat.mapping import FINISH_REASONS, finish_reason
+from hydra_proxy.chat.request.reader import MessagesTarget, messages_request_from_chat
+from hydra_proxy.chat.response.writer import chat_completion_from_message
+from hydra_proxy.chat.usage import chat_usage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
 KEY = b"continuation-key-0123456789abcdef"

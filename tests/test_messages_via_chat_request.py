@@ -1,4 +1,4 @@
-"""Anthropic Messages request -> OpenAI Chat request (hydra_proxy.messages_via_chat.request).
+"""Anthropic Messages request -> OpenAI Chat request (hydra_proxy.chat.request.writer).
 
 Table-driven: every case is (name, Anthropic request, expected Chat request). Every
 successful translation is also checked for a valid Chat message sequence.
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hydra_proxy.errors import ProxyError
-from hydra_proxy.messages_via_chat.request import (
+from hydra_proxy.chat.request.writer import (
     LEADING_USER_PLACEHOLDER,
     MISSING_TOOL_RESULT,
     ChatTarget,
     chat_request_from_messages,
 )
+from hydra_proxy.errors import ProxyError
 from hydra_proxy.signature import sign_thinking
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"

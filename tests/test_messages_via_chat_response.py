@@ -1,4 +1,4 @@
-"""OpenAI chat.completion -> Anthropic Message (hydra_proxy.messages_via_chat.response).
+"""OpenAI chat.completion -> Anthropic Message (hydra_proxy.chat.response.reader).
 
 Hand-built completions (table-driven) plus the completions that real recorded streams add
 up to. Every result must parse with the official SDK's `anthropic.types.Message`.
@@ -13,13 +13,10 @@ import anthropic
 import orjson
 import pytest
 
+from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
+from hydra_proxy.chat.response.reader import message_from_chat_completion
+from hydra_proxy.chat.tool_arguments import RAW_ARGUMENTS_KEY, tool_input_from_arguments
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.messages_via_chat.request import ChatTarget, chat_request_from_messages
-from hydra_proxy.messages_via_chat.response import (
-    RAW_ARGUMENTS_KEY,
-    message_from_chat_completion,
-    tool_input_from_arguments,
-)
 from hydra_proxy.signature import sign_thinking, verify_thinking
 
 KEY = b"test-signing-key"

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 
 from . import __version__
-from .config import ConfigError, Settings, load
+from .config import PROXY_KEYS_ENV, ConfigError, Settings, environment, load
 from .transducers import select
 
 log = logging.getLogger("hydra_proxy")
@@ -108,7 +108,7 @@ def _mock_if_needed(
         base = mock.url + ("/v1" if provider.kind == "openai" else "")
         providers = dict(settings.providers)
         providers[provider.name] = dataclasses.replace(provider, base_url=base, api_key_env=None)
-        yield dataclasses.replace(settings, providers=providers, mock_upstream=True)
+        yield dataclasses.replace(settings, providers=providers)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -118,14 +118,16 @@ def _serve(args: argparse.Namespace) -> int:
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     flags = {k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level")}
+    env = environment()
     try:
-        settings = load(flags)
+        settings = load(flags, env)
     except ConfigError as exc:
         print(f"hydra-proxy: {exc}", file=sys.stderr)
         return 2
+    # The server reads client keys from the process environment (config.PROXY_KEYS_ENV).
     if (
         not _is_loopback(settings.host)
-        and not os.environ.get("HYDRA_PROXY_KEYS")
+        and not os.environ.get(PROXY_KEYS_ENV)
         and not settings.insecure_no_auth
     ):
         print(
@@ -144,8 +146,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .server.run import serve
 
     explicit = bool(args.base_url) or any(
-        os.environ.get(f"HYDRA_{name.upper()}_BASE_URL")
-        for name in ("openai", "anthropic", "gemini")
+        env.get(f"HYDRA_{name.upper()}_BASE_URL") for name in ("openai", "anthropic", "gemini")
     )
     with _mock_if_needed(settings, explicit, not args.no_mock) as effective:
         log.info("listening on http://%s:%d", effective.host, effective.port)

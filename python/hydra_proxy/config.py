@@ -1,4 +1,11 @@
-"""Settings: providers, routes, limits. Precedence: CLI flag > environment > config file > default.
+"""Settings: providers, routes, limits.
+
+Precedence: CLI flag > environment > ``~/.hydramcp/.env`` > config file > default. The
+``.env`` file (KEY=VALUE lines) is read as a layer just below the process environment, for
+every variable read here (provider keys by their ``api_key_env`` name, ``HYDRA_*``
+settings); it is never written into ``os.environ``. ``HYDRA_PROXY_KEYS`` (client
+authentication) is read from the process environment only, so the server and the CLI's
+bind check agree on it; a value found only in the file is reported, not used.
 
 The config file is optional TOML::
 
@@ -21,16 +28,19 @@ The config file is optional TOML::
     model = "deepseek-chat"              # upstream model; unset: the requested name
     spoof_model = "claude-haiku-4-5"     # name reported back to Anthropic clients
 
-Settings travel to granian worker processes as JSON in HYDRA_PROXY_SETTINGS; API keys do
-not travel: each worker reads them from the environment by variable name.
+Settings reach granian worker processes as the argument of the app loader
+(server/run.py). A provider key is read from the process environment when it is used; a
+key that only the ``.env`` file holds is kept on the `Provider` (never shown in its repr).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import logging
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -44,8 +54,11 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 ProviderKind = Literal["openai", "anthropic"]
 
+log = logging.getLogger(__name__)
+
 SETTINGS_ENV = "HYDRA_PROXY_SETTINGS"
 DEFAULT_PORT = 3456
+PROXY_KEYS_ENV = "HYDRA_PROXY_KEYS"
 
 
 @dataclass(frozen=True)
@@ -54,18 +67,23 @@ class Provider:
     kind: ProviderKind
     base_url: str
     api_key_env: str | None = None
-    # Chat-target quirks (see messages_via_chat.request.ChatTarget).
+    # Chat-target quirks (see chat.request.writer.ChatTarget).
     reasoning: bool = False
     replay_reasoning: bool = False
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     max_tokens_limit: int | None = None
     # Takes temperature/top_p (o-series and GPT-5 reasoning models reject them).
     sampling: bool = True
+    # The key `load` read where the process environment has none (the .env file).
+    fallback_api_key: str | None = field(default=None, repr=False, compare=False)
 
     def api_key(self) -> str | None:
         if self.api_key_env is None:
             return None
-        return os.environ.get(self.api_key_env) or None
+        key = os.environ.get(self.api_key_env)
+        if key is None:
+            key = self.fallback_api_key
+        return key or None
 
 
 @dataclass(frozen=True)
@@ -80,7 +98,7 @@ class Route:
         return fnmatch.fnmatchcase(model, self.match)
 
 
-def builtin_providers(env: dict[str, str]) -> dict[str, Provider]:
+def builtin_providers(env: Mapping[str, str]) -> dict[str, Provider]:
     return {
         "openai": Provider(
             "openai",
@@ -121,7 +139,6 @@ class Settings:
     target_provider: str = "openai"
     target_model: str | None = None
     spoof_model: str | None = None
-    passthrough: bool = False
     providers: dict[str, Provider] = field(default_factory=dict)
     routes: tuple[Route, ...] = ()
     implementation: str = "auto"
@@ -139,10 +156,6 @@ class Settings:
     # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
     # x-hydra-continuation request header), always, never.
     continuation: str = "auto"
-    mock_upstream: bool = False
-
-    def provider(self, name: str) -> Provider:
-        return self.providers[name]
 
     def resolve(self, model: str) -> tuple[Provider, Route] | None:
         """The provider and route for a requested model name (None: nothing routes it)."""
@@ -154,9 +167,7 @@ class Settings:
             return self.providers[self.target_provider], route
         return None
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(dataclasses.asdict(self))
-
+    # Used only by server.app.create_app, itself unused (granian gets a loader): remove both.
     @staticmethod
     def from_json(data: bytes | str) -> Settings:
         raw = orjson.loads(data)
@@ -171,6 +182,10 @@ class ConfigError(ValueError):
 
 def _truthy(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def default_dotenv_path() -> Path:
+    return Path.home() / ".hydramcp" / ".env"
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
@@ -192,20 +207,28 @@ def read_dotenv(path: Path) -> dict[str, str]:
     return values
 
 
-def load(
-    flags: dict[str, Any] | None = None,
-    env: dict[str, str] | None = None,
-    dotenv: Path | None = None,
-) -> Settings:
-    """Build Settings from CLI flags (None = not given), the environment and files."""
+def environment(
+    process_env: Mapping[str, str] | None = None, dotenv: Path | None = None
+) -> dict[str, str]:
+    """The variables settings are read from: the process environment (default `os.environ`)
+    over the ``.env`` file (default `default_dotenv_path`). Nothing is written anywhere."""
+    process_env = os.environ if process_env is None else process_env
+    from_file = read_dotenv(dotenv if dotenv is not None else default_dotenv_path())
+    if PROXY_KEYS_ENV in from_file and PROXY_KEYS_ENV not in process_env:
+        log.warning(
+            "%s in the .env file is not used: set it in the environment to require client keys",
+            PROXY_KEYS_ENV,
+        )
+    from_file.pop(PROXY_KEYS_ENV, None)
+    return {**from_file, **process_env}
+
+
+def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from CLI flags (None = not given), the variables (default:
+    `environment()`, the process environment over ~/.hydramcp/.env) and the config file."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     if env is None:
-        env = dict(os.environ)
-    dotenv_path = dotenv if dotenv is not None else Path.home() / ".hydramcp" / ".env"
-    # The seed's env file fills in what the real environment lacks (keys included).
-    for key, value in read_dotenv(dotenv_path).items():
-        env.setdefault(key, value)
-        os.environ.setdefault(key, value)
+        env = environment()
 
     file_cfg: dict[str, Any] = {}
     config_path = flags.get("config") or env.get("HYDRA_CONFIG")
@@ -227,7 +250,7 @@ def load(
 
     providers = builtin_providers(env)
     for name, raw in file_cfg.get("providers", {}).items():
-        known = {f.name for f in dataclasses.fields(Provider)} - {"name"}
+        known = {f.name for f in dataclasses.fields(Provider)} - {"name", "fallback_api_key"}
         unknown = set(raw) - known
         if unknown:
             raise ConfigError(f"providers.{name}: unknown keys {sorted(unknown)}")
@@ -259,9 +282,14 @@ def load(
         if route.provider not in providers:
             raise ConfigError(f"routes[{i}]: unknown provider {route.provider!r}")
         routes.append(route)
-    passthrough = _truthy(str(pick("passthrough", "HYDRA_PASSTHROUGH", "passthrough", "false")))
-    if passthrough:
+    if _truthy(str(pick("passthrough", "HYDRA_PASSTHROUGH", "passthrough", "false"))):
         routes.append(Route("claude-*", "anthropic"))
+    # A key the process environment lacks (from the .env file) stays with its provider:
+    # os.environ is not touched.
+    for name, provider in providers.items():
+        var = provider.api_key_env
+        if var is not None and var in env and var not in os.environ:
+            providers[name] = dataclasses.replace(provider, fallback_api_key=env[var])
 
     return Settings(
         host=str(pick("host", "HYDRA_PROXY_HOST", "host", "127.0.0.1")),
@@ -270,7 +298,6 @@ def load(
         target_provider=target_provider,
         target_model=pick("model", "HYDRA_TARGET_MODEL", "model", None),
         spoof_model=pick("spoof_model", "HYDRA_SPOOF_MODEL", "spoof_model", None),
-        passthrough=passthrough,
         providers=providers,
         routes=tuple(routes),
         implementation=str(pick("implementation", "HYDRA_PROXY_IMPL", "implementation", "auto")),
@@ -298,7 +325,7 @@ _LIMITS: dict[str, type] = {
 }
 
 
-def _limits(env: dict[str, str], server_cfg: dict[str, Any]) -> dict[str, Any]:
+def _limits(env: Mapping[str, str], server_cfg: dict[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, kind in _LIMITS.items():
         raw = env.get(f"HYDRA_{name.upper()}", server_cfg.get(name))

@@ -52,6 +52,10 @@ _STATUS_BY_ANTHROPIC_TYPE = {
     "overloaded_error": 529,
 }
 
+# The status each Anthropic type is sent with, read backwards (503: another overload).
+_ANTHROPIC_TYPE_BY_STATUS = {status: kind for kind, status in _STATUS_BY_ANTHROPIC_TYPE.items()}
+_ANTHROPIC_TYPE_BY_STATUS[503] = "overloaded_error"
+
 _OPENAI_TYPE_BY_STATUS = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -70,24 +74,8 @@ def anthropic_error_type(status: int | None, kind: str | None) -> str:
     if kind is not None and kind in ANTHROPIC_ERROR_TYPES:
         return kind
     if status is not None:
-        if status == 400:
-            return "invalid_request_error"
-        if status == 401:
-            return "authentication_error"
-        if status == 402:
-            return "billing_error"
-        if status == 403:
-            return "permission_error"
-        if status == 404:
-            return "not_found_error"
-        if status == 413:
-            return "request_too_large"
-        if status == 429:
-            return "rate_limit_error"
-        if status == 504:
-            return "timeout_error"
-        if status in (503, 529):
-            return "overloaded_error"
+        if status in _ANTHROPIC_TYPE_BY_STATUS:
+            return _ANTHROPIC_TYPE_BY_STATUS[status]
         if status >= 500:
             return "api_error"
         if status >= 400:
@@ -99,11 +87,6 @@ def anthropic_error_type(status: int | None, kind: str | None) -> str:
 
 def status_for_anthropic_type(error_type: str) -> int:
     return _STATUS_BY_ANTHROPIC_TYPE.get(error_type, 500)
-
-
-def client_status_for_upstream(status: int) -> int:
-    """The status a client sees for an upstream HTTP error: 5xx become 500/529 so clients retry."""
-    return status_for_anthropic_type(anthropic_error_type(status, None))
 
 
 def anthropic_error_body(error_type: str, message: str, request_id: str | None = None) -> bytes:
