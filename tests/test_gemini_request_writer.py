@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from gemini_fixtures import collapsed_response, load_json
+from hydra_proxy.chat.request.writer import LEADING_USER_PLACEHOLDER, MISSING_TOOL_RESULT
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.request_writer import (
     GeminiTarget,
@@ -25,7 +26,6 @@ from hydra_proxy.gemini.thought_signature import (
     same_signature,
     thought_signature_block,
 )
-from hydra_proxy.messages_via_chat.request import LEADING_USER_PLACEHOLDER, MISSING_TOOL_RESULT
 from hydra_proxy.signature import sign_thinking
 from test_gemini_schema import schema_problems
 

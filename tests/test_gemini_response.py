@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gemini_fixtures import collapsed_response, load_json
+from hydra_proxy.chat.tool_arguments import RAW_ARGUMENTS_KEY
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.mapping import (
     ERROR_FINISH_REASONS,
@@ -17,7 +18,6 @@ from hydra_proxy.gemini.mapping import (
 )
 from hydra_proxy.gemini.response import message_from_gemini_response, tool_use_id
 from hydra_proxy.gemini.thought_signature import carried_thought_signature
-from hydra_proxy.messages_via_chat.response import RAW_ARGUMENTS_KEY
 from hydra_proxy.signature import verify_thinking
 
 KEY = b"k" * 32

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hydra_proxy.chat_via_messages.request import (
+from hydra_proxy.chat.request.reader import (
     JSON_OBJECT_INSTRUCTION,
     LEADING_USER_PLACEHOLDER,
     MessagesTarget,
@@ -1071,7 +1071,7 @@ def test_codex_on_a_chat_upstream_replays_provider_reasoning() -> None:
     # reaches the upstream as reasoning_content; the carrier itself never does.
     import orjson
 
-    from hydra_proxy.messages_via_chat.request import ChatTarget, chat_request_from_messages
+    from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
     from hydra_proxy.signature import sign_thinking
 
     block = {

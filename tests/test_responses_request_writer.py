@@ -18,9 +18,9 @@ from openai.types.responses.response_create_params import (
 )
 from pydantic import TypeAdapter
 
-from hydra_proxy.chat_via_messages.request import MessagesTarget
+from hydra_proxy.chat.request.reader import MessagesTarget
+from hydra_proxy.chat.request.writer import MISSING_TOOL_RESULT
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.messages_via_chat.request import MISSING_TOOL_RESULT
 from hydra_proxy.responses.request_reader import messages_request_from_responses
 from hydra_proxy.responses.request_writer import ResponsesTarget, responses_request_from_messages
 from hydra_proxy.responses.response import message_from_response

@@ -21,7 +21,7 @@ from openai.types.responses import (
     ResponseFailedEvent,
 )
 
-from hydra_proxy.chat_via_messages.request import MessagesTarget
+from hydra_proxy.chat.request.reader import MessagesTarget
 from hydra_proxy.errors import ProxyError, invalid_request
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.errors import (

@@ -4,7 +4,7 @@ Pure translation, no I/O. `gemini_request_from_messages` returns the request bod
 same body serves ``generateContent`` and ``streamGenerateContent``; `gemini_path` and
 `gemini_headers` give the rest of the HTTP request as data) or raises `ProxyError` (400
 invalid_request_error) whose message starts with the offending field path, like the Chat
-writer (hydra_proxy.messages_via_chat.request), whose decisions this module shares where
+writer (hydra_proxy.chat.request.writer), whose decisions this module shares where
 the protocols allow. The input is never modified; the output shares sub-objects with it
 (tool inputs as ``args``, base64 data), so copy before mutating those.
 
@@ -87,12 +87,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from ..chat.request.common import LEADING_USER_PLACEHOLDER
+from ..chat.request.writer.messages import BILLING_HEADER_PREFIX, MISSING_TOOL_RESULT
 from ..errors import ProxyError, invalid_request
-from ..messages_via_chat.request import (
-    BILLING_HEADER_PREFIX,
-    LEADING_USER_PLACEHOLDER,
-    MISSING_TOOL_RESULT,
-)
 from .schema import SchemaTooLarge, function_parameters, gemini_schema
 from .thought_signature import SKIP_VALIDATOR, carried_thought_signature
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import orjson
 
+from ..chat.tool_arguments import RAW_ARGUMENTS_KEY
 from ..errors import ProxyError
-from ..messages_via_chat.response import RAW_ARGUMENTS_KEY
 from ..signature import sign_thinking
 from .errors import gemini_error
 from .mapping import finish_error, stop_reason, usage

@@ -88,28 +88,24 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chat_via_messages.request import (
+from ..chat.request.reader import (
     DEFAULT_THINKING_BUDGETS,
     JSON_OBJECT_INSTRUCTION,
     LEADING_USER_PLACEHOLDER,
     MessagesTarget,
-    _arguments,
-    _budget,
-    _file,
-    _finish_turns,
-    _fit_budget,
-    _hashed_id,
-    _image,
-    _loop_starts_with_thinking,
-    _native_thinking,
-    _number,
-    _strip_final_thinking,
-    _strip_final_whitespace,
-    _tool_id,
-    _Turn,
-    _type_name,
-    _user_id,
 )
+from ..chat.request.reader.content import file_block, image_block_from_url
+from ..chat.request.reader.messages import Turn, finish_turns, strip_final_whitespace
+from ..chat.request.reader.params import read_number, read_user_id
+from ..chat.request.reader.thinking import (
+    effort_budget,
+    fit_budget,
+    loop_starts_with_thinking,
+    read_native_thinking,
+    strip_final_thinking,
+)
+from ..chat.request.reader.tools import hashed_id, read_arguments, tool_id
+from ..chat.request.reader.validation import type_name
 from ..errors import ProxyError, invalid_request
 from .context import ENCRYPTED_REASONING, ResponsesContext
 from .reasoning import decode_carrier, is_carrier
@@ -159,10 +155,10 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     include = _include(body.get("include"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
-        raise _bad("instructions", f"must be a string, got {_type_name(instructions)}")
+        raise _bad("instructions", f"must be a string, got {type_name(instructions)}")
     requested_max = _max_output_tokens(body.get("max_output_tokens"))
-    temperature = _number(body, "temperature", 0.0, 2.0)
-    top_p = _number(body, "top_p", 0.0, 1.0)
+    temperature = read_number(body, "temperature", 0.0, 2.0)
+    top_p = read_number(body, "top_p", 0.0, 1.0)
     top_logprobs = body.get("top_logprobs")
     if top_logprobs is not None and top_logprobs != 0:
         raise _bad("top_logprobs", "Claude does not return log probabilities; omit it or send 0")
@@ -175,7 +171,7 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     text = _text_config(body.get("text"))
     output_format, json_object = _text_format(text)
     metadata = _metadata(body.get("metadata"))
-    user_id = _user_id(body)
+    user_id = read_user_id(body)
     prompt_cache_key = body.get("prompt_cache_key")
     if prompt_cache_key is not None and not isinstance(prompt_cache_key, str):
         raise _bad("prompt_cache_key", "must be a string")
@@ -194,14 +190,14 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     if thinking_asked and forced:
         log.debug("thinking turned off: tool_choice forces tool use")
         thinking = {"type": "disabled"}
-    elif thinking_asked and not _loop_starts_with_thinking(turns):
+    elif thinking_asked and not loop_starts_with_thinking(turns):
         trace.debug("thinking turned off: the current tool loop has no restorable thinking")
         thinking = {"type": "disabled"}
         thinking_disabled = True
 
     max_tokens = requested_max if requested_max is not None else target.default_max_tokens
     if thinking is not None and thinking["type"] == "enabled":
-        max_tokens, budget = _fit_budget(thinking["budget_tokens"], max_tokens, target)
+        max_tokens, budget = fit_budget(thinking["budget_tokens"], max_tokens, target)
         if budget is None:
             log.debug("thinking turned off: max_tokens_limit leaves no room for a budget")
             thinking = {"type": "disabled"}
@@ -212,9 +208,9 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
 
     thinking_on = thinking is not None and thinking["type"] != "disabled"
     if not thinking_on:
-        _strip_final_thinking(turns)
-    _strip_final_whitespace(turns)
-    messages = _finish_turns(turns)
+        strip_final_thinking(turns)
+    strip_final_whitespace(turns)
+    messages = finish_turns(turns)
     if not messages:
         raise _bad("input", "no user or assistant message with content is left to send")
 
@@ -304,7 +300,7 @@ def _bad(path: str, problem: str) -> ProxyError:
 def _bool(body: dict[str, Any], name: str) -> bool | None:
     value = body.get(name)
     if value is not None and not isinstance(value, bool):
-        raise _bad(name, f"must be a boolean, got {_type_name(value)}")
+        raise _bad(name, f"must be a boolean, got {type_name(value)}")
     return value
 
 
@@ -335,10 +331,10 @@ def _include(value: Any) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _bad("include", f"must be an array of strings, got {_type_name(value)}")
+        raise _bad("include", f"must be an array of strings, got {type_name(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, str):
-            raise _bad(f"include[{i}]", f"must be a string, got {_type_name(item)}")
+            raise _bad(f"include[{i}]", f"must be a string, got {type_name(item)}")
     return value
 
 
@@ -354,10 +350,10 @@ def _metadata(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _bad("metadata", f"must be an object, got {_type_name(value)}")
+        raise _bad("metadata", f"must be an object, got {type_name(value)}")
     for key, item in value.items():
         if not isinstance(item, str):
-            raise _bad(f"metadata.{key}", f"must be a string, got {_type_name(item)}")
+            raise _bad(f"metadata.{key}", f"must be a string, got {type_name(item)}")
     return value
 
 
@@ -365,7 +361,7 @@ def _reasoning(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _bad("reasoning", f"must be an object, got {_type_name(value)}")
+        raise _bad("reasoning", f"must be an object, got {type_name(value)}")
     effort = value.get("effort")
     if effort is not None and effort not in (*_EFFORTS_OFF, *DEFAULT_THINKING_BUDGETS):
         raise _bad(
@@ -385,19 +381,19 @@ def _thinking_request(
     native = body.get("thinking")  # Anthropic's own shape, as the Chat reader accepts it
     if native is not None:
         known = effort if effort in DEFAULT_THINKING_BUDGETS else None
-        return _native_thinking(native, known, target), known
+        return read_native_thinking(native, known, target), known
     if effort is None:
         return None, None
     if effort in _EFFORTS_OFF:
         return {"type": "disabled"}, None
-    return {"type": "enabled", "budget_tokens": _budget(effort, target)}, effort
+    return {"type": "enabled", "budget_tokens": effort_budget(effort, target)}, effort
 
 
 def _text_config(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise _bad("text", f"must be an object, got {_type_name(value)}")
+        raise _bad("text", f"must be an object, got {type_name(value)}")
     return value
 
 
@@ -406,7 +402,7 @@ def _text_format(text: dict[str, Any] | None) -> tuple[dict[str, Any] | None, bo
     if value is None:
         return None, False
     if not isinstance(value, dict):
-        raise _bad("text.format", f"must be an object, got {_type_name(value)}")
+        raise _bad("text.format", f"must be an object, got {type_name(value)}")
     ftype = value.get("type")
     if ftype == "text":
         return None, False
@@ -431,7 +427,7 @@ class _Builder:
         self.key = key
         self.names = names
         self.system: list[str] = []
-        self.turns: list[_Turn] = []
+        self.turns: list[Turn] = []
         self.skipped = 0
         self.dropped: list[str] = []
         # Calls of the latest assistant turn not answered yet: call_id -> (path, sent id).
@@ -447,13 +443,13 @@ class _Builder:
                 self._user_turn().blocks.append({"type": "text", "text": value})
             return
         if not isinstance(value, list):
-            raise _bad("input", f"must be a string or an array, got {_type_name(value)}")
+            raise _bad("input", f"must be a string or an array, got {type_name(value)}")
         for i, item in enumerate(value):
             self._item(item, f"input[{i}]")
         self._check_answered()
 
-    def finish(self) -> list[_Turn]:
-        turns: list[_Turn] = []
+    def finish(self) -> list[Turn]:
+        turns: list[Turn] = []
         for turn in self.turns:
             if turn.role == "assistant":
                 while turn.blocks and turn.blocks[-1]["type"] in _THINKING_TYPES:
@@ -466,7 +462,7 @@ class _Builder:
             else:
                 turns.append(turn)
         if turns and turns[0].role == "assistant":
-            placeholder = _Turn("user", [{"type": "text", "text": LEADING_USER_PLACEHOLDER}])
+            placeholder = Turn("user", [{"type": "text", "text": LEADING_USER_PLACEHOLDER}])
             turns.insert(0, placeholder)
         return turns
 
@@ -474,7 +470,7 @@ class _Builder:
 
     def _item(self, item: Any, path: str) -> None:
         if not isinstance(item, dict):
-            raise _bad(path, f"must be an object, got {_type_name(item)}")
+            raise _bad(path, f"must be an object, got {type_name(item)}")
         itype = item.get("type")
         if itype is None and "role" in item:
             itype = "message"
@@ -528,7 +524,7 @@ class _Builder:
         if not isinstance(content, list):
             raise _bad(
                 f"{path}.content",
-                f"must be a string or an array of content parts, got {_type_name(content)}",
+                f"must be a string or an array of content parts, got {type_name(content)}",
             )
         texts: list[str] = []
         for j, part in enumerate(content):
@@ -542,7 +538,7 @@ class _Builder:
             key = "refusal" if ptype == "refusal" else "text"
             text = part.get(key)
             if not isinstance(text, str):
-                raise _bad(f"{part_path}.{key}", f"must be a string, got {_type_name(text)}")
+                raise _bad(f"{part_path}.{key}", f"must be a string, got {type_name(text)}")
             texts.append(text)
         return texts
 
@@ -552,7 +548,7 @@ class _Builder:
         if not isinstance(content, list):
             raise _bad(
                 f"{path}.content",
-                f"must be a string or an array of content parts, got {_type_name(content)}",
+                f"must be a string or an array of content parts, got {type_name(content)}",
             )
         blocks = []
         for j, part in enumerate(content):
@@ -572,20 +568,20 @@ class _Builder:
             raise _bad(f"{path}.name", "required: a non-empty string")
         namespace = item.get("namespace")
         if namespace is not None and not isinstance(namespace, str):
-            raise _bad(f"{path}.namespace", f"must be a string, got {_type_name(namespace)}")
+            raise _bad(f"{path}.namespace", f"must be a string, got {type_name(namespace)}")
         tool_input: dict[str, Any]
         if custom:
             raw = item.get("input")
             if not isinstance(raw, str):
-                raise _bad(f"{path}.input", f"must be a string, got {_type_name(raw)}")
+                raise _bad(f"{path}.input", f"must be a string, got {type_name(raw)}")
             tool_input = {CUSTOM_INPUT_KEY: raw}
         else:
-            tool_input = _arguments(item.get("arguments"), f"{path}.arguments")
+            tool_input = read_arguments(item.get("arguments"), f"{path}.arguments")
         turn = self._assistant_turn()
-        sent_id = _tool_id(call_id)
+        sent_id = tool_id(call_id)
         if sent_id in self.sent_ids:
             # Anthropic wants ids unique in the request: a reused id gets a new one.
-            sent_id = _hashed_id(f"{call_id}\x00{path}")
+            sent_id = hashed_id(f"{call_id}\x00{path}")
         self.sent_ids.add(sent_id)
         self.pending[call_id] = (f"{path}.call_id", sent_id)
         turn.blocks.append(
@@ -626,19 +622,17 @@ class _Builder:
         else:
             raise _bad(
                 f"{path}.output",
-                f"must be a string or an array of content parts, got {_type_name(output)}",
+                f"must be a string or an array of content parts, got {type_name(output)}",
             )
         self._user_turn().results.append(result)
 
     def _reasoning(self, item: dict[str, Any], path: str) -> None:
         encrypted = item.get("encrypted_content")
         if encrypted is not None and not isinstance(encrypted, str):
-            raise _bad(
-                f"{path}.encrypted_content", f"must be a string, got {_type_name(encrypted)}"
-            )
+            raise _bad(f"{path}.encrypted_content", f"must be a string, got {type_name(encrypted)}")
         summary = item.get("summary")
         if summary is not None and not isinstance(summary, list):
-            raise _bad(f"{path}.summary", f"must be an array, got {_type_name(summary)}")
+            raise _bad(f"{path}.summary", f"must be an array, got {type_name(summary)}")
         blocks = decode_carrier(encrypted, self.key)
         if blocks is None:
             self.skipped += 1
@@ -656,16 +650,16 @@ class _Builder:
 
     # -- turns
 
-    def _user_turn(self) -> _Turn:
+    def _user_turn(self) -> Turn:
         if not self.turns or self.turns[-1].role != "user":
-            self.turns.append(_Turn("user"))
+            self.turns.append(Turn("user"))
         return self.turns[-1]
 
-    def _assistant_turn(self) -> _Turn:
+    def _assistant_turn(self) -> Turn:
         if not self.turns or self.turns[-1].role != "assistant":
             self._check_answered()
             self.answered = set()
-            self.turns.append(_Turn("assistant"))
+            self.turns.append(Turn("assistant"))
         return self.turns[-1]
 
     def _check_answered(self) -> None:
@@ -680,7 +674,7 @@ class _Builder:
 
 def _part_type(part: Any, path: str) -> str:
     if not isinstance(part, dict):
-        raise _bad(path, f"must be an object, got {_type_name(part)}")
+        raise _bad(path, f"must be an object, got {type_name(part)}")
     ptype = part.get("type")
     if not isinstance(ptype, str) or not ptype:
         raise _bad(f"{path}.type", "required")
@@ -693,7 +687,7 @@ def _input_part(part: Any, path: str) -> Block | None:
     if ptype in ("input_text", "output_text"):
         text = part.get("text")
         if not isinstance(text, str):
-            raise _bad(f"{path}.text", f"must be a string, got {_type_name(text)}")
+            raise _bad(f"{path}.text", f"must be a string, got {type_name(text)}")
         return {"type": "text", "text": text} if text.strip() else None
     if ptype == "input_image":
         url = part.get("image_url")
@@ -705,14 +699,14 @@ def _input_part(part: Any, path: str) -> Block | None:
             )
         if not isinstance(url, str) or not url:
             raise _bad(f"{path}.image_url", "required: a data: or https URL")
-        return _image(url, f"{path}.image_url")
+        return image_block_from_url(url, f"{path}.image_url")
     if ptype == "input_file":
         url = part.get("file_url")
         if part.get("file_data") is None and isinstance(url, str) and url:
             if url.split(":", 1)[0].lower() not in ("http", "https"):
                 raise _bad(f"{path}.file_url", "must be an http(s) URL")
             return {"type": "document", "source": {"type": "url", "url": url}}
-        return _file(part, path)
+        return file_block(part, path)
     if ptype == "input_audio":
         raise _bad(f"{path}.type", "Claude does not accept audio input")
     raise _bad(f"{path}.type", f"unsupported content part type {ptype!r}")

@@ -51,26 +51,25 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import invalid_request
-from ..messages_via_chat.request import (
-    BILLING_HEADER_PREFIX,
-    LEADING_USER_PLACEHOLDER,
-    MISSING_TOOL_RESULT,
-    _bad,
-    _block_type,
-    _blocks,
-    _compact_json,
-    _document_parts,
-    _fallback_text,
-    _image_part,
-    _reasoning_effort,
-    _response_format,
-    _text_of,
-    _tool_choice,
-    _tool_result_content,
-    _tools,
-    _user_field,
+from ..chat.request.common import LEADING_USER_PLACEHOLDER, bad
+from ..chat.request.writer.content import (
+    block_type,
+    content_blocks,
+    document_parts,
+    fallback_text,
+    image_part,
+    text_of,
 )
+from ..chat.request.writer.messages import (
+    BILLING_HEADER_PREFIX,
+    MISSING_TOOL_RESULT,
+    tool_result_content,
+)
+from ..chat.request.writer.params import user_field, write_response_format
+from ..chat.request.writer.thinking import reasoning_effort
+from ..chat.request.writer.tools import write_tool_choice, write_tools
+from ..chat.tool_arguments import tool_arguments
+from ..errors import invalid_request
 from .context import ENCRYPTED_REASONING
 from .reasoning import verify_upstream_item
 
@@ -112,14 +111,14 @@ def responses_request_from_messages(
         raise invalid_request("request body must be a JSON object")
     max_tokens = body.get("max_tokens")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise _bad("max_tokens", "must be an integer of at least 1")
+        raise bad("max_tokens", "must be an integer of at least 1")
     if target.max_tokens_limit is not None and target.max_tokens_limit >= 1:
         max_tokens = min(max_tokens, target.max_tokens_limit)
     writer = _Writer(target)
     writer.system(body.get("system"))
     writer.messages(body.get("messages"))
-    chat_tools = _tools(body.get("tools"))
-    choice, parallel = _tool_choice(body.get("tool_choice"), chat_tools)
+    chat_tools = write_tools(body.get("tools"))
+    choice, parallel = write_tool_choice(body.get("tool_choice"), chat_tools)
 
     out: dict[str, Any] = {"model": target.model}
     if writer.system_texts:
@@ -143,17 +142,17 @@ def responses_request_from_messages(
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _bad(name, "must be a number")
+            raise bad(name, "must be a number")
         if target.sampling:
             out[name] = value
     if target.reasoning:
-        effort = _reasoning_effort(body)
+        effort = reasoning_effort(body)
         reasoning: dict[str, Any] = {"summary": "auto"}
         if effort is not None:
             reasoning["effort"] = effort
         out["reasoning"] = reasoning
         out["include"] = [ENCRYPTED_REASONING]
-    response_format = _response_format(body)
+    response_format = write_response_format(body)
     if response_format is not None:
         out["text"] = {
             "format": {
@@ -167,7 +166,7 @@ def responses_request_from_messages(
     if isinstance(metadata, dict):
         user_id = metadata.get("user_id")
         if isinstance(user_id, str) and user_id:
-            out["safety_identifier"] = _user_field(user_id)
+            out["safety_identifier"] = user_field(user_id)
     out["store"] = False
     out["stream"] = stream
     return out
@@ -206,13 +205,11 @@ class _Writer:
             self._system_text(system)
             return
         if not isinstance(system, list):
-            raise _bad(path, "must be a string or a list of text blocks")
+            raise bad(path, "must be a string or a list of text blocks")
         for j, block in enumerate(system):
             bpath = f"{path}.{j}"
-            btype = _block_type(block, bpath)
-            text = (
-                _text_of(block, bpath) if btype == "text" else _fallback_text(block, btype, bpath)
-            )
+            btype = block_type(block, bpath)
+            text = text_of(block, bpath) if btype == "text" else fallback_text(block, btype, bpath)
             if text is not None:
                 self._system_text(text)
 
@@ -222,13 +219,13 @@ class _Writer:
 
     def messages(self, messages: Any) -> None:
         if not isinstance(messages, list) or not messages:
-            raise _bad("messages", "required: a non-empty list of messages")
+            raise bad("messages", "required: a non-empty list of messages")
         for i, message in enumerate(messages):
             path = f"messages.{i}"
             if not isinstance(message, dict):
-                raise _bad(path, "message must be an object")
+                raise bad(path, "message must be an object")
             role = message.get("role")
-            blocks = _blocks(message.get("content"), f"{path}.content")
+            blocks = content_blocks(message.get("content"), f"{path}.content")
             if role == "assistant":
                 self._assistant(blocks, f"{path}.content")
             elif role == "user":
@@ -236,7 +233,7 @@ class _Writer:
             elif role == "system":  # Claude Code sends some mid-conversation
                 self.system(blocks, f"{path}.content")
             else:
-                raise _bad(
+                raise bad(
                     f"{path}.role", f"role must be one of user, assistant, system (got {role!r})"
                 )
 
@@ -244,7 +241,7 @@ class _Writer:
         self._flush_text()
         self._answer_pending({})
         if not self.items:
-            raise _bad("messages", "no message has any non-empty content")
+            raise bad("messages", "no message has any non-empty content")
         first = self.items[0]
         if first.get("role") != "user" and first.get("type") != "function_call_output":
             self.items.insert(0, _message("user", LEADING_USER_PLACEHOLDER))
@@ -268,24 +265,24 @@ class _Writer:
         calls: list[str] = []
         for j, block in enumerate(blocks):
             bpath = f"{path}.{j}"
-            btype = _block_type(block, bpath)
+            btype = block_type(block, bpath)
             if btype == "text":
-                text = _text_of(block, bpath)
+                text = text_of(block, bpath)
                 if text.strip():
                     self.texts.append(text)
             elif btype == "tool_use":
                 call_id, name = block.get("id"), block.get("name")
                 if not isinstance(call_id, str) or not call_id:
-                    raise _bad(f"{bpath}.id", "tool_use block needs an id")
+                    raise bad(f"{bpath}.id", "tool_use block needs an id")
                 if not isinstance(name, str) or not name:
-                    raise _bad(f"{bpath}.name", "tool_use block needs a name")
+                    raise bad(f"{bpath}.name", "tool_use block needs a name")
                 self._flush_text()
                 self.items.append(
                     {
                         "type": "function_call",
                         "call_id": call_id,
                         "name": name,
-                        "arguments": _compact_json(block.get("input")),
+                        "arguments": tool_arguments(block.get("input")),
                     }
                 )
                 calls.append(call_id)
@@ -310,7 +307,7 @@ class _Writer:
             elif btype == "redacted_thinking":
                 continue
             else:
-                extra = _fallback_text(block, btype, bpath)
+                extra = fallback_text(block, btype, bpath)
                 if extra is not None:
                     self.texts.append(extra)
         self._flush_text()
@@ -323,12 +320,12 @@ class _Writer:
         orphans: list[Part] = []
         for j, block in enumerate(blocks):
             bpath = f"{path}.{j}"
-            btype = _block_type(block, bpath)
+            btype = block_type(block, bpath)
             if btype == "tool_result":
                 call_id = block.get("tool_use_id")
                 if not isinstance(call_id, str) or not call_id:
-                    raise _bad(f"{bpath}.tool_use_id", "tool_result block needs a tool_use_id")
-                text, media = _tool_result_content(block, bpath)
+                    raise bad(f"{bpath}.tool_use_id", "tool_result block needs a tool_use_id")
+                text, media = tool_result_content(block, bpath)
                 output: Any = text
                 if media:
                     output = [{"type": "input_text", "text": text}] if text else []
@@ -341,17 +338,17 @@ class _Writer:
                     )
                     orphans.extend(_input_part(part) for part in media)
             elif btype == "text":
-                text = _text_of(block, bpath)
+                text = text_of(block, bpath)
                 if text.strip():
                     parts.append({"type": "input_text", "text": text})
             elif btype == "image":
-                parts.append(_input_part(_image_part(block, bpath)))
+                parts.append(_input_part(image_part(block, bpath)))
             elif btype == "document":
-                parts.extend(_input_part(part) for part in _document_parts(block, bpath))
+                parts.extend(_input_part(part) for part in document_parts(block, bpath))
             elif btype in ("thinking", "redacted_thinking", "tool_use"):
                 log.debug("dropped %s block in a user turn at %s", btype, bpath)
             else:
-                extra = _fallback_text(block, btype, bpath)
+                extra = fallback_text(block, btype, bpath)
                 if extra is not None:
                     parts.append({"type": "input_text", "text": extra})
         self._answer_pending(answered)

@@ -53,9 +53,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..chat_via_messages.response import _url_citations, tool_arguments
+from ..chat.response.writer import url_citations
+from ..chat.tool_arguments import tool_arguments, tool_input_from_arguments
 from ..errors import ProxyError
-from ..messages_via_chat.response import tool_input_from_arguments
 from ..signature import sign_thinking
 from .context import ResponsesContext
 from .errors import upstream_failure
@@ -267,7 +267,7 @@ def _message_item(blocks: list[Block], item: str) -> Item:
     offset = 0
     for block in blocks:
         text = block["text"]
-        for citation in _url_citations(block.get("citations"), offset, offset + len(text)):
+        for citation in url_citations(block.get("citations"), offset, offset + len(text)):
             annotations.append({"type": "url_citation", **citation["url_citation"]})
         pieces.append(text)
         offset += len(text)

@@ -43,7 +43,7 @@ from ..mapping import finish_reason
 from ..tool_arguments import tool_arguments
 from ..usage import chat_usage
 
-__all__ = ["chat_completion_from_message"]
+__all__ = ["chat_completion_from_message", "url_citations"]
 
 
 def chat_completion_from_message(
@@ -70,7 +70,7 @@ def chat_completion_from_message(
             text = block.get("text")
             if not isinstance(text, str):
                 continue
-            annotations.extend(_url_citations(block.get("citations"), offset, offset + len(text)))
+            annotations.extend(url_citations(block.get("citations"), offset, offset + len(text)))
             texts.append(text)
             offset += len(text)
         elif btype == "thinking":
@@ -134,7 +134,8 @@ def _string(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _url_citations(citations: Any, start: int, end: int) -> list[dict[str, Any]]:
+def url_citations(citations: Any, start: int, end: int) -> list[dict[str, Any]]:
+    """A text block's citations that carry a URL, as Chat `url_citation` annotations."""
     if not isinstance(citations, list):
         return []
     out = []

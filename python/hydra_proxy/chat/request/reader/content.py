@@ -20,7 +20,7 @@ from typing import Any
 
 from .validation import bad, type_name
 
-__all__ = ["Block", "content_block", "part_text", "part_type"]
+__all__ = ["Block", "content_block", "file_block", "image_block_from_url", "part_text", "part_type"]
 
 Block = dict[str, Any]
 
@@ -59,9 +59,9 @@ def content_block(part: Any, path: str) -> Block | None:
         url_path = f"{path}.image_url.url" if isinstance(image, dict) else f"{path}.image_url"
         if not isinstance(url, str) or not url:
             raise bad(url_path, "required: a data: or https URL")
-        return _image(url, url_path)
+        return image_block_from_url(url, url_path)
     if ptype == "file":
-        return _file(part.get("file"), f"{path}.file")
+        return file_block(part.get("file"), f"{path}.file")
     if ptype == "input_audio":
         raise bad(f"{path}.type", "Claude does not accept audio input")
     raise bad(f"{path}.type", f"unsupported content part type {ptype!r}")
@@ -106,7 +106,8 @@ def _sniff(data: str) -> str | None:
     return None
 
 
-def _image(url: str, path: str) -> Block:
+def image_block_from_url(url: str, path: str) -> Block:
+    """An image block from a ``data:`` URL (base64) or an ``http(s)`` URL (URL source)."""
     scheme = url.split(":", 1)[0].lower()
     if scheme in ("http", "https"):
         return {"type": "image", "source": {"type": "url", "url": url}}
@@ -125,7 +126,8 @@ def _image_block(media: str, data: str, path: str) -> Block:
     return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
 
 
-def _file(value: Any, path: str) -> Block:
+def file_block(value: Any, path: str) -> Block:
+    """A Chat ``file`` object (``file_data``, ``filename``) as a document or image block."""
     if not isinstance(value, dict):
         raise bad(path, "required: an object with file_data")
     if value.get("file_id") is not None and value.get("file_data") is None:

@@ -37,8 +37,10 @@ __all__ = [
     "DEFAULT_THINKING_BUDGETS",
     "MIN_THINKING_BUDGET",
     "THINKING_TYPES",
+    "effort_budget",
     "fit_budget",
     "loop_starts_with_thinking",
+    "read_native_thinking",
     "read_thinking",
     "strip_final_thinking",
 ]
@@ -65,15 +67,16 @@ def read_thinking(
     native = body.get("thinking")
     if native is not None:
         known = effort if effort in DEFAULT_THINKING_BUDGETS else None
-        return _native_thinking(native, known, target), known
+        return read_native_thinking(native, known, target), known
     if effort is None:
         return None, None
     if effort in _EFFORTS_OFF:
         return {"type": "disabled"}, None
-    return {"type": "enabled", "budget_tokens": _budget(effort, target)}, effort
+    return {"type": "enabled", "budget_tokens": effort_budget(effort, target)}, effort
 
 
-def _native_thinking(value: Any, effort: str | None, target: MessagesTarget) -> dict[str, Any]:
+def read_native_thinking(value: Any, effort: str | None, target: MessagesTarget) -> dict[str, Any]:
+    """An Anthropic-native `thinking` object, validated (`effort` fills a missing budget)."""
     if not isinstance(value, dict):
         raise bad("thinking", f"must be an object, got {type_name(value)}")
     ttype = value.get("type")
@@ -84,7 +87,9 @@ def _native_thinking(value: Any, effort: str | None, target: MessagesTarget) -> 
     if ttype == "enabled":
         budget = value.get("budget_tokens")
         if budget is None:
-            budget = _budget(effort if effort in DEFAULT_THINKING_BUDGETS else "medium", target)
+            budget = effort_budget(
+                effort if effort in DEFAULT_THINKING_BUDGETS else "medium", target
+            )
         if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_THINKING_BUDGET:
             raise bad("thinking.budget_tokens", f"must be an integer >= {MIN_THINKING_BUDGET}")
         out = {"type": "enabled", "budget_tokens": budget}
@@ -99,7 +104,8 @@ def _native_thinking(value: Any, effort: str | None, target: MessagesTarget) -> 
     return out
 
 
-def _budget(effort: str, target: MessagesTarget) -> int:
+def effort_budget(effort: str, target: MessagesTarget) -> int:
+    """The thinking budget for an effort name (the target's, else the default; >= 1024)."""
     budgets = target.thinking_budget or {}
     return max(budgets.get(effort, DEFAULT_THINKING_BUDGETS[effort]), MIN_THINKING_BUDGET)
 

@@ -60,7 +60,7 @@ from .tools import tool_call_arguments
 if TYPE_CHECKING:
     from .translate import ChatTarget
 
-__all__ = ["MISSING_TOOL_RESULT", "MessagesWriter"]
+__all__ = ["BILLING_HEADER_PREFIX", "MISSING_TOOL_RESULT", "MessagesWriter", "tool_result_content"]
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ class MessagesWriter:
         lead: list[Part] = []  # media from answered results, then orphan results
         orphans: list[Part] = []
         for call_id, block, bpath in results:
-            text, media = _tool_result_content(block, bpath)
+            text, media = tool_result_content(block, bpath)
             if call_id in self.pending and call_id not in answered:
                 if media:
                     text = f"{text}\n\n{MEDIA_MOVED_NOTE}" if text else MEDIA_MOVED_NOTE
@@ -309,7 +309,7 @@ class MessagesWriter:
         return rendered
 
 
-def _tool_result_content(block: dict[str, Any], path: str) -> tuple[str, list[Part]]:
+def tool_result_content(block: dict[str, Any], path: str) -> tuple[str, list[Part]]:
     """The text of a tool_result and the media (images, PDFs) it carries."""
     content = block.get("content")
     cpath = f"{path}.content"
