@@ -5,8 +5,8 @@ Endpoints:
 
 - ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic), streaming
   or not; ``POST /v1/responses`` (OpenAI Responses); ``POST
-  /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini; model and
-  mode from the URL, ``?alt=sse`` for SSE); ``POST /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the
+  /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini, also
+  under ``/v1/models/``; model and mode from the URL, ``?alt=sse`` for SSE); ``POST /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the
   request has ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
 - Control API for tests: ``GET|DELETE /_mock/requests`` (the recorded requests, API keys
   redacted), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
@@ -108,7 +108,7 @@ class _Wire:
 _OPENAI = _Wire("openai", openai_wire.render, openai_wire.overloaded_reply, "chatcmpl-")
 _ANTHROPIC = _Wire("anthropic", anthropic_wire.render, anthropic_wire.overloaded_reply, "msg_")
 _RESPONSES = _Wire("responses", responses_wire.render, responses_wire.overloaded_reply, "resp_")
-_GEMINI_PREFIX: Final = "/v1beta/models/"
+_GEMINI_PREFIXES: Final = ("/v1beta/models/", "/v1/models/")
 _GEMINI_METHODS: Final = {"generateContent": False, "streamGenerateContent": True}
 
 
@@ -117,8 +117,9 @@ def _gemini_error(status: int, message: str) -> Reply:
 
 
 def _gemini_wire(path: str, query: bytes) -> _Wire | None:
-    """The Gemini wire for ``/v1beta/models/{model}:{method}`` (None: not such a path)."""
-    model, _, method = path[len(_GEMINI_PREFIX) :].rpartition(":")
+    """The Gemini wire for ``/v1beta/models/{model}:{method}`` or ``/v1/...`` (None: not
+    such a path)."""
+    model, _, method = path.split("/models/", 1)[1].rpartition(":")
     stream = _GEMINI_METHODS.get(method)
     if not model or "/" in model or stream is None:
         return None
@@ -223,7 +224,7 @@ class MockApp:
             await self._model(scope, receive, send, _ANTHROPIC, method)
         elif path == "/v1/responses":
             await self._model(scope, receive, send, _RESPONSES, method)
-        elif path.startswith(_GEMINI_PREFIX):
+        elif path.startswith(_GEMINI_PREFIXES):
             wire = _gemini_wire(path, scope.get("query_string", b""))
             if wire is None:
                 await self._send(send, _gemini_error(404, f"no such endpoint: {method} {path}"))

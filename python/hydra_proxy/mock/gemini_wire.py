@@ -61,6 +61,8 @@ _FINISH: Final = {
     "content_filter": "SAFETY",
     "refusal": "SAFETY",
 }
+# Anthropic's 529 has no Google twin: an overloaded Gemini answers 503 UNAVAILABLE.
+_OVERLOADED: Final = 503
 _RETRY_INFO: Final = "type.googleapis.com/google.rpc.RetryInfo"
 _EVENT_END: Final = b"\r\n\r\n"
 
@@ -91,6 +93,11 @@ def overloaded_reply() -> Reply:
 def default_thought_signature(seed: str) -> str:
     """A stable, opaque-looking thoughtSignature (standard base64, as Gemini sends)."""
     return base64.b64encode(b"mock-sig" + hashlib.sha256(seed.encode()).digest()).decode()
+
+
+def _stream_error_status(kind: str) -> int:
+    status = error_status(kind)
+    return _OVERLOADED if status == 529 else status
 
 
 def finish_reason(turn: Turn) -> str:
@@ -225,7 +232,7 @@ def render(turn: Turn, ctx: RenderContext, *, sse: bool = True) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
         events = [_frame(c, sse) for c in out.chunks]
-        events.append(_frame(error_body(error_status(se.type), se.message), sse))
+        events.append(_frame(error_body(_stream_error_status(se.type), se.message), sse))
         return _stream_reply(ctx, events, sse, turn.abort)
 
     last = out.add([{"text": ""}], finishReason=finish_reason(turn))
@@ -254,7 +261,7 @@ def _stream_reply(ctx: RenderContext, events: list[bytes], sse: bool, abort: boo
 def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
-        return error_reply(error_status(se.type), se.message)
+        return error_reply(_stream_error_status(se.type), se.message)
     out = _Chunks(ctx)
     body = out.add(_complete_parts(turn), finishReason=finish_reason(turn))
     body["usageMetadata"] = _usage(resolve_usage(turn))
