@@ -130,6 +130,12 @@ class CodexRun:
         """The agent's final texts, in order."""
         return [str(i.get("text", "")) for i in self.items("agent_message")]
 
+    def failure(self) -> str | None:
+        """The ``turn.failed`` error message (None when no turn failed)."""
+        failed = [e for e in self.events if e.get("type") == "turn.failed"]
+        error = failed[-1].get("error") if failed else None
+        return str(error.get("message")) if isinstance(error, dict) else None
+
     def usage(self) -> dict[str, Any]:
         """The ``turn.completed`` usage ({} when the turn did not complete)."""
         done = [e for e in self.events if e.get("type") == "turn.completed"]
@@ -232,14 +238,17 @@ def run_codex(
 
 
 def describe_requests(recorded: list[dict[str, Any]], pending: int) -> str:
-    """One line per request a mock upstream recorded, and the unconsumed turns."""
+    """One line per request a mock upstream recorded (any dialect), and the unconsumed
+    turns."""
     lines = [f"{len(recorded)} request(s), {pending} scripted turn(s) left unconsumed"]
     for r in recorded:
         body = r.get("body") or {}
-        items = body.get("input") if isinstance(body.get("input"), list) else []
-        kinds = ",".join(str(i.get("type")) for i in items if isinstance(i, dict))
+        # a Responses body lists typed input items, a Chat/Anthropic one role-tagged messages
+        items = body.get("input", body.get("messages"))
+        items = items if isinstance(items, list) else []
+        kinds = ",".join(str(i.get("type", i.get("role"))) for i in items if isinstance(i, dict))
         lines.append(
             f"  {r['method']} {r['path']} model={body.get('model')!r} reply={r.get('reply')} "
-            f"tools={len(body.get('tools') or [])} stream={body.get('stream')} input=[{kinds}]"
+            f"tools={len(body.get('tools') or [])} stream={body.get('stream')} items=[{kinds}]"
         )
     return "\n".join(lines)

@@ -5,7 +5,9 @@ harness and the mock; the proxy's ``/v1/responses`` goes between them later.
 The scripted first turn asks for ``exec_command`` with the argument shape Codex 0.171
 advertises (``{"cmd": ...}``, see fixtures/codex/request-exec-first-turn.json); Codex
 runs the command in its working directory, and the second turn, which only a request
-carrying the command's real output matches, gives the final text.
+carrying the command's real output matches, gives the final text. A second test checks
+that upstream failures (``response.failed``, ``response.incomplete``, HTTP errors) end a
+run at once with Codex's report of them (the provider's retries are set to 0).
 """
 
 from __future__ import annotations
@@ -133,3 +135,31 @@ def test_exec_command_tool_loop_on_the_mock(codex: Path, mock: MockServer) -> No
         assert FINAL in run.stdout
         assert [r["text"] for r in run.items("reasoning")] == [REASONING]
         assert run.usage()["input_tokens"] == 900 + 1000
+
+
+@pytest.mark.parametrize(
+    ("turn", "reported"),
+    [
+        (  # response.failed after some content
+            {"text": "partial", "stream_error": {"type": "overloaded_error", "message": "busy-7"}},
+            "busy-7",
+        ),
+        ({"text": "cut short", "finish_reason": "length"}, "max_output_tokens"),  # incomplete
+        ({"error": {"status": 429, "type": "rate_limit_error", "retry_after": "1"}}, "429"),
+        ({"error": {"status": 400, "message": "bad-request-7"}}, "bad-request-7"),
+    ],
+    ids=["response.failed", "response.incomplete", "http-429", "http-400"],
+)
+def test_codex_reports_upstream_failures_without_retrying(
+    codex: Path, mock: MockServer, turn: dict[str, Any], reported: str
+) -> None:
+    """With the provider's retries at 0 a failure ends the run at once: one request, a
+    non-zero exit, and Codex's own report of what the upstream said."""
+    mock.script([{**turn, "match": {"contains": TAG}}] * 3)
+    run = run_codex(codex, PROMPT, mock.url + "/v1", timeout=60)
+    with explained(run, mock):
+        assert not run.timed_out, "Codex did not give up in time"
+        assert run.returncode == 1
+        assert [r.get("reply") for r in mock.requests()] == ["script"]
+        failure = run.failure()
+        assert failure is not None and reported in failure, failure
