@@ -452,3 +452,14 @@ def test_sdk_reads_replayed_responses(mock: MockServer, genai_client: Any, name:
         if "functionCall" in p
     ]
     assert response.usage_metadata.total_token_count == raw["usageMetadata"]["totalTokenCount"]
+
+
+def test_partial_args_must_be_a_boolean(mock: MockServer) -> None:
+    status, data = mock._request("POST", "/_mock/script", [{"partial_args": "yes"}])
+    assert status == 400 and "turns[0].partial_args" in data["error"]["message"]
+
+
+def test_error_rate_answers_503_unavailable(mock: MockServer) -> None:
+    status, _, body = post(mock, COMPLETE_PATH, headers={"x-mock-error-rate": "1"})
+    assert status == 503
+    assert orjson.loads(body)["error"]["status"] == "UNAVAILABLE"

@@ -329,3 +329,23 @@ def test_replayed_http_error(
         )
     assert info.value.status_code == recorded["status"]
     assert info.value.body == recorded["body"]["error"]
+
+
+def test_cut_stream_ends_after_the_content(mock: MockServer) -> None:
+    turn = json.dumps({"text": "unfinished", "cut": True})
+    events = events_of(
+        post(mock, {"model": "m", "input": "x", "stream": True}, {"x-mock-turn": turn})
+    )
+    assert events[-1]["type"] == "response.output_item.done"
+    assert not any(e["type"].startswith(("response.completed", "response.failed")) for e in events)
+
+
+def test_get_is_refused_in_openai_shape(mock: MockServer) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", mock.port, timeout=10)
+    try:
+        conn.request("GET", "/v1/responses")
+        resp = conn.getresponse()
+        assert resp.status == 405 and resp.getheader("allow") == "POST"
+        assert orjson.loads(resp.read())["error"]["type"] == "invalid_request_error"
+    finally:
+        conn.close()

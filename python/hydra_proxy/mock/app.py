@@ -6,8 +6,10 @@ Endpoints:
 - ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic), streaming
   or not; ``POST /v1/responses`` (OpenAI Responses); ``POST
   /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini, also
-  under ``/v1/models/``; model and mode from the URL, ``?alt=sse`` for SSE); ``POST /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the
-  request has ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
+  under ``/v1/models/``; model and mode from the URL, ``?alt=sse`` for SSE; a scripted
+  turn's ``match.model`` sees no model, the body has none); ``POST
+  /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the request has
+  ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
 - Control API for tests: ``GET|DELETE /_mock/requests`` (the recorded requests, API keys
   redacted), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
   model request that its ``match`` accepts; when empty, the default reply is used).

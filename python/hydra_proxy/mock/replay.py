@@ -103,8 +103,8 @@ def load_reply(path: Path) -> Reply:
         if isinstance(doc, dict) and isinstance(doc.get("status"), int) and "body" in doc:
             status = doc["status"]
             data = orjson.dumps(doc["body"])
-        elif isinstance(doc, dict) and _google_error_code(doc) is not None:
-            status = _google_error_code(doc) or 500
+        elif isinstance(doc, dict):
+            status = _google_error_code(doc) or 200
         headers = [JSON_CONTENT_TYPE, (b"content-length", str(len(data)).encode())]
         return Reply(status, headers, [data])
     return Reply(200, list(SSE_HEADERS), split_events(data))
