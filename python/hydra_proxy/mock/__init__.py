@@ -1,6 +1,6 @@
-"""The embedded mock upstream (``hydra-proxy mock``): an LLM API server that speaks both
-OpenAI Chat Completions and Anthropic Messages, streaming and not, with scripted turns,
-fixture replay and latency/error knobs. Used by the demo, the tests and the benchmarks.
+"""The embedded mock upstream (``hydra-proxy mock``): an LLM API server that speaks
+OpenAI Chat Completions, Anthropic Messages, OpenAI Responses and Gemini, streaming and
+not, with scripted turns, fixture replay and latency/error knobs. Used by the demo, the tests and the benchmarks.
 
 Only the standard library, orjson and (to serve) granian are used here.
 """

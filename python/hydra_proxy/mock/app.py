@@ -4,8 +4,12 @@ bottleneck of a benchmark).
 Endpoints:
 
 - ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic), streaming
-  or not; ``POST /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the
-  request has ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
+  or not; ``POST /v1/responses`` (OpenAI Responses); ``POST
+  /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (Gemini, also
+  under ``/v1/models/``; model and mode from the URL, ``?alt=sse`` for SSE; a scripted
+  turn's ``match.model`` sees no model, the body has none); ``POST
+  /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the request has
+  ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
 - Control API for tests: ``GET|DELETE /_mock/requests`` (the recorded requests, API keys
   redacted), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
   model request that its ``match`` accepts; when empty, the default reply is used).
@@ -36,7 +40,7 @@ from typing import Any, Final
 
 import orjson
 
-from . import anthropic_wire, openai_wire
+from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from .options import MockOptions
 from .replay import ReplayCache, ReplayError
 from .response import RenderContext, Reply, json_reply
@@ -89,8 +93,11 @@ class _Wire:
     render: Callable[[Turn, RenderContext], Reply]
     overloaded: Callable[[], Reply]
     id_prefix: str
+    make_error: Callable[[int, str], Reply] | None = None
 
     def error(self, status: int, message: str) -> Reply:
+        if self.make_error is not None:
+            return self.make_error(status, message)
         if self.name == "anthropic":
             kind = "request_too_large" if status == 413 else "invalid_request_error"
             if status == 404:
@@ -102,6 +109,27 @@ class _Wire:
 
 _OPENAI = _Wire("openai", openai_wire.render, openai_wire.overloaded_reply, "chatcmpl-")
 _ANTHROPIC = _Wire("anthropic", anthropic_wire.render, anthropic_wire.overloaded_reply, "msg_")
+_RESPONSES = _Wire("responses", responses_wire.render, responses_wire.overloaded_reply, "resp_")
+_GEMINI_PREFIXES: Final = ("/v1beta/models/", "/v1/models/")
+_GEMINI_METHODS: Final = {"generateContent": False, "streamGenerateContent": True}
+
+
+def _gemini_error(status: int, message: str) -> Reply:
+    return gemini_wire.error_reply(status, message)
+
+
+def _gemini_wire(path: str, query: bytes) -> _Wire | None:
+    """The Gemini wire for ``/v1beta/models/{model}:{method}`` or ``/v1/...`` (None: not
+    such a path)."""
+    model, _, method = path.split("/models/", 1)[1].rpartition(":")
+    stream = _GEMINI_METHODS.get(method)
+    if not model or "/" in model or stream is None:
+        return None
+    sse = b"alt=sse" in query.split(b"&")
+    # the name keys the canned-reply cache, which must tell URLs apart
+    name = f"gemini:{model}:{method}:{sse}"
+    render = gemini_wire.renderer(model, stream, sse)
+    return _Wire(name, render, gemini_wire.overloaded_reply, "", _gemini_error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +224,14 @@ class MockApp:
             await self._model(scope, receive, send, _OPENAI, method)
         elif path == "/v1/messages":
             await self._model(scope, receive, send, _ANTHROPIC, method)
+        elif path == "/v1/responses":
+            await self._model(scope, receive, send, _RESPONSES, method)
+        elif path.startswith(_GEMINI_PREFIXES):
+            wire = _gemini_wire(path, scope.get("query_string", b""))
+            if wire is None:
+                await self._send(send, _gemini_error(404, f"no such endpoint: {method} {path}"))
+            else:
+                await self._model(scope, receive, send, wire, method)
         elif path == "/v1/messages/count_tokens":
             await self._count_tokens(scope, receive, send, method)
         elif path in ("/health", "/"):
@@ -448,7 +484,7 @@ class MockApp:
         entry: dict[str, Any] = {
             "method": scope["method"],
             "path": scope["path"],
-            "query": scope.get("query_string", b"").decode("latin-1"),
+            "query": _redact_query(scope.get("query_string", b"").decode("latin-1")),
             "headers": {k: (REDACTED if k in SECRET_HEADERS else v) for k, v in headers.items()},
             "body": body,
         }
@@ -532,6 +568,16 @@ def _headers(scope: Scope) -> dict[str, str]:
         text = value.decode("latin-1")
         out[key] = f"{out[key]}, {text}" if key in out else text
     return out
+
+
+def _redact_query(query: str) -> str:
+    """The query string with API keys (Gemini's ``key=``) redacted."""
+    if "key=" not in query:
+        return query
+    pairs = [p.split("=", 1) for p in query.split("&")]
+    return "&".join(
+        f"{p[0]}={REDACTED}" if p[0] == "key" and len(p) == 2 else "=".join(p) for p in pairs
+    )
 
 
 def _parse_json_object(raw: bytes) -> dict[str, Any]:

@@ -8,8 +8,9 @@
   payloads (``candidates`` / ``usageMetadata``) become ``data: <line>\\n\\n``; anything
   else is OpenAI-shaped (``data: <line>\\n\\n``, then ``data: [DONE]\\n\\n``).
 - ``.json``: a recorded non-streaming answer. ``{"status": N, "body": {...}}`` (the
-  ``*.response.json`` files) answers with that status and body; any other JSON document is
-  sent as a 200 ``application/json`` body.
+  ``*.response.json`` files) answers with that status and body; a Google error body
+  ``{"error": {"code": N, "status": ...}}`` (``vercel-google-429-retry-info.json``) with
+  status N; any other JSON document is sent as a 200 ``application/json`` body.
 
 Scripted names are resolved inside the ``--fixtures`` directory only (the mock has no
 authentication, so its control API must not read arbitrary files): ``openai/x.sse``,
@@ -74,6 +75,14 @@ def reframe_jsonl(data: bytes) -> list[bytes]:
     return events
 
 
+def _google_error_code(doc: dict[str, Any]) -> int | None:
+    error = doc.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("status"), str):
+        return None
+    code = error.get("code")
+    return code if isinstance(code, int) and 400 <= code <= 599 else None
+
+
 def load_reply(path: Path) -> Reply:
     """The reply that replays ``path`` (uncached; see :class:`ReplayCache`)."""
     try:
@@ -94,6 +103,8 @@ def load_reply(path: Path) -> Reply:
         if isinstance(doc, dict) and isinstance(doc.get("status"), int) and "body" in doc:
             status = doc["status"]
             data = orjson.dumps(doc["body"])
+        elif isinstance(doc, dict):
+            status = _google_error_code(doc) or 200
         headers = [JSON_CONTENT_TYPE, (b"content-length", str(len(data)).encode())]
         return Reply(status, headers, [data])
     return Reply(200, list(SSE_HEADERS), split_events(data))

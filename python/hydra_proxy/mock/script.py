@@ -26,7 +26,11 @@ Fields (all optional):
   events). Non-streaming requests get a truncated JSON body.
 - ``abort``: ``true``: after the (possibly cut) body, reset the connection instead of
   ending the HTTP response properly.
-- ``redacted_thinking`` (list of data strings) and ``signature``: Anthropic side only.
+- ``redacted_thinking`` (list of data strings) and ``signature``: the thinking block's
+  signature (Anthropic), the reasoning item's ``encrypted_content`` (Responses; each
+  redacted entry one more reasoning item), the ``thoughtSignature`` (Gemini).
+- ``partial_args``: ``true``: Gemini streams the tool calls' arguments in pieces
+  (``partialArgs``, as Vertex does); other wires ignore it.
 - ``replay``: a fixture path or name (see :mod:`hydra_proxy.mock.replay`); all other
   content fields are then ignored.
 - ``raw``: a string sent verbatim as a 200 ``text/event-stream`` body (garbage injection).
@@ -169,6 +173,7 @@ class Turn:
     raw: str | None = None
     pacing: Pacing = field(default_factory=Pacing)
     match: Match | None = None
+    partial_args: bool = False
 
     def accepts(self, body: Mapping[str, Any]) -> bool:
         """Whether this turn may answer a request with this (parsed JSON) body."""
@@ -244,6 +249,7 @@ _TURN_KEYS = frozenset(
         "ttfb_ms",
         "split_bytes",
         "match",
+        "partial_args",
     }
 )
 _MATCH_KEYS = frozenset({"model", "has_tools", "contains"})
@@ -373,6 +379,10 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
     if not isinstance(abort, bool):
         raise TurnError(f"{where}.abort must be true or false")
 
+    partial_args = obj.get("partial_args", False)
+    if not isinstance(partial_args, bool):
+        raise TurnError(f"{where}.partial_args must be true or false")
+
     redacted = obj.get("redacted_thinking") or []
     if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
         raise TurnError(f"{where}.redacted_thinking must be a list of strings")
@@ -399,6 +409,7 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
             split_bytes=_opt_int(obj, "split_bytes", where),
         ),
         match=None if obj.get("match") is None else _parse_match(obj["match"], f"{where}.match"),
+        partial_args=partial_args,
     )
 
 

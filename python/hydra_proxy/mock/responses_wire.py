@@ -1,0 +1,273 @@
+"""OpenAI Responses wire format (``POST /v1/responses``), modelled on fixtures/responses/.
+
+Stream: ``event: <type>\\ndata: {json}\\n\\n`` with a ``sequence_number`` counting from 0
+over the whole stream and no ``[DONE]``: ``response.created``, ``response.in_progress``
+(both carrying the response object with ``status: in_progress`` and ``output: []``), then
+one output item per part of the turn, each opened by ``response.output_item.added`` and
+closed by ``response.output_item.done`` (the finished item) at its ``output_index``:
+
+- reasoning (``rs_...``; ``summary`` and ``encrypted_content`` as gpt-5 with
+  ``include: ["reasoning.encrypted_content"]`` sends them): ``reasoning_summary_part.added``,
+  ``reasoning_summary_text.delta``..., ``reasoning_summary_text.done``,
+  ``reasoning_summary_part.done`` (``summary_index`` 0), as the gpt-5.1-codex-max recording
+  shows; each ``redacted_thinking`` entry becomes one more reasoning item with that
+  ``encrypted_content`` and an empty summary (as o-series models send them);
+- message (``msg_...``): ``content_part.added``, ``output_text.delta``...,
+  ``output_text.done``, ``content_part.done`` (``content_index`` 0);
+- function_call (``fc_...``, its ``call_id``): ``function_call_arguments.delta``...,
+  ``function_call_arguments.done``.
+
+Then ``response.completed`` (usage with cached and reasoning tokens), or
+``response.incomplete`` (``incomplete_details.reason``) when the turn's ``finish_reason``
+is a token limit or a content filter. A turn's ``stream_error`` ends the stream with
+``response.failed`` (``status: failed``, ``error: {code, message}``) after the content.
+Non-streamed: the finished response object. HTTP errors: OpenAI's shape (see
+:func:`hydra_proxy.mock.openai_wire.error_reply`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from .anthropic_wire import default_signature
+from .openai_wire import error_reply
+from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
+from .response import truncated_json_reply as _truncated
+from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
+
+# A turn's finish_reason (either vocabulary) -> incomplete_details.reason.
+_INCOMPLETE: Final = {
+    "length": "max_output_tokens",
+    "max_tokens": "max_output_tokens",
+    "model_context_window_exceeded": "max_output_tokens",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
+}
+# A stream_error type (Anthropic vocabulary, as scripted) -> a Responses error code.
+_ERROR_CODE: Final = {
+    "overloaded_error": "server_error",
+    "api_error": "server_error",
+    "rate_limit_error": "rate_limit_exceeded",
+    "invalid_request_error": "invalid_prompt",
+}
+
+
+def _event(obj: dict[str, Any]) -> bytes:
+    kind: str = obj["type"]
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _headers(ctx: RenderContext) -> Headers:
+    return [(b"x-request-id", ctx.request_id.encode())]
+
+
+def overloaded_reply() -> Reply:
+    """What ``--error-rate`` answers on this endpoint (api.openai.com's 503)."""
+    return error_reply(
+        503, "server_error", "The server is overloaded or not ready yet.", retry_after="1"
+    )
+
+
+def _usage(u: ResolvedUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": u.prompt_tokens,
+        "input_tokens_details": {"cached_tokens": u.cached_tokens},
+        "output_tokens": u.completion_tokens,
+        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
+        "total_tokens": u.prompt_tokens + u.completion_tokens,
+    }
+
+
+def _response(ctx: RenderContext, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": ctx.message_id,
+        "object": "response",
+        "created_at": ctx.created,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "max_tool_calls": None,
+        "model": ctx.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "prompt_cache_key": None,
+        "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
+        "service_tier": "default",
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": None,
+        "user": None,
+        "metadata": {},
+    }
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+class _Items:
+    """The turn's output items, finished, with the ids the stream and the body share."""
+
+    def __init__(self, turn: Turn, ctx: RenderContext):
+        suffix = ctx.message_id.removeprefix("resp_")
+        self.items: list[dict[str, Any]] = []
+        if turn.reasoning is not None:
+            signature = (
+                turn.signature if turn.signature is not None else default_signature(turn.reasoning)
+            )
+            summary = [{"type": "summary_text", "text": turn.reasoning}] if turn.reasoning else []
+            self.items.append(
+                {
+                    "id": f"rs_{suffix}_0",
+                    "type": "reasoning",
+                    "summary": summary,
+                    "encrypted_content": signature,
+                }
+            )
+        for i, data in enumerate(turn.redacted_thinking, start=1):
+            self.items.append(
+                {
+                    "id": f"rs_{suffix}_{i}",
+                    "type": "reasoning",
+                    "summary": [],
+                    "encrypted_content": data,
+                }
+            )
+        if turn.text is not None:
+            self.items.append(
+                {
+                    "id": f"msg_{suffix}",
+                    "type": "message",
+                    "status": "completed",
+                    "content": [_text_part(turn.text)],
+                    "role": "assistant",
+                }
+            )
+        for i, call in enumerate(turn.tool_calls):
+            self.items.append(
+                {
+                    "id": f"fc_{suffix}_{i}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "arguments": call.arguments,
+                    "call_id": call.id if call.id is not None else f"call_{suffix[-12:]}_{i}",
+                    "name": call.name,
+                }
+            )
+
+
+def _final_state(turn: Turn) -> tuple[str, dict[str, Any] | None]:
+    """``(status, incomplete_details)`` of the finished response."""
+    reason = _INCOMPLETE.get(turn.finish_reason or "")
+    if reason is None:
+        return "completed", None
+    return "incomplete", {"reason": reason}
+
+
+def _finished(turn: Turn, ctx: RenderContext, output: list[dict[str, Any]]) -> dict[str, Any]:
+    status, details = _final_state(turn)
+    body = _response(ctx, status, output)
+    body["incomplete_details"] = details
+    body["usage"] = _usage(resolve_usage(turn))
+    return body
+
+
+def render(turn: Turn, ctx: RenderContext) -> Reply:
+    """The turn as a Responses API answer (event stream or finished response object)."""
+    if turn.error is not None:
+        e = turn.error
+        return error_reply(e.status, e.type, e.message, retry_after=e.retry_after, code=e.code)
+    items = _Items(turn, ctx).items
+    if not ctx.stream:
+        return _render_complete(turn, ctx, items)
+
+    size = ctx.chunk_size
+    events: list[bytes] = []
+
+    def emit(obj: dict[str, Any]) -> None:
+        events.append(_event({"type": obj.pop("type"), "sequence_number": len(events), **obj}))
+
+    created = _response(ctx, "in_progress", [])
+    emit({"type": "response.created", "response": created})
+    emit({"type": "response.in_progress", "response": created})
+    for index, item in enumerate(items):
+        kind = item["type"]
+        ids = {"item_id": item["id"], "output_index": index}
+        if kind == "reasoning":
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "summary": []},
+                }
+            )
+            for n, part in enumerate(item["summary"]):
+                at = {**ids, "summary_index": n}
+                empty = {"type": "summary_text", "text": ""}
+                emit({"type": "response.reasoning_summary_part.added", **at, "part": empty})
+                for piece in split_text(part["text"], size):
+                    emit({"type": "response.reasoning_summary_text.delta", **at, "delta": piece})
+                emit({"type": "response.reasoning_summary_text.done", **at, "text": part["text"]})
+                emit({"type": "response.reasoning_summary_part.done", **at, "part": part})
+        elif kind == "message":
+            text = item["content"][0]["text"]
+            added = {**item, "status": "in_progress", "content": []}
+            emit({"type": "response.output_item.added", "output_index": index, "item": added})
+            at = {**ids, "content_index": 0}
+            emit({"type": "response.content_part.added", **at, "part": _text_part("")})
+            for piece in split_text(text, size):
+                emit({"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []})
+            emit({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
+            emit({"type": "response.content_part.done", **at, "part": _text_part(text)})
+        else:
+            added = {**item, "status": "in_progress", "arguments": ""}
+            emit({"type": "response.output_item.added", "output_index": index, "item": added})
+            for piece in split_text(item["arguments"], size):
+                emit({"type": "response.function_call_arguments.delta", **ids, "delta": piece})
+            emit(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **ids,
+                    "arguments": item["arguments"],
+                }
+            )
+        emit({"type": "response.output_item.done", "output_index": index, "item": item})
+    content_end = len(events)
+
+    if turn.stream_error is not None:
+        se = turn.stream_error
+        failed = _response(ctx, "failed", items)
+        failed["error"] = {"code": _ERROR_CODE.get(se.type, se.type), "message": se.message}
+        emit({"type": "response.failed", "response": failed})
+        return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
+
+    body = _finished(turn, ctx, items)
+    final = "response.completed" if body["status"] == "completed" else "response.incomplete"
+    emit({"type": final, "response": body})
+    events = cut_events(events, content_end, turn.cut)
+    return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
+
+
+def _render_complete(turn: Turn, ctx: RenderContext, items: list[dict[str, Any]]) -> Reply:
+    if turn.stream_error is not None:
+        se = turn.stream_error
+        return error_reply(error_status(se.type), se.type, se.message)
+    reply = json_reply(200, _finished(turn, ctx, items), _headers(ctx))
+    if turn.cut is not False:
+        return _truncated(reply)
+    if turn.abort:
+        reply.abort = True
+    return reply

@@ -1,0 +1,254 @@
+"""Codex CLI, the real one, as a test client of a Responses API (the proxy's
+``/v1/responses``, or the mock upstream's directly).
+
+`tests/run` installs the pinned npm package `@openai/codex` into `.e2e/` (gitignored; its
+Linux binary comes in the optional dependency `@openai/codex-linux-x64`). The tests need
+it: when it is missing they fail, unless ``HYDRA_SKIP_CODEX=1`` says explicitly to skip
+them.
+
+:func:`run_codex` runs ``codex exec`` headless against a base URL: a throwaway ``HOME`` and
+``CODEX_HOME`` (no user config, auth or session files), an environment built from scratch
+(nothing of the caller's ``OPENAI_*``/``CODEX_*`` leaks in), a custom model provider
+(``wire_api = "responses"``, its key in an env var, retries set low so a failure ends the
+run in seconds), ``--skip-git-repo-check``, ``--ephemeral``, the ``workspace-write``
+sandbox with ``approval_policy = "never"`` (shell commands run in the working directory
+without asking), ``--json`` events on stdout and a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+VERSION = "0.171.0"
+PACKAGE = "@openai/codex"
+ROOT = Path(__file__).resolve().parent.parent
+E2E_DIR = ROOT / ".e2e"
+CODEX_BIN = E2E_DIR / "node_modules" / ".bin" / "codex"
+SKIP_ENV = "HYDRA_SKIP_CODEX"
+PROVIDER = "hydra"
+KEY_ENV = "HYDRA_CODEX_API_KEY"
+DUMMY_API_KEY = "sk-hydra-codex-e2e-dummy-key"
+MODEL = "gpt-5.1-codex"
+TIMEOUT = 120.0
+
+
+def installed_version() -> str | None:
+    try:
+        manifest = json.loads((E2E_DIR / "node_modules" / PACKAGE / "package.json").read_text())
+    except (OSError, ValueError):
+        return None
+    version = manifest.get("version")
+    return version if isinstance(version, str) else None
+
+
+def require_codex() -> Path:
+    """The pinned CLI. Missing or another version: the test fails, or is skipped when
+    HYDRA_SKIP_CODEX=1."""
+    version = installed_version()
+    if CODEX_BIN.exists() and os.access(CODEX_BIN, os.X_OK) and version == VERSION:
+        return CODEX_BIN
+    found = f"version {version} is installed" if version else "it is not installed"
+    reason = (
+        f"the optional test dependency Codex CLI (npm {PACKAGE}@{VERSION}) is needed at "
+        f"{CODEX_BIN.relative_to(ROOT)}, but {found}; `bash tests/run` installs it "
+        f"(npm install --prefix .e2e {PACKAGE}@{VERSION})"
+    )
+    if os.environ.get(SKIP_ENV) == "1":
+        pytest.skip(reason)
+    pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
+
+
+def provider_config(base_url: str, *, retries: int = 0, idle_timeout_ms: int = 30_000) -> str:
+    """The ``model_providers.<PROVIDER>`` table (TOML inline) pointing Codex at
+    ``base_url`` (which ends in ``/v1``)."""
+    return (
+        f'{{name="{PROVIDER}",base_url="{base_url}",wire_api="responses",'
+        f'env_key="{KEY_ENV}",request_max_retries={retries},stream_max_retries={retries},'
+        f"stream_idle_timeout_ms={idle_timeout_ms}}}"
+    )
+
+
+def codex_env(home: str, api_key: str) -> dict[str, str]:
+    """The environment Codex runs in: built from scratch, non-interactive."""
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": home,
+        "CODEX_HOME": str(Path(home) / ".codex"),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        KEY_ENV: api_key,
+    }
+    bash = shutil.which("bash")
+    if bash:
+        env["SHELL"] = bash  # exec_command runs commands in the user's shell
+    if "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    return env
+
+
+@dataclass
+class CodexRun:
+    """One finished (or timed-out) ``codex exec`` run."""
+
+    argv: list[str] = field(repr=False)
+    returncode: int | None
+    stdout: str = field(repr=False)
+    stderr: str = field(repr=False)
+    elapsed: float
+    timed_out: bool
+    workdir_files: dict[str, str] = field(default_factory=dict, repr=False)
+    """The files the run left in its working directory (name -> text)."""
+    events: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    """The ``--json`` events Codex printed, in order."""
+
+    def items(self, item_type: str) -> list[dict[str, Any]]:
+        """Every completed item of this type (``agent_message``, ``command_execution``,
+        ``reasoning``, ``error``...)."""
+        return [
+            e["item"]
+            for e in self.events
+            if e.get("type") == "item.completed"
+            and isinstance(e.get("item"), dict)
+            and e["item"].get("type") == item_type
+        ]
+
+    def messages(self) -> list[str]:
+        """The agent's final texts, in order."""
+        return [str(i.get("text", "")) for i in self.items("agent_message")]
+
+    def failure(self) -> str | None:
+        """The ``turn.failed`` error message (None when no turn failed)."""
+        failed = [e for e in self.events if e.get("type") == "turn.failed"]
+        error = failed[-1].get("error") if failed else None
+        return str(error.get("message")) if isinstance(error, dict) else None
+
+    def usage(self) -> dict[str, Any]:
+        """The ``turn.completed`` usage ({} when the turn did not complete)."""
+        done = [e for e in self.events if e.get("type") == "turn.completed"]
+        usage = done[-1].get("usage") if done else None
+        return usage if isinstance(usage, dict) else {}
+
+    def report(self, limit: int = 3000) -> str:
+        status = "TIMED OUT" if self.timed_out else f"exit code {self.returncode}"
+        return (
+            f"$ {' '.join(self.argv)}\n-> {status} after {self.elapsed:.1f}s\n"
+            f"--- Codex stdout (tail) ---\n{self.stdout[-limit:]}\n"
+            f"--- Codex stderr (tail) ---\n{self.stderr[-limit:]}"
+        )
+
+
+def parse_events(stdout: str) -> list[dict[str, Any]]:
+    events = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _read_files(work: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(work.iterdir()):
+        if path.is_file() and path.stat().st_size <= 1 << 20:
+            out[path.name] = path.read_text(encoding="utf-8", errors="replace")
+    return out
+
+
+def run_codex(
+    codex: Path,
+    prompt: str,
+    base_url: str,
+    *,
+    model: str = MODEL,
+    api_key: str = DUMMY_API_KEY,
+    retries: int = 0,
+    sandbox: str = "workspace-write",
+    timeout: float = TIMEOUT,
+    extra_config: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
+) -> CodexRun:
+    """``codex exec PROMPT`` against ``base_url`` (e.g. ``http://127.0.0.1:PORT/v1``) in a
+    throwaway HOME/CODEX_HOME and working directory. ``extra_config`` are more ``-c
+    key=value`` overrides (TOML values)."""
+    config = [
+        f"model_provider={PROVIDER}",
+        f"model_providers.{PROVIDER}={provider_config(base_url, retries=retries)}",
+        f'model="{model}"',
+        'approval_policy="never"',
+        *extra_config,
+    ]
+    argv = [str(codex), "exec", "--skip-git-repo-check", "--ephemeral", "--json"]
+    argv += ["--color", "never", "--sandbox", sandbox]
+    for item in config:
+        argv += ["-c", item]
+    argv += [*extra_args, prompt]
+    with (
+        tempfile.TemporaryDirectory(prefix="codex-home-") as home,
+        tempfile.TemporaryDirectory(prefix="codex-work-") as work,
+    ):
+        (Path(home) / ".codex").mkdir()
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            env=codex_env(home, api_key),
+            cwd=work,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a timeout kills its tools too
+        )
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        elapsed = time.monotonic() - start
+        files = _read_files(Path(work))
+    stdout = out.decode("utf-8", "replace")
+    return CodexRun(
+        argv=argv,
+        returncode=None if timed_out else proc.returncode,
+        stdout=stdout,
+        stderr=err.decode("utf-8", "replace"),
+        elapsed=elapsed,
+        timed_out=timed_out,
+        workdir_files=files,
+        events=parse_events(stdout),
+    )
+
+
+def describe_requests(recorded: list[dict[str, Any]], pending: int) -> str:
+    """One line per request a mock upstream recorded (any dialect), and the unconsumed
+    turns."""
+    lines = [f"{len(recorded)} request(s), {pending} scripted turn(s) left unconsumed"]
+    for r in recorded:
+        body = r.get("body") or {}
+        # a Responses body lists typed input items, a Chat/Anthropic one role-tagged messages
+        items = body.get("input", body.get("messages"))
+        items = items if isinstance(items, list) else []
+        kinds = ",".join(str(i.get("type", i.get("role"))) for i in items if isinstance(i, dict))
+        lines.append(
+            f"  {r['method']} {r['path']} model={body.get('model')!r} reply={r.get('reply')} "
+            f"tools={len(body.get('tools') or [])} stream={body.get('stream')} items=[{kinds}]"
+        )
+    return "\n".join(lines)
