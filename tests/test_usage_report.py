@@ -8,11 +8,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-from usage_data import make_records
 
 from hydra_proxy.usage.cli import main
 from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.report import aggregate, parse_since, render_table, total
+from usage_data import make_records
 
 NOW = 1_764_000_000.0 + 86400 * 3
 
