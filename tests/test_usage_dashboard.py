@@ -7,7 +7,6 @@ import html.parser
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,9 +23,8 @@ from usage_data import make_records
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NOW = 1_764_000_000.0 + 86400  # the records' second day
-ARTIFACTS = Path(
-    os.environ.get("HYDRA_TEST_ARTIFACTS", Path(tempfile.gettempdir()) / "hydra-test-artifacts")
-)
+# Gitignored; HYDRA_TEST_ARTIFACTS moves it (a read-only checkout).
+ARTIFACTS = Path(os.environ.get("HYDRA_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 
 
 @pytest.fixture
