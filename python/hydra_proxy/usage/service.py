@@ -9,7 +9,12 @@ Startup (in each worker, after the fork; the main process called
 
 Per finished request, once, whatever its outcome::
 
-    usage.finish(UsageRecord(..., cost_usd=usage.cost(target_model, tokens)))
+    usage.finish(usage.make_record(request_id=..., protocol="anthropic", ..., tokens=tokens,
+                                   key=presented_proxy_key))
+
+(``make_record`` prices the tokens and turns the key into its id; a hand-built
+``UsageRecord`` with ``cost_usd=usage.cost(target_model, tokens)`` is the same.) Streams
+also call ``stream_opened``/``stream_closed`` around the relay (the open-streams gauge).
 
 Shutdown: ``usage.close()`` (writes every queued record). Routes: ``GET /metrics`` ->
 :meth:`metrics_response`; ``GET /dashboard...`` -> :meth:`dashboard` (in a thread: it reads
@@ -26,7 +31,7 @@ from .dashboard import dashboard_response
 from .ledger import Ledger, open_ledger
 from .metrics import Metrics, render
 from .pricing import PriceTable, default_table
-from .record import Tokens, UsageRecord
+from .record import Protocol, Tokens, UsageRecord, client_key_id
 from .tracing import Tracing, setup_tracing
 
 __all__ = ["UsageService"]
@@ -82,6 +87,49 @@ class UsageService:
 
     def cost(self, model: str, tokens: Tokens) -> float | None:
         return self.prices.cost(model, tokens)
+
+    def make_record(
+        self,
+        *,
+        time: float,
+        request_id: str,
+        protocol: Protocol,
+        route: str,
+        provider: str,
+        requested_model: str,
+        target_model: str,
+        tokens: Tokens,
+        estimated: bool = False,
+        latency_ms: float,
+        ttfb_ms: float | None,
+        status: int,
+        error_type: str | None = None,
+        key: bytes | str | None = None,
+        stream: bool = False,
+    ) -> UsageRecord:
+        """A priced record; ``key`` (the presented proxy key) is kept only as its short id."""
+        return UsageRecord(
+            time=time,
+            request_id=request_id,
+            protocol=protocol,
+            route=route,
+            provider=provider,
+            requested_model=requested_model,
+            target_model=target_model,
+            input_tokens=tokens.input,
+            output_tokens=tokens.output,
+            cache_read_tokens=tokens.cache_read,
+            cache_write_tokens=tokens.cache_write,
+            reasoning_tokens=tokens.reasoning,
+            estimated=estimated,
+            cost_usd=self.prices.cost(target_model, tokens),
+            latency_ms=latency_ms,
+            ttfb_ms=ttfb_ms,
+            status=status,
+            error_type=error_type,
+            key_id=client_key_id(key),
+            stream=stream,
+        )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:
         """Count one finished request everywhere; cheap, never blocks, never raises."""
