@@ -92,3 +92,10 @@ def test_unreachable_server_is_a_clear_error(server: str) -> None:
     dead = server.rsplit(":", 1)[0] + ":1/postgres"
     with pytest.raises(LedgerError, match="cannot connect to the PostgreSQL ledger"):
         open_ledger(dead, connect_timeout=2)
+
+
+def test_a_reader_creates_nothing(url: str) -> None:
+    reader = open_ledger(url, start=False)
+    assert reader.query() == []
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT to_regclass('hydra_usage')").fetchone() == (None,)

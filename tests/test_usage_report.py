@@ -88,3 +88,13 @@ def test_cli_help_never_prints_the_ledger_url(
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "s3cret" not in capsys.readouterr().out
+
+
+def test_cli_reads_without_creating(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "none.sqlite3"
+    assert main(["--ledger", f"sqlite:{path}"]) == 0
+    assert "no usage recorded" in capsys.readouterr().out
+    assert not path.exists()
+    path.write_bytes(b"not a database, not at all" * 100)
+    assert main(["--ledger", f"sqlite:{path}"]) == 1
+    assert "not a database" in capsys.readouterr().err

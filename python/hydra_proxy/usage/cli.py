@@ -43,14 +43,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Resolved here, not as the argparse default: --help must not print a database password.
     url = args.ledger or os.environ.get(LEDGER_ENV) or f"sqlite:{DEFAULT_SQLITE_PATH}"
     try:
-        ledger = open_ledger(url)
+        ledger = open_ledger(url, start=False)  # a reader: creates nothing
     except LedgerError as exc:
         print(f"hydra-proxy usage: {exc}", file=sys.stderr)
         return 1
     try:
         records = ledger.query(since=since)
-    finally:
-        ledger.close()
+    except LedgerError as exc:
+        print(f"hydra-proxy usage: {exc}", file=sys.stderr)
+        return 1
     rows = aggregate(records, args.by)
     totals = total(records)
     if args.json:

@@ -218,8 +218,12 @@ class Ledger(ABC):
         """
 
 
-def open_ledger(url: str, **options: object) -> Ledger:
-    """A started ledger for ``sqlite:PATH`` (or a bare path) or ``postgresql://...``."""
+def open_ledger(url: str, *, start: bool = True, **options: object) -> Ledger:
+    """A ledger for ``sqlite:PATH`` (or a bare path) or ``postgresql://...``.
+
+    ``start=False`` makes a reader (the report, a dashboard elsewhere): nothing is created
+    or written, :meth:`Ledger.query` of a ledger that does not exist yet returns no rows.
+    """
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres_ledger import PostgresLedger
 
@@ -229,5 +233,6 @@ def open_ledger(url: str, **options: object) -> Ledger:
 
         path = url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
         ledger = SqliteLedger(Path(path).expanduser(), **options)  # type: ignore[arg-type]
-    ledger.start()
+    if start:
+        ledger.start()
     return ledger

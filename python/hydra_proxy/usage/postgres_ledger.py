@@ -117,6 +117,8 @@ class PostgresLedger(Ledger):
     def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
         conn = self._connect()
         try:
+            if conn.execute("SELECT to_regclass('hydra_usage')").fetchone() == (None,):
+                return []
             sql = _SELECT
             params: list[Any] = []
             if since is not None:
@@ -127,6 +129,8 @@ class PostgresLedger(Ledger):
                 sql += " LIMIT %s"
                 params.append(limit)
             rows = conn.execute(sql, params).fetchall()
+        except Exception as exc:  # psycopg.Error; psycopg is imported lazily
+            raise LedgerError(f"cannot read the PostgreSQL ledger: {exc}") from exc
         finally:
             conn.close()
         out = []

@@ -115,8 +115,12 @@ class SqliteLedger(Ledger):
             self._conn = None
 
     def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
+        if not self.path.exists():
+            return []
         conn = self._connect()
         try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'usage'").fetchone():
+                return []
             sql = _SELECT
             params: list[Any] = []
             if since is not None:
@@ -127,5 +131,7 @@ class SqliteLedger(Ledger):
                 sql += " LIMIT ?"
                 params.append(limit)
             return [record_of(row) for row in conn.execute(sql, params)]
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot read the SQLite ledger {self.path}: {exc}") from exc
         finally:
             conn.close()

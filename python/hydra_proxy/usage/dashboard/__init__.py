@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..ledger import Ledger
+from ..ledger import Ledger, LedgerError
 from ..record import UsageRecord
 from ..report import aggregate, parse_since, total
 
@@ -113,6 +113,8 @@ def dashboard_response(
             doc = data(
                 ledger, params.get("since") or DEFAULT_SINCE, time.time() if now is None else now
             )
+        except LedgerError as exc:
+            return 503, _JSON, orjson.dumps({"error": {"type": "api_error", "message": str(exc)}})
         except ValueError as exc:
             return _error(400, str(exc))
         return 200, _JSON, orjson.dumps(doc)
