@@ -8,6 +8,7 @@ pipeline mode: one round trip per batch, not per row).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -56,8 +57,11 @@ _SELECT = (
 )
 
 
+_rest = operator.attrgetter(*COLUMNS[1:])
+
+
 def _row(rec: UsageRecord) -> tuple[Any, ...]:
-    return (datetime.fromtimestamp(rec.time, timezone.utc), *(getattr(rec, c) for c in COLUMNS[1:]))
+    return (datetime.fromtimestamp(rec.time, timezone.utc), *_rest(rec))
 
 
 class PostgresLedger(Ledger):

@@ -9,8 +9,9 @@ across a process crash (a power loss may take the last transactions back).
 
 from __future__ import annotations
 
+import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,7 @@ _INSERT = f"INSERT INTO usage ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM usage"
 
 
-def row_of(rec: UsageRecord) -> tuple[Any, ...]:
-    return tuple(getattr(rec, c) for c in COLUMNS)
+row_of: Callable[[UsageRecord], tuple[Any, ...]] = operator.attrgetter(*COLUMNS)
 
 
 def record_of(row: Sequence[Any]) -> UsageRecord:
