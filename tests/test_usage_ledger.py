@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,58 @@ def test_a_failing_write_is_retried(tmp_path: Path) -> None:
         ledger.record(rec)
     ledger.close()
     assert ledger.write_errors == 2 and ledger.written == 12 and ledger.dropped == 0
+
+
+class _Failing(SqliteLedger):
+    """A SQLite ledger whose writes fail as told (the database away, or a refused row)."""
+
+    outage = 0  # the next writes that fail as if the file were locked past the timeout
+    refused: frozenset[str] = frozenset()  # request ids whose rows the database refuses
+
+    def _write(self, batch: Sequence[UsageRecord]) -> None:
+        if self.outage:
+            self.outage -= 1
+            raise sqlite3.OperationalError("database is locked")
+        if any(r.request_id in self.refused for r in batch):
+            raise sqlite3.IntegrityError("CHECK constraint failed")
+        super()._write(batch)
+
+
+def test_an_outage_keeps_the_records(tmp_path: Path) -> None:
+    ledger = _Failing(tmp_path / "u.sqlite3", batch_size=5, flush_interval=0.01)
+    ledger.outage = 5  # longer than one round of retries: the batch goes back to the queue
+    ledger.start()
+    records = make_records(12, 6)
+    for rec in records:
+        ledger.record(rec)
+    ledger.flush()
+    assert ledger.written == 12 and ledger.dropped == 0 and ledger.write_errors == 5
+    ledger.close()
+    assert len(ledger.query()) == 12
+
+
+def test_a_refused_row_is_dropped_alone(tmp_path: Path) -> None:
+    records = make_records(20, 7)
+    ledger = _Failing(tmp_path / "u.sqlite3", batch_size=8)
+    ledger.refused = frozenset({records[3].request_id})
+    ledger.start()
+    for rec in records:
+        ledger.record(rec)
+    ledger.close()
+    assert ledger.dropped == 1 and ledger.written == 19
+    assert {r.request_id for r in ledger.query()} == {
+        r.request_id for r in records
+    } - ledger.refused
+
+
+def test_close_during_an_outage_counts_the_loss(tmp_path: Path) -> None:
+    drops: list[int] = []
+    ledger = _Failing(
+        tmp_path / "u.sqlite3", batch_size=10, flush_interval=3600, on_drop=drops.append
+    )
+    ledger.start()
+    ledger.outage = 10**6
+    for rec in make_records(30, 8):
+        ledger.record(rec)
+    ledger.close()  # returns: shutdown is not held up by a database that is away
+    assert ledger.dropped == 30 and sum(drops) == 30 and ledger.written == 0

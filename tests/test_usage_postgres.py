@@ -99,3 +99,14 @@ def test_a_reader_creates_nothing(url: str) -> None:
     assert reader.query() == []
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT to_regclass('hydra_usage')").fetchone() == (None,)
+
+
+def test_nul_in_a_client_model_name_is_kept_readable(url: str) -> None:
+    from dataclasses import replace
+
+    rec = replace(make_records(1, 15)[0], requested_model="gpt\x00-4o")
+    ledger = open_ledger(url)
+    ledger.record(rec)
+    ledger.close()
+    assert ledger.dropped == 0
+    assert [r.requested_model for r in ledger.query()] == ["gpt\ufffd-4o"]

@@ -10,6 +10,13 @@ What a crash (SIGKILL, power loss) can lose: the records still queued, which is 
 ``max_queue`` records and, while the database keeps up, about the last ``flush_interval``
 seconds of requests (plus the batch being written, if its transaction had not committed).
 
+A write that fails because the database is unavailable (locked past the busy timeout, a
+PostgreSQL restart, a full disk) is retried a few times, then its records go back to the
+front of the queue and the writer backs off (up to 30 s between tries): an outage loses
+nothing until the queue fills. A row the database refuses outright is dropped alone (the
+batch is then written row by row) and counted. At close, a database still unavailable after
+the retries makes the remaining records count as lost (shutdown is not held up forever).
+
 When the queue is full (the database stalled for long), the OLDEST queued record is dropped
 to make room: the ledger then favours recent traffic, the count of dropped records is kept
 (:attr:`Ledger.dropped`), each drop is passed to ``on_drop`` (the metrics count them) and a
@@ -63,6 +70,7 @@ COLUMNS = (
 )
 
 _DROP_WARNING_INTERVAL = 60.0
+_MAX_BACKOFF = 30.0  # seconds between tries while the database is unavailable
 
 
 class LedgerError(RuntimeError):
@@ -91,6 +99,7 @@ class Ledger(ABC):
         self.write_errors = 0
         self._queue: deque[UsageRecord] = deque()
         self._wake = threading.Event()
+        self._stop = threading.Event()
         self._closing = False
         self._last_drop_warning = 0.0
         self._writer: threading.Thread | None = None
@@ -113,13 +122,13 @@ class Ledger(ABC):
         if len(queue) == self.batch_size:
             self._wake.set()
 
-    def _count_drop(self, count: int = 1) -> None:
+    def _count_drop(self, count: int = 1, warn: bool = True) -> None:
         with self._stats_lock:
             self.dropped += count
         if self.on_drop is not None:
             self.on_drop(count)
         now = time.monotonic()
-        if count == 1 and now - self._last_drop_warning >= _DROP_WARNING_INTERVAL:
+        if warn and now - self._last_drop_warning >= _DROP_WARNING_INTERVAL:
             self._last_drop_warning = now
             log.warning(
                 "usage ledger queue full (%d records): dropped the oldest, %d dropped so far",
@@ -138,40 +147,84 @@ class Ledger(ABC):
         self._writer.start()
 
     def _run(self) -> None:
+        backoff = 0.0
         while True:
-            self._wake.wait(self.flush_interval)
+            if backoff:
+                self._stop.wait(backoff)  # the database is away: do not hammer it
+            else:
+                self._wake.wait(self.flush_interval)
             self._wake.clear()
-            closing = self._closing
-            self._drain()
-            if closing:
-                return
+            if self._closing:
+                return  # close() writes the rest itself
+            backoff = 0.0 if self._drain() else min(max(2 * backoff, 0.5), _MAX_BACKOFF)
 
-    def _drain(self) -> None:
+    def _drain(self, final: bool = False) -> bool:
+        """Write the queue out; False when the database is unavailable (records kept)."""
         queue = self._queue
         with self._write_lock:
             while queue:
                 batch: list[UsageRecord] = []
                 while queue and len(batch) < self.batch_size:
                     batch.append(queue.popleft())
-                self._write_with_retry(batch)
+                if not self._write_batch(batch, final):
+                    return False
+        return True
 
-    def _write_with_retry(self, batch: Sequence[UsageRecord]) -> None:
+    def _transient(self, exc: Exception) -> bool:
+        """Whether a failed write may succeed later (database away, locked, disk full)."""
+        return isinstance(exc, LedgerError | OSError)
+
+    def _write_batch(self, batch: list[UsageRecord], final: bool) -> bool:
         delay = 0.05
-        for attempt in range(6):
+        attempts = 3
+        for attempt in range(attempts):
             try:
                 self._write(batch)
-            except Exception as exc:  # a backend error must not kill the writer
+            except Exception as exc:  # a backend error must never kill the writer
                 self.write_errors += 1
-                if attempt == 5:
-                    log.error("usage ledger: %d records lost, write failed: %s", len(batch), exc)
-                    self._count_drop(len(batch))
-                    return
-                log.warning("usage ledger write failed (retrying): %s", exc)
-                time.sleep(delay)
-                delay *= 2
+                if not self._transient(exc):
+                    log.warning(
+                        "usage ledger: a batch was refused (%s), writing it row by row", exc
+                    )
+                    return self._write_rows(batch, final)
+                log.warning("usage ledger write failed (attempt %d): %s", attempt + 1, exc)
+                if attempt + 1 < attempts:
+                    time.sleep(delay)
+                    delay *= 4
             else:
                 self.written += len(batch)
-                return
+                return True
+        return self._give_back(batch, final)
+
+    def _write_rows(self, batch: list[UsageRecord], final: bool) -> bool:
+        """One row per transaction: only the rows the database refuses are dropped."""
+        for i, rec in enumerate(batch):
+            try:
+                self._write([rec])
+            except Exception as exc:
+                self.write_errors += 1
+                if self._transient(exc):
+                    return self._give_back(batch[i:], final)
+                log.error("usage ledger: record %s refused, dropped: %s", rec.request_id, exc)
+                self._count_drop(1, warn=False)
+            else:
+                self.written += 1
+        return True
+
+    def _give_back(self, batch: list[UsageRecord], final: bool) -> bool:
+        """The database is unavailable: keep the records for later, or, closing, count them lost."""
+        if final:
+            lost = len(batch) + len(self._queue)
+            self._queue.clear()
+            log.error("usage ledger unavailable at shutdown: %d records lost", lost)
+            self._count_drop(lost, warn=False)
+            return False
+        queue = self._queue
+        queue.extendleft(reversed(batch))
+        while len(queue) > self.max_queue:  # still bounded: the oldest go first
+            queue.popleft()
+            self._count_drop()
+        return False
 
     def flush(self) -> None:
         """Write what is queued now, from the calling thread (tests, the CLI)."""
@@ -180,10 +233,12 @@ class Ledger(ABC):
             return
         self._wake.set()
         deadline = time.monotonic() + 30
-        while self._queue and time.monotonic() < deadline:
-            time.sleep(0.005)
-        with self._write_lock:  # the batch the writer popped last is written
-            pass
+        while time.monotonic() < deadline:
+            while self._queue and time.monotonic() < deadline:
+                time.sleep(0.005)
+            with self._write_lock:  # the batch the writer popped last is written...
+                if not self._queue:  # ...and was not given back (database away)
+                    return
 
     def close(self) -> None:
         """Write every queued record, stop the writer, close the backend. Idempotent."""
@@ -191,9 +246,10 @@ class Ledger(ABC):
             return
         self._closing = True
         if self._writer is not None:
+            self._stop.set()
             self._wake.set()
             self._writer.join()
-        self._drain()  # anything recorded after the writer's last look
+        self._drain(final=True)
         self._close()
 
     # --- a backend ----------------------------------------------------------------------

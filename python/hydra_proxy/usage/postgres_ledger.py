@@ -60,8 +60,13 @@ _SELECT = (
 _rest = operator.attrgetter(*COLUMNS[1:])
 
 
+def _text(value: Any) -> Any:
+    # PostgreSQL text cannot hold NUL, and model names come from clients.
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
 def _row(rec: UsageRecord) -> tuple[Any, ...]:
-    return (datetime.fromtimestamp(rec.time, timezone.utc), *_rest(rec))
+    return (datetime.fromtimestamp(rec.time, timezone.utc), *map(_text, _rest(rec)))
 
 
 class PostgresLedger(Ledger):
@@ -112,6 +117,13 @@ class PostgresLedger(Ledger):
             conn.close()
             self._conn = None
             raise
+
+    def _transient(self, exc: Exception) -> bool:
+        import psycopg
+
+        # OperationalError: connection lost or refused, server shutting down, too many
+        # clients; the rest (DataError, IntegrityError...) is about the rows.
+        return isinstance(exc, psycopg.OperationalError) or super()._transient(exc)
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -109,6 +109,10 @@ class SqliteLedger(Ledger):
             raise
         conn.execute("COMMIT")
 
+    def _transient(self, exc: Exception) -> bool:
+        # OperationalError: locked or busy past the timeout, disk full, I/O error.
+        return isinstance(exc, sqlite3.OperationalError) or super()._transient(exc)
+
     def _close(self) -> None:
         if self._conn is not None:
             self._conn.close()
