@@ -155,3 +155,22 @@ def test_observe_with_overflowing_models(monkeypatch: pytest.MonkeyPatch) -> Non
     models = {dict(ls)["model"] for (n, ls) in found if n == "hydra_requests_total"}
     assert models == {"unpriced-0", "unpriced-1", OTHER}
     assert total(found, "hydra_requests_total", model=OTHER) == 18
+
+
+def test_setup_empties_only_old_metric_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    directory = tmp_path / "prom"
+    directory.mkdir()
+    (directory / "counter_4242.db").write_bytes(b"old")
+    (directory / "keep.txt").write_text("not ours")
+    try:
+        assert setup_multiprocess_dir(directory) == directory
+        assert sorted(p.name for p in directory.iterdir()) == ["keep.txt"]
+        assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(directory)
+    finally:
+        os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        from prometheus_client import values
+
+        values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]

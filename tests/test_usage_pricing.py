@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from hydra_proxy.usage.pricing import PriceTable, PricingError, default_table
 from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
-from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
+from hydra_proxy.usage.upstream_usage import (
+    tokens_from_anthropic,
+    tokens_from_chat,
+    tokens_from_gemini,
+    tokens_from_responses,
+)
 from usage_data import FIXTURES, fixture_usages, read_fixture
 
 
@@ -21,6 +27,37 @@ def test_fixture_usage_is_read_in_canonical_conventions() -> None:
     assert basic is not None
     assert basic.tokens == Tokens(input=11, output=6)
     assert len(fixture_usages()) >= 10
+
+
+def _last_usage(name: str, key: str) -> dict[str, object]:
+    found = None
+    for line in (FIXTURES / "usage" / name).read_bytes().splitlines():
+        line = line.removeprefix(b"data:").strip()
+        if line.startswith(b"{"):
+            event = orjson.loads(line)
+            event = event.get("response", event)  # Responses: response.completed
+            if isinstance(event, dict) and event.get(key):
+                found = event[key]
+    assert isinstance(found, dict), name
+    return found
+
+
+def test_responses_and_gemini_usage_from_recorded_streams() -> None:
+    # gpt-4o over the Responses API, a prompt-cache hit: 1390 of 1515 input tokens cached.
+    cached = tokens_from_responses(_last_usage("dd-gpt4o-stream-cached-tokens.sse", "usage"))
+    assert cached == Tokens(input=125, output=8, cache_read=1390)
+    # gpt-5 reasoning: 448 of the 469 output tokens spent thinking.
+    gpt5 = _last_usage("pydantic-gpt5-stream-reasoning-function-call.sse", "usage")
+    assert tokens_from_responses(gpt5) == Tokens(input=53, output=469, reasoning=448)
+    # Gemini 3: 23 candidate tokens plus 302 thought tokens (total 334 = 9 + 23 + 302).
+    gemini = _last_usage("vercel-google-reasoning-gemini3.jsonl", "usageMetadata")
+    assert gemini["totalTokenCount"] == 334
+    assert tokens_from_gemini(gemini) == Tokens(input=9, output=325, reasoning=302)
+    price = default_table().cost("gemini-3-pro-preview", tokens_from_gemini(gemini))
+    assert price == pytest.approx((9 * 2.0 + 325 * 12.0) / 1e6)
+    assert tokens_from_gemini({"promptTokenCount": 100, "cachedContentTokenCount": 60}) == Tokens(
+        input=40, cache_read=60
+    )
 
 
 def test_chat_cached_tokens_leave_the_input() -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -56,9 +55,11 @@ def setup_multiprocess_dir(path: str | os.PathLike[str] | None = None) -> Path:
         directory = Path(tempfile.mkdtemp(prefix="hydra-prometheus-"))
     else:
         directory = Path(path)
-        if directory.exists():
-            shutil.rmtree(directory)
-        directory.mkdir(parents=True)
+        directory.mkdir(parents=True, exist_ok=True)
+        # Only prometheus-client's own files (counter_<pid>.db, gauge_livesum_<pid>.db...):
+        # a mistyped path never loses anything else.
+        for stale in directory.glob("*_*.db"):
+            stale.unlink()
     os.environ[MULTIPROC_ENV] = str(directory)
     _use_multiprocess_values()
     return directory
