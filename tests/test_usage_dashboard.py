@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -113,9 +114,9 @@ class _Page(html.parser.HTMLParser):
             self._cell.append(data)
 
 
-@pytest.fixture
-def served(ledger: tuple[Ledger, list[UsageRecord]]) -> Iterator[tuple[str, list[UsageRecord]]]:
-    led, records = ledger
+@contextmanager
+def serve(led: Ledger) -> Iterator[str]:
+    """The page over ``led`` from a small threaded HTTP server on loopback."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -133,9 +134,18 @@ def served(ledger: tuple[Ledger, list[UsageRecord]]) -> Iterator[tuple[str, list
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", records
-    server.shutdown()
-    server.server_close()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def served(ledger: tuple[Ledger, list[UsageRecord]]) -> Iterator[tuple[str, list[UsageRecord]]]:
+    led, records = ledger
+    with serve(led) as base:
+        yield base, records
 
 
 def _chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -191,3 +201,19 @@ def test_page_in_headless_chromium(served: tuple[str, list[UsageRecord]], tmp_pa
     assert done.returncode == 0, done.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"dashboard screenshot: {shot}")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
+def test_empty_ledger_page_in_headless_chromium(tmp_path: Path) -> None:
+    led = open_ledger(f"sqlite:{tmp_path / 'empty.sqlite3'}")
+    try:
+        with serve(led) as base:
+            done = _chromium(f"{base}/dashboard", tmp_path / "profile", "--dump-dom")
+    finally:
+        led.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = _Page()
+    page.feed(done.stdout)
+    assert page.loaded and not page.rows and not page.bars
+    assert done.stdout.count(">no data</text>") == 4  # each chart says so
+    assert "0 requests" in done.stdout
