@@ -110,3 +110,20 @@ def test_nul_in_a_client_model_name_is_kept_readable(url: str) -> None:
     ledger.close()
     assert ledger.dropped == 0
     assert [r.requested_model for r in ledger.query()] == ["gpt\ufffd-4o"]
+
+
+def test_usage_report_over_postgres(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from hydra_proxy.usage.cli import main
+
+    records = make_records(40, 16)
+    ledger = open_ledger(url)
+    for rec in records:
+        ledger.record(rec)
+    ledger.close()
+    assert main(["--ledger", url, "--by", "route", "--json"]) == 0
+    import orjson
+
+    doc = orjson.loads(capsys.readouterr().out)
+    assert doc["total"]["requests"] == 40
+    assert {r["key"] for r in doc["rows"]} == {r.route for r in records}
+    assert sum(r["output_tokens"] for r in doc["rows"]) == sum(r.output_tokens for r in records)
