@@ -174,3 +174,13 @@ def test_setup_empties_only_old_metric_files(
         from prometheus_client import values
 
         values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
+def test_a_label_never_changes_once_given() -> None:
+    cap = LabelCap(2, known=("late-known",), is_known=lambda m: m.startswith("priced-"))
+    cap("a"), cap("b")  # the two extras
+    for i in range(100):  # the memo fills up with values that became "other"
+        assert cap(f"x{i}") == OTHER
+    assert [cap("priced-1") for _ in range(5)] == ["priced-1"] * 5
+    assert [cap("late-known") for _ in range(5)] == ["late-known"] * 5
+    assert cap("a") == "a" and cap("b") == "b"

@@ -114,7 +114,9 @@ class LabelCap:
             label = self.seen.get(value)
             if label is None:
                 label = self._admit(value)
-                if len(self.seen) < 4 * self.cap + len(self.known):  # bounds this memo too
+                # Admitted values are few (at most len(known) + 2 * cap): always kept, so a
+                # value keeps its label. Values that became "other" are kept while room lasts.
+                if label != OTHER or len(self.seen) < 4 * self.cap + len(self.known):
                     self.seen[value] = label
         return label
 
