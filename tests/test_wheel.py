@@ -119,3 +119,17 @@ def _post_when_up(port: int, payload: dict[str, object]) -> bytes:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+def test_wheel_ships_usage_data(wheel: Path) -> None:
+    """The price table and the usage page's assets are package data, inside the wheel."""
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in (
+        "hydra_proxy/data/pricing.toml",
+        "hydra_proxy/usage/dashboard/static/index.html",
+        "hydra_proxy/usage/dashboard/static/dashboard.js",
+        "hydra_proxy/usage/dashboard/static/dashboard.css",
+    ):
+        assert name in names, name

@@ -1,0 +1,69 @@
+"""``hydra-proxy usage``: the usage report from the ledger, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+import orjson
+
+from .ledger import DEFAULT_SQLITE_PATH, LedgerError, open_ledger
+from .report import GROUPINGS, aggregate, parse_since, render_table, total
+
+__all__ = ["LEDGER_ENV", "main", "parser"]
+
+LEDGER_ENV = "HYDRA_USAGE_LEDGER"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hydra-proxy usage", description="What the proxy's requests used and cost."
+    )
+    p.add_argument(
+        "--ledger",
+        default=None,
+        help=f"sqlite:PATH or postgresql://... (default: ${LEDGER_ENV} or sqlite:{DEFAULT_SQLITE_PATH})",
+    )
+    p.add_argument("--since", help="30m, 24h, 7d, 2w or a date (UTC) like 2026-11-01")
+    p.add_argument("--by", choices=GROUPINGS, default="model", help="group rows by (default model)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        since = parse_since(args.since, time.time()) if args.since else None
+    except ValueError as exc:
+        print(f"hydra-proxy usage: {exc}", file=sys.stderr)
+        return 2
+    # Resolved here, not as the argparse default: --help must not print a database password.
+    url = args.ledger or os.environ.get(LEDGER_ENV) or f"sqlite:{DEFAULT_SQLITE_PATH}"
+    try:
+        ledger = open_ledger(url, start=False)  # a reader: creates nothing
+    except LedgerError as exc:
+        print(f"hydra-proxy usage: {exc}", file=sys.stderr)
+        return 1
+    try:
+        records = ledger.query(since=since)
+    except LedgerError as exc:
+        print(f"hydra-proxy usage: {exc}", file=sys.stderr)
+        return 1
+    rows = aggregate(records, args.by)
+    totals = total(records)
+    if args.json:
+        doc = {
+            "by": args.by,
+            "since": since,
+            "rows": [r.as_json() for r in rows],
+            "total": totals.as_json(),
+        }
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif not records:
+        print("no usage recorded" + (" in that period" if since is not None else ""))
+    else:
+        sys.stdout.write(render_table(rows, args.by, totals))
+    return 0

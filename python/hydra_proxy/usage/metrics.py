@@ -1,0 +1,281 @@
+"""Prometheus metrics for ``GET /metrics``, correct across granian worker processes.
+
+With several workers each process counts in its own memory-mapped files under
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode) and :func:`render`
+merges the files of all workers, so any worker can answer a scrape. The server calls
+:func:`setup_multiprocess_dir` in the main process BEFORE the workers start; each worker
+creates its :class:`Metrics` at startup and calls :meth:`Metrics.close` at shutdown (which
+removes its live gauge, open streams, from the sum).
+
+Labels are bounded: a model name becomes its own label if it is listed in ``known_models``
+(the configured routes), or is among the first ``max_models`` names the price table knows,
+or the first ``max_models`` other names one process has seen; the rest are ``other``. Routes, providers
+and error types are capped the same way; status is the HTTP status code.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .record import UsageRecord
+
+__all__ = [
+    "MULTIPROC_ENV",
+    "LabelCap",
+    "Metrics",
+    "mark_process_dead",
+    "multiprocess_dir",
+    "render",
+    "setup_multiprocess_dir",
+]
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+OTHER = "other"
+
+# Seconds. LLM requests run from ~100 ms to minutes; first bytes from ~50 ms to ~30 s.
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 600)
+TTFB_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+
+_LABEL_TEXT = re.compile(r"[^A-Za-z0-9._:/@*+-]")
+
+
+def setup_multiprocess_dir(path: str | os.PathLike[str] | None = None) -> Path:
+    """Create an empty directory for multiprocess metrics and point the env var at it.
+
+    Call in the server's main process before the workers start (they inherit the env). A
+    directory left by an earlier run is emptied: its counters belong to dead processes.
+    """
+    if path is None:
+        directory = Path(tempfile.mkdtemp(prefix="hydra-prometheus-"))
+    else:
+        directory = Path(path)
+        directory.mkdir(parents=True, exist_ok=True)
+        # Only prometheus-client's own files (counter_<pid>.db, gauge_livesum_<pid>.db...):
+        # a mistyped path never loses anything else.
+        for stale in directory.glob("*_*.db"):
+            stale.unlink()
+    os.environ[MULTIPROC_ENV] = str(directory)
+    _use_multiprocess_values()
+    return directory
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+def _use_multiprocess_values() -> None:
+    # prometheus_client picks its value class when first imported; a process that imported
+    # it before the env var was set would otherwise count in plain memory.
+    from prometheus_client import values
+
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
+def mark_process_dead(pid: int) -> None:
+    """Drop a dead worker's live gauges (the main process calls it when a worker exits)."""
+    from prometheus_client import multiprocess
+
+    directory = multiprocess_dir()
+    if directory is not None:
+        multiprocess.mark_process_dead(pid, directory)  # type: ignore[no-untyped-call]
+
+
+class LabelCap:
+    """Maps label values into a bounded set: at most ``len(known) + 2 * cap`` distinct labels.
+
+    ``known`` always pass; then the first ``cap`` values ``is_known`` accepts, and the first
+    ``cap`` others; every later value is ``other``.
+    """
+
+    def __init__(
+        self, cap: int, known: Iterable[str] = (), is_known: Callable[[str], bool] | None = None
+    ) -> None:
+        self.cap = cap
+        self.known = frozenset(known)
+        self.is_known = is_known
+        self.seen: dict[str, str] = {}
+        self.extras = 0  # values admitted beyond the known ones
+        self.recognised = 0  # values admitted by is_known (a glob matches endless names)
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return "none"
+        label = self.seen.get(value)
+        if label is not None:
+            return label
+        with self._lock:
+            label = self.seen.get(value)
+            if label is None:
+                label = self._admit(value)
+                # Admitted values are few (at most len(known) + 2 * cap): always kept, so a
+                # value keeps its label. Values that became "other" are kept while room lasts.
+                if label != OTHER or len(self.seen) < 4 * self.cap + len(self.known):
+                    self.seen[value] = label
+        return label
+
+    def _admit(self, value: str) -> str:
+        clean = _LABEL_TEXT.sub("_", value)[:80]
+        if value in self.known:
+            return clean
+        if self.is_known is not None and self.recognised < self.cap and self.is_known(value):
+            self.recognised += 1
+            return clean
+        if self.extras < self.cap:
+            self.extras += 1
+            return clean
+        return OTHER
+
+
+class Metrics:
+    """The proxy's Prometheus metrics; :meth:`observe` once per finished request."""
+
+    def __init__(
+        self,
+        *,
+        known_models: Iterable[str] = (),
+        known_routes: Iterable[str] = (),
+        known_providers: Iterable[str] = (),
+        max_models: int = 32,
+        max_routes: int = 32,
+        max_providers: int = 16,
+        max_error_types: int = 24,
+        is_priced: Callable[[str], bool] | None = None,
+    ) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        if multiprocess_dir() is not None:
+            _use_multiprocess_values()
+        # A private registry: several Metrics (tests) never collide; in multiprocess mode
+        # render() reads the files, not this registry.
+        self.registry = CollectorRegistry()
+        self.model = LabelCap(max_models, known_models, is_priced)
+        self.route = LabelCap(max_routes, known_routes)
+        self.provider = LabelCap(max_providers, known_providers)
+        self.error_type = LabelCap(max_error_types)
+        r = self.registry
+        base = ("route", "provider", "model")
+        self.requests = Counter(
+            "hydra_requests", "Finished requests.", (*base, "protocol", "status"), registry=r
+        )
+        self.tokens = Counter(
+            "hydra_tokens", "Tokens as the upstream reported them (or estimated).",
+            (*base, "kind"), registry=r,
+        )  # fmt: skip
+        self.estimated = Counter(
+            "hydra_requests_estimated_usage",
+            "Requests whose usage the upstream did not report (the tokens are estimates).",
+            base, registry=r,
+        )  # fmt: skip
+        self.cost = Counter(
+            "hydra_cost_usd", "Cost in USD, from the price table.", base, registry=r
+        )
+        self.unpriced = Counter(
+            "hydra_requests_unpriced", "Requests to a model without a price.", base, registry=r
+        )
+        self.latency = Histogram(
+            "hydra_request_duration_seconds", "Time from request to the last byte.",
+            base, buckets=LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.ttfb = Histogram(
+            "hydra_time_to_first_byte_seconds", "Time from request to the first byte sent.",
+            base, buckets=TTFB_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.errors = Counter(
+            "hydra_upstream_errors", "Requests that ended in an error, by error type.",
+            ("route", "provider", "error_type"), registry=r,
+        )  # fmt: skip
+        self.open_streams = Gauge(
+            "hydra_open_streams", "Streams being relayed now.", ("route", "provider"),
+            multiprocess_mode="livesum", registry=r,
+        )  # fmt: skip
+        self.ledger_dropped = Counter(
+            "hydra_ledger_dropped_records", "Usage records the ledger could not keep.", registry=r
+        )
+        # Children per label tuple: labels() is the costly part of an increment.
+        self._children: dict[tuple[str, ...], tuple[object, ...]] = {}
+
+    def _series(
+        self, route: str, provider: str, model: str, protocol: str, status: int
+    ) -> tuple[object, ...]:
+        key = (route, provider, model, protocol, str(status))
+        children = self._children.get(key)
+        if children is None:
+            base = (route, provider, model)
+            children = (
+                self.requests.labels(*base, protocol, str(status)),
+                *(self.tokens.labels(*base, kind) for kind in TOKEN_KINDS),
+                self.cost.labels(*base),
+                self.unpriced.labels(*base),
+                self.latency.labels(*base),
+                self.ttfb.labels(*base),
+                self.estimated.labels(*base),
+            )
+            self._children[key] = children
+        return children
+
+    def observe(self, rec: UsageRecord) -> None:
+        """Count one finished request (cheap: cached children, a few increments)."""
+        route, provider = self.route(rec.route), self.provider(rec.provider)
+        model = self.model(rec.target_model)
+        (requests, t_in, t_out, t_cr, t_cw, t_re, cost, unpriced, latency, ttfb, estimated) = (
+            self._series(route, provider, model, rec.protocol, rec.status)
+        )
+        requests.inc()  # type: ignore[attr-defined]
+        if rec.input_tokens:
+            t_in.inc(rec.input_tokens)  # type: ignore[attr-defined]
+        if rec.output_tokens:
+            t_out.inc(rec.output_tokens)  # type: ignore[attr-defined]
+        if rec.cache_read_tokens:
+            t_cr.inc(rec.cache_read_tokens)  # type: ignore[attr-defined]
+        if rec.cache_write_tokens:
+            t_cw.inc(rec.cache_write_tokens)  # type: ignore[attr-defined]
+        if rec.reasoning_tokens:
+            t_re.inc(rec.reasoning_tokens)  # type: ignore[attr-defined]
+        if rec.cost_usd is None:
+            unpriced.inc()  # type: ignore[attr-defined]
+        elif rec.cost_usd:
+            cost.inc(rec.cost_usd)  # type: ignore[attr-defined]
+        if rec.estimated:
+            estimated.inc()  # type: ignore[attr-defined]
+        latency.observe(rec.latency_ms / 1000)  # type: ignore[attr-defined]
+        if rec.ttfb_ms is not None:
+            ttfb.observe(rec.ttfb_ms / 1000)  # type: ignore[attr-defined]
+        if rec.error_type is not None:
+            self.errors.labels(route, provider, self.error_type(rec.error_type)).inc()
+
+    def stream_opened(self, route: str, provider: str) -> None:
+        self.open_streams.labels(self.route(route), self.provider(provider)).inc()
+
+    def stream_closed(self, route: str, provider: str) -> None:
+        self.open_streams.labels(self.route(route), self.provider(provider)).dec()
+
+    def count_dropped(self, count: int) -> None:
+        """The ledger's ``on_drop``."""
+        self.ledger_dropped.inc(count)
+
+    def close(self) -> None:
+        """At worker shutdown: this process's open-streams gauge leaves the sum."""
+        if multiprocess_dir() is not None:
+            mark_process_dead(os.getpid())
+
+
+def render(metrics: Metrics | None = None) -> tuple[str, bytes]:
+    """``(content_type, body)`` for ``GET /metrics``: every worker's series merged."""
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    directory = multiprocess_dir()
+    if directory is not None:
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+        return CONTENT_TYPE_LATEST, generate_latest(registry)
+    if metrics is None:
+        return CONTENT_TYPE_LATEST, b""
+    return CONTENT_TYPE_LATEST, generate_latest(metrics.registry)

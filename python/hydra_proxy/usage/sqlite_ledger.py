@@ -1,0 +1,141 @@
+"""The embedded ledger: one SQLite file in WAL mode, shared by the workers of one host.
+
+WAL lets readers (``hydra-proxy usage``, the dashboard) run while a worker writes; writers
+from several granian worker processes take turns on the file's write lock, each waiting up
+to ``busy_timeout`` (SQLite's own busy handler) and the batch being retried on top of that
+(:class:`~.ledger.Ledger`). ``synchronous=NORMAL`` in WAL mode keeps every committed batch
+across a process crash (a power loss may take the last transactions back).
+"""
+
+from __future__ import annotations
+
+import operator
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .ledger import COLUMNS, Ledger, LedgerError
+from .record import UsageRecord
+
+__all__ = ["SqliteLedger"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    id INTEGER PRIMARY KEY,
+    time REAL NOT NULL,
+    request_id TEXT NOT NULL,
+    protocol TEXT NOT NULL,
+    route TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    requested_model TEXT NOT NULL,
+    target_model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    estimated INTEGER NOT NULL,
+    cost_usd REAL,
+    latency_ms REAL NOT NULL,
+    ttfb_ms REAL,
+    status INTEGER NOT NULL,
+    error_type TEXT,
+    key_id TEXT,
+    stream INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
+CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
+"""
+_INSERT = f"INSERT INTO usage ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM usage"
+
+
+row_of: Callable[[UsageRecord], tuple[Any, ...]] = operator.attrgetter(*COLUMNS)
+
+
+def record_of(row: Sequence[Any]) -> UsageRecord:
+    values = dict(zip(COLUMNS, row, strict=True))
+    values["estimated"] = bool(values["estimated"])
+    values["stream"] = bool(values["stream"])
+    return UsageRecord(**values)
+
+
+class SqliteLedger(Ledger):
+    def __init__(self, path: Path, *, busy_timeout: float = 10.0, **options: Any) -> None:
+        super().__init__(**options)
+        self.path = path
+        self.busy_timeout = busy_timeout
+        self._conn: sqlite3.Connection | None = None
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit mode; batches open their own transactions (BEGIN IMMEDIATE).
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(f"cannot open the SQLite ledger {self.path}: {exc}") from exc
+        return conn
+
+    def _open(self) -> None:
+        conn = self._connect()
+        try:
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise LedgerError(f"cannot create the usage table in {self.path}: {exc}") from exc
+        self._conn = conn
+
+    def _write(self, batch: Sequence[UsageRecord]) -> None:
+        conn = self._conn
+        if conn is None:
+            self._open()
+            conn = self._conn
+            assert conn is not None
+        # IMMEDIATE takes the write lock up front, so a busy file is waited on (busy
+        # timeout) before any row is inserted, never half-way.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(_INSERT, [row_of(r) for r in batch])
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def _transient(self, exc: Exception) -> bool:
+        # OperationalError: locked or busy past the timeout, disk full, I/O error.
+        return isinstance(exc, sqlite3.OperationalError) or super()._transient(exc)
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
+        if not self.path.exists():
+            return []
+        conn = self._connect()
+        try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'usage'").fetchone():
+                return []
+            sql = _SELECT
+            params: list[Any] = []
+            if since is not None:
+                sql += " WHERE time >= ?"
+                params.append(since)
+            sql += " ORDER BY time DESC, id DESC"
+            if limit is not None:
+                sql += " LIMIT ?"
+                params.append(limit)
+            return [record_of(row) for row in conn.execute(sql, params)]
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot read the SQLite ledger {self.path}: {exc}") from exc
+        finally:
+            conn.close()
