@@ -221,8 +221,6 @@ class Validator:
                 continue
             before = len(self.problems)
             self.check_table(path, raw, ROUTE, where)
-            if len(self.problems) > before:
-                continue
             route = self._route(path, where, raw, providers)
             if route is not None and len(self.problems) == before:
                 routes.append(route)
@@ -232,6 +230,7 @@ class Validator:
         self, path: Path, where: str, raw: Mapping[str, Any], providers: Mapping[str, Provider]
     ) -> Route | None:
         match = raw.get("match", "*")
+        match = match if isinstance(match, str) else "*"  # a wrong type is reported already
         problem = glob_problem(match)
         if problem:
             self.add((*path, "match"), f"{where} match = {match!r} is not a valid glob: {problem}")
@@ -280,7 +279,7 @@ class Validator:
         effort_map: tuple[tuple[str, str], ...] = ()
         fixed: str | None = None
         if isinstance(effort, dict):
-            for key, value in effort.items():
+            for key, value in effort.items():  # (a str effort is checked against EFFORTS)
                 if key not in EFFORTS or value not in EFFORTS:
                     self.add((*path, "effort", key),
                              f"{where} effort map {key!r} -> {value!r}: both must be one of {', '.join(EFFORTS)}")  # fmt: skip
