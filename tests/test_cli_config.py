@@ -94,6 +94,24 @@ def test_config_check_prints_routes_and_masked_keys(tmp_path: Path) -> None:
     assert SECRET not in out + result.stderr and SECRET_2 not in out + result.stderr
 
 
+def test_the_default_provider_without_a_key_is_a_warning_a_chosen_one_an_error(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "hydra.toml"
+    config.write_text(TEAM, encoding="utf-8")
+    env = {"DEEPSEEK_KEY_2": SECRET_2, "ANTHROPIC_API_KEY": "sk-ant-test-0000000000001"}
+    result = hydra("config", "check", "--config", str(config), home=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "key: DEEPSEEK_KEY_2 set (sk-…0002)" in result.stdout
+    assert (
+        "warning: requests no route claims go to the default provider 'openai', but "
+        "OPENAI_API_KEY is not set" in result.stdout
+    )
+    args = ("config", "check", "--config", str(config), "--provider", "groq")
+    stderr = refused(hydra(*args, home=tmp_path, env=env))
+    assert "provider 'groq' (used by requests no route claims) has no key: GROQ_API_KEY" in stderr
+
+
 def test_config_check_fails_with_file_and_line(tmp_path: Path) -> None:
     config = tmp_path / "hydra.toml"
     config.write_text(TEAM.replace('[[routes]]\nmatch = "claude', '[[route]]\nmatch = "claude'))

@@ -180,7 +180,8 @@ def _serve(args: argparse.Namespace) -> int:
     )
     with _mock_if_needed(settings, explicit, not args.no_mock) as effective:
         try:
-            require_keys(effective)
+            for warning in require_keys(effective):
+                log.warning("%s", warning)
         except ConfigError as exc:
             return _config_error(exc)
         log.info("listening on http://%s:%d", effective.host, effective.port)
@@ -219,10 +220,12 @@ def _config(args: argparse.Namespace) -> int:
     flags = {"config": args.config, "provider": args.provider}
     try:
         settings = load(flags, environment())
-        require_keys(settings)
+        warnings = require_keys(settings)
     except ConfigError as exc:
         return _config_error(exc)
     print(describe(settings))
+    for warning in warnings:
+        print(f"warning: {warning}")
     print("config OK")
     return 0
 

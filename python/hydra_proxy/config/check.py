@@ -29,14 +29,29 @@ def needed_providers(settings: Settings) -> dict[str, tuple[str, tuple[str | int
     return needed
 
 
-def require_keys(settings: Settings) -> None:
+def require_keys(settings: Settings) -> list[str]:
     """ConfigError for each provider a request can reach that has no key, unless it needs
-    none (a keyless preset such as ollama or vllm, or ``api_key_optional = true``)."""
+    none (a keyless preset such as ollama or vllm, or ``api_key_optional = true``).
+
+    The target provider by default (openai, not chosen) is only warned about: a config
+    whose routes name every provider it uses should not need an OpenAI key. Returns those
+    warnings for the caller to log.
+    """
     problems: list[Problem] = []
+    warnings: list[str] = []
     lines = dict(settings.lines)
     for name, (user, path) in needed_providers(settings).items():
         provider = settings.providers[name]
         if not provider.needs_key or provider.api_keys():
+            continue
+        implicit = name == settings.target_provider and not settings.target_chosen
+        if implicit and not any(name in (t.provider for t in r.chain) for r in settings.routes):
+            names = " or ".join(provider.api_key_envs) or "its key"
+            warnings.append(
+                f"requests no route claims go to the default provider {name!r}, but {names} "
+                "is not set: they will fail upstream. Set it, or choose the provider for "
+                "them with --provider or [server] provider"
+            )
             continue
         line = lines.get(("providers", name)) or lines.get(path) or lines.get(path[:-1])
         file = settings.config_file if line is not None else None
@@ -65,6 +80,7 @@ def require_keys(settings: Settings) -> None:
         )
     if problems:
         raise ConfigError(problems)
+    return warnings
 
 
 def check_port_free(host: str, port: int) -> str | None:

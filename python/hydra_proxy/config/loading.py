@@ -194,6 +194,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         port=int(values.get("port", DEFAULT_PORT)),
         workers=int(values.get("workers", 1)),
         target_provider=target_provider,
+        target_chosen="provider" in values,
         target_model=values.get("model"),
         spoof_model=values.get("spoof_model"),
         providers=providers,
@@ -259,7 +260,8 @@ def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = 
     elif current.config_file is not None:
         flags["config"] = current.config_file
     new = load(flags, env)
-    require_keys(new)
+    for warning in require_keys(new):
+        log.warning("config reload: %s", warning)
     kept = {k: getattr(current, k) for k in RESTART_ONLY if getattr(new, k) != getattr(current, k)}
     if kept:
         log.warning(

@@ -24,6 +24,9 @@ class Settings:
     port: int = DEFAULT_PORT
     workers: int = 1
     target_provider: str = "openai"
+    # Whether the target provider was chosen (flag, variable or [server] provider) rather
+    # than the default: only a chosen one without its key stops the server.
+    target_chosen: bool = False
     target_model: str | None = None
     spoof_model: str | None = None
     providers: dict[str, Provider] = field(default_factory=dict)

@@ -95,7 +95,8 @@ class Validator:
 
     def raise_if_any(self) -> None:
         if self.problems:
-            raise ConfigError(sorted(self.problems, key=lambda p: p.line or 0))
+            # The file's problems in line order, then those of variables and flags.
+            raise ConfigError(sorted(self.problems, key=lambda p: (p.line is None, p.line or 0)))
 
     # --- generic table checks ------------------------------------------------------------
 
