@@ -269,3 +269,26 @@ def test_reload_validates_fully_and_keeps_restart_only_settings(
     assert [r.match for r in new.routes] == ["claude-*"]
     assert new.port == 4100 and new.workers == 2  # the CLI flag and the bound port stay
     assert "port changed, which needs a restart" in caplog.text
+
+
+def test_pricing_overrides_are_validated_and_kept(tmp_path: Path) -> None:
+    settings = load_file(
+        tmp_path,
+        '[pricing."gpt-4o"]\ninput = 2.0\noutput = 8\ncache_read = 0.5\n\n'
+        '[pricing."my-local-*"]\ninput = 0\noutput = 0\n',
+    )
+    assert settings.pricing == {
+        "gpt-4o": {"input": 2.0, "output": 8, "cache_read": 0.5},
+        "my-local-*": {"input": 0, "output": 0},
+    }
+    found = problems(
+        tmp_path,
+        '[pricing."gpt-4o"]\ninput = -1\noutput = 8\ncahce_read = 0.5\n\n'
+        '[pricing."x-*"]\ninput = 1\n\n[price."y"]\ninput = 1\n',
+    )
+    assert [(p.line, p.message, p.hint) for p in found] == [
+        (2, "[pricing.'gpt-4o'] input = -1: must be a number of at least 0", None),
+        (4, "unknown keys in [pricing.'gpt-4o']: 'cahce_read'", "did you mean 'cache_read'?"),
+        (6, "[pricing.'x-*'] needs output (USD per million tokens)", None),
+        (9, "unknown table [price]", 'did you mean [pricing."MODEL-GLOB"]?'),
+    ]

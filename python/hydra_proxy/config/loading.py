@@ -132,6 +132,8 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     providers = check.providers(provider_tables if isinstance(provider_tables, dict) else {}, env)
     route_entries = document.get("routes", [])
     routes = check.routes(route_entries if isinstance(route_entries, list) else [], providers)
+    price_tables = document.get("pricing", {})
+    pricing = check.pricing(price_tables if isinstance(price_tables, dict) else {})
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -203,6 +205,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         insecure_no_auth=bool(given.get("insecure_no_auth", False)),
         signing_key_file=values.get("signing_key_file"),
         continuation=str(values.get("continuation", "auto")).lower(),
+        pricing=pricing,
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),

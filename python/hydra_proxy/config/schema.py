@@ -113,7 +113,24 @@ FALLBACK_ENTRY: dict[str, Field] = {
     "model": Field((str,), "upstream model on this provider (default: the route's)"),
 }
 
-TOP_LEVEL = {"server": "a table", "providers": "a table of tables", "routes": "an array of tables"}
+# `[pricing."model-glob"]`: price overrides for the usage ledger (docs/USAGE.md), in USD
+# per million tokens; read by hydra_proxy.usage.pricing (PriceTable.with_overrides).
+PRICE: dict[str, Field] = {
+    "input": Field((float,), "USD per million input tokens (required)", minimum=0),
+    "output": Field((float,), "USD per million output tokens (required)", minimum=0),
+    "cache_read": Field((float,), "cache reads (default: as input)", minimum=0),
+    "cache_write": Field((float,), "cache writes (default: as input)", minimum=0),
+    "reasoning": Field((float,), "reasoning tokens (default: as output)", minimum=0),
+    "as_of": Field((str,), "the date of the price"),
+}
+PRICE_REQUIRED = ("input", "output")
+
+TOP_LEVEL = {
+    "server": "a table",
+    "providers": "a table of tables",
+    "routes": "an array of tables",
+    "pricing": "a table of tables",
+}
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -46,6 +46,9 @@ class Settings:
     # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
     # x-hydra-continuation request header), always, never.
     continuation: str = "auto"
+    # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
+    # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
+    pricing: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).
     config_file: str | None = None

@@ -19,6 +19,8 @@ from .providers import PROVIDER_COLUMNS, Provider, build_provider, preset_row, p
 from .routes import EFFORTS, Route, Target, glob_problem
 from .schema import (
     FALLBACK_ENTRY,
+    PRICE,
+    PRICE_REQUIRED,
     PROVIDER,
     ROUTE,
     SERVER,
@@ -143,7 +145,7 @@ class Validator:
     def top_level(self, document: Mapping[str, Any]) -> None:
         for key, value in document.items():
             if key in TOP_LEVEL:
-                wanted = {"server": dict, "providers": dict, "routes": list}[key]
+                wanted = {"server": dict, "providers": dict, "routes": list, "pricing": dict}[key]
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
                 continue
@@ -157,7 +159,10 @@ class Validator:
             if close:
                 hint = f"did you mean {_top_header(close)}?"
             else:
-                hint = "the file has [server], [providers.NAME] and [[routes]] tables"
+                hint = (
+                    "the file has [server], [providers.NAME], [[routes]] and "
+                    '[pricing."MODEL-GLOB"] tables'
+                )
             self.add((key,), f"unknown table {shown}", hint)
 
     def server(self, table: Mapping[str, Any]) -> None:
@@ -307,9 +312,35 @@ class Validator:
             max_output=raw.get("max_output"),
         )
 
+    def pricing(self, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        prices: dict[str, dict[str, Any]] = {}
+        for pattern, raw in tables.items():
+            path: Path = ("pricing", pattern)
+            where = f"[pricing.{pattern!r}]"
+            if not isinstance(raw, dict):
+                self.add(path, f"{where} must be a table of rates",
+                         f'e.g. [pricing."{pattern}"] with input = 1.0 and output = 2.0')  # fmt: skip
+                continue
+            before = len(self.problems)
+            problem = glob_problem(pattern)
+            if problem:
+                self.add(path, f"{where} is not a valid glob: {problem}")
+            self.check_table(path, raw, PRICE, where)
+            for kind in PRICE_REQUIRED:
+                if kind not in raw:
+                    self.add(path, f"{where} needs {kind} (USD per million tokens)")
+            if len(self.problems) == before:
+                prices[pattern] = dict(raw)
+        return prices
+
 
 def _top_header(name: str) -> str:
-    return {"server": "[server]", "providers": "[providers.NAME]", "routes": "[[routes]]"}[name]
+    return {
+        "server": "[server]",
+        "providers": "[providers.NAME]",
+        "routes": "[[routes]]",
+        "pricing": '[pricing."MODEL-GLOB"]',
+    }[name]
 
 
 def _top_hint(name: str) -> str:
@@ -317,6 +348,7 @@ def _top_hint(name: str) -> str:
         "server": "write [server] and its keys under it",
         "providers": "write one [providers.NAME] table per provider",
         "routes": "write each route as a [[routes]] table (double brackets)",
+        "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
     }[name]
 
 
