@@ -292,3 +292,37 @@ def test_pricing_overrides_are_validated_and_kept(tmp_path: Path) -> None:
         (6, "[pricing.'x-*'] needs output (USD per million tokens)", None),
         (9, "unknown table [price]", 'did you mean [pricing."MODEL-GLOB"]?'),
     ]
+
+
+def test_every_preset_row_is_valid_by_the_schema() -> None:
+    from hydra_proxy.config.schema import PROVIDER
+    from hydra_proxy.config.validate import Validator
+
+    check = Validator("providers.toml", None)
+    for name, row in presets().items():
+        user_columns = {k: v for k, v in row.items() if k in PROVIDER}
+        check.check_table(("providers", name), user_columns, PROVIDER, f"[{name}]")
+        assert set(row) - set(PROVIDER) <= {"base_url_env", "keyless"}, name
+        assert row["base_url"].startswith(("https://", "http://127.0.0.1:")), name
+        assert row.get("keyless") or row.get("api_key_env"), name
+    assert check.problems == []
+
+
+def test_settings_survive_pickling_for_the_workers(tmp_path: Path) -> None:
+    import pickle
+
+    from hydra_proxy.config import RequestTraits
+
+    os.environ["DS_K1"] = "sk-from-env-0000000001"
+    settings = load_file(
+        tmp_path,
+        '[providers.ds]\npreset = "deepseek"\napi_key_env = ["DS_K1"]\n\n'
+        '[[routes]]\nmatch = "*haiku*"\nprovider = "ds"\nfallback = ["ollama"]\n'
+        "effort = { max = 'high' }\n",
+    )
+    copy = pickle.loads(pickle.dumps(settings))
+    assert copy == settings
+    decision = copy.decide(RequestTraits("claude-haiku-4-5"))
+    assert decision is not None
+    assert [a.provider.name for a in decision.attempts] == ["ds", "ollama"]
+    assert copy.providers["ds"].api_keys() == [("DS_K1", "sk-from-env-0000000001")]

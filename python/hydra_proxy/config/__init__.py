@@ -12,6 +12,30 @@ Modules by job:
 - `check`: `require_keys`, `check_port_free`, `models_listing`, `not_found_message`,
   `describe` (what ``hydra-proxy config check`` prints).
 
+What the server calls (all pure but `check_port_free` and the loaders):
+
+- CLI, before serving: ``settings = load(flags, environment())``; ``require_keys(settings)``
+  (raises ConfigError; returns warnings to log); ``check_port_free(host, port)`` (None or
+  the message to print, exit 2).
+- Per worker, at startup: ``pools = key_pools(settings.providers)`` (mutable, one per
+  process).
+- Per request: ``traits = request_traits(canonical_request, client="anthropic" | "chat" |
+  "responses", headers=scope["headers"])``; ``decision = settings.decide(traits)``; None
+  -> 404 ``not_found_error`` with ``not_found_message(settings, model)``. Else for each
+  ``attempt`` in ``decision.attempts`` (provider, model, options; ``attempt.max_tokens_limit``
+  the clamp, ``attempt.options.map_effort(traits.effort)`` the effort to send,
+  ``decision.reported_model`` the name to report): ``key = pools[name].acquire(now)`` (None:
+  ``pools[name].soonest(now)`` gives the retry-after, or move to the next attempt), send,
+  ``pools[name].report(key, status, retry_after, now)``, and move on only while
+  ``should_fall_back(status)`` (None for a connect error or timeout) and nothing has been
+  sent to the client. ``decision.label`` names the route in the access log.
+- ``GET /v1/models``: ``models_listing(settings)`` (id, provider, context_window,
+  max_output), shaped per client.
+- SIGHUP: ``new = reload(None, settings)`` (ConfigError: log it, keep the old settings),
+  then swap atomically and rebuild the key pools of providers whose keys changed.
+- The usage ledger: ``settings.pricing`` is the ``pricing_overrides`` of
+  ``UsageService.start``.
+
 The config file is optional TOML (docs/CONFIG.md is the reference)::
 
     [server]

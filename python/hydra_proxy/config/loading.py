@@ -35,8 +35,6 @@ PROXY_KEYS_ENV = "HYDRA_PROXY_KEYS"
 CONFIG_ENV = "HYDRA_CONFIG"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
-# CLI flag -> [server] key, where the names differ.
-_FLAG_KEYS = {"implementation": "implementation"}
 # [server] keys a restart is needed for (the listening socket and the process count).
 RESTART_ONLY = ("host", "port", "workers")
 
@@ -226,9 +224,7 @@ def _flag_ok(key: str, value: Any, spec: Field) -> bool:
     if spec.choices and str(value).lower() not in spec.choices:
         return False
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        from .validate import _in_range
-
-        return _in_range(key, value, spec)
+        return spec.in_range(key, value)
     return True
 
 
@@ -238,12 +234,10 @@ def _flag_problem(
     shown = f"{origin}={raw}" if not origin.startswith("--") else f"{origin} {raw}"
     if spec.choices:
         return Problem(f"{shown}: not a valid {key}", hint=f"use one of {', '.join(spec.choices)}")
-    from .validate import _range_text
-
     if bad_type and spec.types[0] is bool:
         return Problem(f"{shown}: {key} must be true or false", hint="use true/false, 1/0, yes/no")
     return Problem(
-        f"{shown}: {key} {_range_text(key, spec) if spec.minimum is not None else 'must be ' + spec.type_name}"
+        f"{shown}: {key} {spec.range_text(key) if spec.minimum is not None else 'must be ' + spec.type_name}"
     )
 
 

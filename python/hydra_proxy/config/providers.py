@@ -85,25 +85,8 @@ class Provider:
         return not self.keyless
 
 
-# Columns a preset or a [providers.x] table may set, with their types.
-PROVIDER_COLUMNS: dict[str, type | tuple[type, ...]] = {
-    "kind": str,
-    "base_url": str,
-    "api_key_env": (str, list),
-    "api_keys_env": list,
-    "api_key_optional": bool,
-    "reasoning": bool,
-    "reasoning_field": str,
-    "replay_reasoning": bool,
-    "max_tokens_field": str,
-    "max_tokens_limit": int,
-    "sampling": bool,
-    "context_window": int,
-    "max_output": int,
-    "preset": str,
-}
-# Columns only the shipped table uses.
-_PRESET_ONLY = {"base_url_env": str, "keyless": bool}
+# Columns only the shipped table uses (the others are config.schema.PROVIDER's).
+_PRESET_ONLY = ("base_url_env", "keyless")
 
 
 @cache
@@ -111,8 +94,10 @@ def presets() -> dict[str, dict[str, Any]]:
     """The shipped preset table, by provider name."""
     text = resources.files("hydra_proxy").joinpath("data/providers.toml").read_text("utf-8")
     table = tomllib.loads(text)
+    from .schema import PROVIDER
+
     for name, row in table.items():
-        unknown = set(row) - set(PROVIDER_COLUMNS) - set(_PRESET_ONLY)
+        unknown = set(row) - set(PROVIDER) - set(_PRESET_ONLY)
         if unknown:  # a packaging bug, not a user error
             raise RuntimeError(f"providers.toml [{name}]: unknown columns {sorted(unknown)}")
     return table

@@ -16,6 +16,12 @@ IMPLEMENTATIONS = ("auto", "native", "python")
 CONTINUATION_MODES = ("auto", "always", "never")
 
 
+# Numbers that must be above `minimum` (not equal): timeouts and intervals.
+STRICTLY_POSITIVE = {
+    "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace"
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Field:
     """One key of a table: its TOML type(s), allowed values, and (for [server]) the
@@ -27,6 +33,24 @@ class Field:
     env: str | None = None
     minimum: float | None = None
     maximum: float | None = None
+
+    def in_range(self, key: str, value: float) -> bool:
+        if self.minimum is not None and (
+            value < self.minimum or (key in STRICTLY_POSITIVE and value <= self.minimum)
+        ):
+            return False
+        return self.maximum is None or value <= self.maximum
+
+    def range_text(self, key: str) -> str:
+        """What a number for `key` must be, e.g. "must be a whole number from 1 to 65535"."""
+        kind = "a whole number" if int in self.types and float not in self.types else "a number"
+        if self.maximum is not None:
+            return f"must be {kind} from {self.minimum:g} to {self.maximum:g}"
+        if key in STRICTLY_POSITIVE:
+            return f"must be {kind} above {self.minimum:g}"
+        if self.minimum is not None:
+            return f"must be {kind} of at least {self.minimum:g}"
+        return f"must be {kind}"
 
     @property
     def type_name(self) -> str:
@@ -65,10 +89,6 @@ SERVER: dict[str, Field] = {
     "ping_interval": _num("seconds between pings to Anthropic clients", "HYDRA_PING_INTERVAL"),
     "retries": _num("upstream retries before the first byte", "HYDRA_RETRIES", int, 0),
     "shutdown_grace": _num("seconds in-flight streams get at shutdown", "HYDRA_SHUTDOWN_GRACE"),
-}  # fmt: skip
-# Numbers that must be above `minimum` (not equal): timeouts and intervals.
-STRICTLY_POSITIVE = {
-    "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace"
 }  # fmt: skip
 
 PROVIDER: dict[str, Field] = {

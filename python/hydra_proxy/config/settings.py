@@ -79,13 +79,6 @@ class Settings:
         claims everything first)."""
         return not any(r.match == "*" and not r.conditional for r in self.routes)
 
-    def line_of(self, path: tuple[str | int, ...]) -> int | None:
-        lines = dict(self.lines)
-        for end in range(len(path), 0, -1):
-            if path[:end] in lines:
-                return lines[path[:end]]
-        return None
-
     # Used only by server.app.create_app, itself unused (granian gets a loader): remove both.
     @staticmethod
     def from_json(data: bytes | str) -> Settings:

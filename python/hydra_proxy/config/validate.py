@@ -15,7 +15,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from .errors import ConfigError, Problem
-from .providers import PROVIDER_COLUMNS, Provider, build_provider, preset_row, presets
+from .providers import Provider, build_provider, preset_row, presets
 from .routes import EFFORTS, Route, Target, glob_problem
 from .schema import (
     FALLBACK_ENTRY,
@@ -24,7 +24,6 @@ from .schema import (
     PROVIDER,
     ROUTE,
     SERVER,
-    STRICTLY_POSITIVE,
     TOP_LEVEL,
     Field,
     did_you_mean,
@@ -127,8 +126,8 @@ class Validator:
             )
             return False
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if is_number and not _in_range(key, value, spec):  # type: ignore[arg-type]
-            self.add((*path, key), f"{where} {key} = {value!r}: {_range_text(key, spec)}")
+        if is_number and not spec.in_range(key, value):  # type: ignore[arg-type]
+            self.add((*path, key), f"{where} {key} = {value!r}: {spec.range_text(key)}")
             return False
         return True
 
@@ -366,21 +365,4 @@ def _choice_hint(value: str, choices: tuple[str, ...], lead: str = "use one of")
     return (f"did you mean {close!r}? " if close else "") + f"{lead} {', '.join(choices)}"
 
 
-def _in_range(key: str, value: float, spec: Field) -> bool:
-    if spec.minimum is not None and (
-        value < spec.minimum or (key in STRICTLY_POSITIVE and value <= spec.minimum)
-    ):
-        return False
-    return spec.maximum is None or value <= spec.maximum
-
-
-def _range_text(key: str, spec: Field) -> str:
-    kind = "a whole number" if int in spec.types and float not in spec.types else "a number"
-    if spec.maximum is not None:
-        return f"must be {kind} from {spec.minimum:g} to {spec.maximum:g}"
-    if key in STRICTLY_POSITIVE:
-        return f"must be {kind} above {spec.minimum:g}"
-    return f"must be {kind} of at least {spec.minimum:g}"
-
-
-__all__ = ["PROVIDER_COLUMNS", "Validator", "read_config", "type_ok"]
+__all__ = ["Validator", "read_config", "type_ok"]
