@@ -77,6 +77,7 @@ def test_config_check_prints_routes_and_masked_keys(tmp_path: Path) -> None:
         "DEEPSEEK_KEY_2": SECRET_2,
         "ANTHROPIC_API_KEY": "sk-ant-test-0000000000001",
         "OPENAI_API_KEY": "sk-proj-test-00000000009",
+        "HYDRA_PROXY_PORT": str(port := free_port()),
     }
     result = hydra("config", "check", "--config", str(config), home=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
@@ -90,6 +91,7 @@ def test_config_check_prints_routes_and_masked_keys(tmp_path: Path) -> None:
     )
     assert "key: set (2 keys: DEEPSEEK_KEY_1 sk-…0001, DEEPSEEK_KEY_2 sk-…0002)" in out
     assert "ollama: openai http://127.0.0.1:11434/v1; key: no key needed" in out
+    assert f"port {port} on 127.0.0.1: free\n" in out
     assert out.rstrip().endswith("config OK")
     assert SECRET not in out + result.stderr and SECRET_2 not in out + result.stderr
 
@@ -162,7 +164,7 @@ def test_serve_refuses_a_config_with_errors_and_missing_keys(tmp_path: Path) -> 
     )
     assert "2 configuration errors, not starting" in stderr
     assert f"{config}:2: unknown keys in [server]: 'prot'\n  -> did you mean 'port'?" in stderr
-    assert f"{config}:4: unknown table [provider]" in stderr
+    assert f"{config}:4: unknown table [provider.x]\n  -> did you mean [providers.x]?" in stderr
     # A route to a provider without its key: today's silent unauthenticated requests.
     config.write_text(TEAM, encoding="utf-8")
     env = {"ANTHROPIC_API_KEY": "sk-ant-test-0000000000001"}
@@ -199,3 +201,8 @@ def test_a_second_serve_on_the_same_port_is_refused(tmp_path: Path) -> None:
         assert f"port {proxy.port} on 127.0.0.1 is already in use (another hydra-proxy?)" in (
             result.stderr
         )
+        # config check only notes it (a running proxy is no configuration error).
+        env = {"OPENAI_API_KEY": "sk-x" * 4, "HYDRA_PROXY_PORT": str(proxy.port)}
+        result = hydra("config", "check", home=tmp_path, env=env)
+        assert result.returncode == 0, result.stderr
+        assert f"note: port {proxy.port} on 127.0.0.1 is already in use" in result.stdout

@@ -61,11 +61,13 @@ def test_misnamed_tables_are_errors_with_the_line_and_the_right_name(tmp_path: P
         '[[route]]\nmatch = "*"\nprovider = "deepseek"\n',
     )
     assert [(p.line, p.message, p.hint) for p in found] == [
-        (4, "unknown table [provider]", "did you mean [providers.NAME]?"),
+        (4, "unknown table [provider.deepseek]", "did you mean [providers.deepseek]?"),
         (7, "unknown table [[route]]", "did you mean [[routes]]?"),
     ]
     assert all(p.file == str(tmp_path / "hydra.toml") for p in found)
-    assert str(found[0]).startswith(f"{tmp_path / 'hydra.toml'}:4: unknown table [provider]")
+    assert str(found[0]).startswith(
+        f"{tmp_path / 'hydra.toml'}:4: unknown table [provider.deepseek]"
+    )
 
 
 def test_misspelled_keys_suggest_the_close_match(tmp_path: Path) -> None:
@@ -290,7 +292,7 @@ def test_pricing_overrides_are_validated_and_kept(tmp_path: Path) -> None:
         (2, "[pricing.'gpt-4o'] input = -1: must be a number of at least 0", None),
         (4, "unknown keys in [pricing.'gpt-4o']: 'cahce_read'", "did you mean 'cache_read'?"),
         (6, "[pricing.'x-*'] needs output (USD per million tokens)", None),
-        (9, "unknown table [price]", 'did you mean [pricing."MODEL-GLOB"]?'),
+        (9, "unknown table [price.y]", 'did you mean [pricing."MODEL-GLOB"]?'),
     ]
 
 

@@ -224,6 +224,8 @@ def _config(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _config_error(exc)
     print(describe(settings))
+    busy = check_port_free(settings.host, settings.port)
+    print(f"note: {busy}" if busy else f"port {settings.port} on {settings.host}: free")
     for warning in warnings:
         print(f"warning: {warning}")
     print("config OK")

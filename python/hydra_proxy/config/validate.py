@@ -155,7 +155,16 @@ class Validator:
                 continue
             close = did_you_mean(key, TOP_LEVEL)
             shown = (f"[[{key}]]" if isinstance(value, list) else f"[{key}]") if is_table else key
-            if close:
+            inner = (
+                [k for k, v in value.items() if isinstance(v, dict)]
+                if isinstance(value, dict)
+                else []
+            )
+            if inner and len(inner) == len(value):  # `[provider.deepseek]`: show it so
+                shown = f"[{key}.{inner[0]}]"
+            if close == "providers" and inner:
+                hint = f"did you mean [providers.{inner[0]}]?"
+            elif close:
                 hint = f"did you mean {_top_header(close)}?"
             else:
                 hint = (
