@@ -328,3 +328,17 @@ def test_settings_survive_pickling_for_the_workers(tmp_path: Path) -> None:
     assert decision is not None
     assert [a.provider.name for a in decision.attempts] == ["ds", "ollama"]
     assert copy.providers["ds"].api_keys() == [("DS_K1", "sk-from-env-0000000001")]
+
+
+def test_wrong_types_in_a_route_are_reported_not_crashed_on(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        '[[routes]]\nmatch = 5\nprovider = 7\nfallback = "groq"\nsubagent = "yes"\n',
+    )
+    assert [(p.line, p.message) for p in found] == [
+        (2, "[[routes]] #1 match must be a string, not 5"),
+        (3, "[[routes]] #1 provider must be a string or a list, not 7"),
+        (3, "[[routes]] #1 provider must name one or more providers"),
+        (4, "[[routes]] #1 fallback must be a list, not 'groq'"),
+        (5, "[[routes]] #1 subagent must be true or false, not 'yes'"),
+    ]

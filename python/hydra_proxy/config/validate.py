@@ -257,14 +257,15 @@ class Validator:
                 'add provider = "NAME" (a [providers.NAME] table or a preset)',
             )
             return None  # fmt: skip
-        names = [first] if isinstance(first, str) else list(first)
+        names = [first] if isinstance(first, str) else first if isinstance(first, list) else []
         if not names or not all(isinstance(n, str) for n in names):
             self.add((*path, "provider"), f"{where} provider must name one or more providers")
             return None
         model = raw.get("model")
         chain.append(Target(names[0], model))
         chain += [Target(n) for n in names[1:]]
-        for i, entry in enumerate(raw.get("fallback", [])):
+        fallback = raw.get("fallback", [])
+        for i, entry in enumerate(fallback if isinstance(fallback, list) else []):
             entry_path = (*path, "fallback")
             if isinstance(entry, str):
                 chain.append(Target(entry))
