@@ -58,7 +58,8 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--provider",
-        help="target provider: openai, anthropic, gemini, ollama or a configured name (env HYDRA_TARGET_PROVIDER)",
+        help="target provider: a shipped preset (openai, anthropic, gemini, ollama, deepseek, "
+        "openrouter, groq, ...; docs/CONFIG.md) or a configured name (env HYDRA_TARGET_PROVIDER)",
     )
     p.add_argument("--base-url", dest="base_url", help="base URL of the target provider")
     p.add_argument("--config", help="TOML config file with providers and routes (env HYDRA_CONFIG)")
