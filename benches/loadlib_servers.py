@@ -254,9 +254,11 @@ class Hydra(Server):
             "[providers.mock_openai]\n"
             'kind = "openai"\n'
             f'base_url = "{self.mock_url}/v1"\n'
+            "api_key_optional = true\n"  # the mock takes any key, or none
             "[providers.mock_anthropic]\n"
             'kind = "anthropic"\n'
             f'base_url = "{self.mock_url}"\n'
+            "api_key_optional = true\n"
             "[[routes]]\n"
             f'match = "{MODES["anthropic-in"].model}"\n'
             'provider = "mock_openai"\n'

@@ -1,4 +1,10 @@
-"""The `hydra-proxy` command: `serve` the proxy, or run the embedded `mock` upstream."""
+"""The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, or run
+the embedded `mock` upstream.
+
+Each subcommand is one entry of `COMMANDS`: a function adding its parser and one running
+it (returning the exit code). Configuration errors exit with code 2 and a message that
+says where and what to do, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,19 @@ import dataclasses
 import ipaddress
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from . import __version__
-from .config import PROXY_KEYS_ENV, ConfigError, Settings, environment, load
+from .config import (
+    PROXY_KEYS_ENV,
+    ConfigError,
+    Settings,
+    check_port_free,
+    describe,
+    environment,
+    load,
+    require_keys,
+)
 from .transducers import select
 
 log = logging.getLogger("hydra_proxy")
@@ -43,7 +58,8 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--provider",
-        help="target provider: openai, anthropic, gemini, ollama or a configured name (env HYDRA_TARGET_PROVIDER)",
+        help="target provider: a shipped preset (openai, anthropic, gemini, ollama, deepseek, "
+        "openrouter, groq, ...; docs/CONFIG.md) or a configured name (env HYDRA_TARGET_PROVIDER)",
     )
     p.add_argument("--base-url", dest="base_url", help="base URL of the target provider")
     p.add_argument("--config", help="TOML config file with providers and routes (env HYDRA_CONFIG)")
@@ -91,7 +107,7 @@ def _mock_if_needed(
     settings: Settings, explicit_base_url: bool, allowed: bool
 ) -> Iterator[Settings]:
     provider = settings.providers[settings.target_provider]
-    needs_key = provider.api_key_env is not None and provider.api_key() is None
+    needs_key = provider.needs_key and not provider.api_keys()
     if not allowed or explicit_base_url or settings.routes or not needs_key:
         yield settings
         return
@@ -107,7 +123,9 @@ def _mock_if_needed(
         )
         base = mock.url + ("/v1" if provider.kind == "openai" else "")
         providers = dict(settings.providers)
-        providers[provider.name] = dataclasses.replace(provider, base_url=base, api_key_env=None)
+        providers[provider.name] = dataclasses.replace(
+            provider, base_url=base, api_key_env=None, api_key_envs=(), keyless=True
+        )
         yield dataclasses.replace(settings, providers=providers)
 
 
@@ -117,13 +135,14 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    flags = {k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level")}
+    flags = {
+        k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level", "run")
+    }
     env = environment()
     try:
         settings = load(flags, env)
     except ConfigError as exc:
-        print(f"hydra-proxy: {exc}", file=sys.stderr)
-        return 2
+        return _config_error(exc)
     # The server reads client keys from the process environment (config.PROXY_KEYS_ENV).
     if (
         not _is_loopback(settings.host)
@@ -136,7 +155,19 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    impl = select(settings.implementation)
+    try:
+        impl = select(settings.implementation)
+    except ImportError as exc:
+        print(
+            f"hydra-proxy: the native transducers cannot load ({exc}); use --impl python "
+            "or HYDRA_PROXY_IMPL=auto",
+            file=sys.stderr,
+        )
+        return 2
+    busy = check_port_free(settings.host, settings.port)
+    if busy is not None:
+        print(f"hydra-proxy: {busy}", file=sys.stderr)
+        return 2
     log.info(
         "hydra-proxy %s: transducers %s, target provider %s",
         __version__,
@@ -149,8 +180,56 @@ def _serve(args: argparse.Namespace) -> int:
         env.get(f"HYDRA_{name.upper()}_BASE_URL") for name in ("openai", "anthropic", "gemini")
     )
     with _mock_if_needed(settings, explicit, not args.no_mock) as effective:
+        try:
+            for warning in require_keys(effective):
+                log.warning("%s", warning)
+        except ConfigError as exc:
+            return _config_error(exc)
         log.info("listening on http://%s:%d", effective.host, effective.port)
         serve(effective, log_level=args.log_level)
+    return 0
+
+
+def _config_error(exc: ConfigError) -> int:
+    count = len(exc.problems)
+    title = "configuration error" if count == 1 else f"{count} configuration errors"
+    print(f"hydra-proxy: {title}, not starting:\n{exc}", file=sys.stderr)
+    return 2
+
+
+def _config_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "config",
+        help="check a configuration",
+        description="Work with the configuration (docs/CONFIG.md).",
+    )
+    actions = p.add_subparsers(dest="action", required=True)
+    check = actions.add_parser(
+        "check",
+        help="validate the config and print the resolved routes and providers",
+        description=(
+            "Validate the configuration as `serve` would (file, environment, "
+            "~/.hydramcp/.env) and print the resolved routes and providers, keys masked. "
+            "Exits 2 when anything is wrong."
+        ),
+    )
+    check.add_argument("--config", help="TOML config file (env HYDRA_CONFIG)")
+    check.add_argument("--provider", help="target provider (env HYDRA_TARGET_PROVIDER)")
+
+
+def _config(args: argparse.Namespace) -> int:
+    flags = {"config": args.config, "provider": args.provider}
+    try:
+        settings = load(flags, environment())
+        warnings = require_keys(settings)
+    except ConfigError as exc:
+        return _config_error(exc)
+    print(describe(settings))
+    busy = check_port_free(settings.host, settings.port)
+    print(f"note: {busy}" if busy else f"port {settings.port} on {settings.host}: free")
+    for warning in warnings:
+        print(f"warning: {warning}")
+    print("config OK")
     return 0
 
 
@@ -161,7 +240,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"hydra-proxy {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    _serve_parser(sub)
+    for name, (add, command) in COMMANDS.items():
+        add(sub)
+        sub.choices[name].set_defaults(run=command)
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    return run(args)
+
+
+def _mock_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from .mock import cli as mock_cli
 
     mock = sub.add_parser(
@@ -170,10 +257,26 @@ def main(argv: list[str] | None = None) -> int:
         description="An LLM API server for demos, tests and benchmarks.",
     )
     mock_cli.add_arguments(mock)
-    args = parser.parse_args(argv)
-    if args.command == "serve":
-        return _serve(args)
+
+
+def _mock(args: argparse.Namespace) -> int:
+    from .mock import cli as mock_cli
+
     return mock_cli.run(args)
+
+
+# Subcommand -> (add its parser, run it). A new subcommand is one more entry.
+COMMANDS: dict[
+    str,
+    tuple[
+        Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
+        Callable[[argparse.Namespace], int],
+    ],
+] = {
+    "serve": (_serve_parser, lambda args: _serve(args)),
+    "config": (_config_parser, lambda args: _config(args)),
+    "mock": (_mock_parser, lambda args: _mock(args)),
+}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,244 @@
+"""What a running server needs checked and listed: provider keys, the port, the routable
+model names, and the report `hydra-proxy config check` prints. All pure but the port test.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from dataclasses import dataclass
+
+from .errors import ConfigError, Problem
+from .keys import mask
+from .providers import Provider
+from .settings import Settings
+
+
+def needed_providers(settings: Settings) -> dict[str, tuple[str, tuple[str | int, ...]]]:
+    """Every provider a request can reach: who sends requests to it first, and where in
+    the file that is."""
+    needed: dict[str, tuple[str, tuple[str | int, ...]]] = {}
+    for index, route in enumerate(settings.routes):
+        label = f"route {route.name!r}" if route.name else f"[[routes]] #{index + 1}"
+        for target in route.chain:
+            needed.setdefault(target.provider, (label, ("routes", index, "provider")))
+    if settings.default_reachable():
+        needed.setdefault(
+            settings.target_provider, ("requests no route claims", ("server", "provider"))
+        )
+    return needed
+
+
+def require_keys(settings: Settings) -> list[str]:
+    """ConfigError for each provider a request can reach that has no key, unless it needs
+    none (a keyless preset such as ollama or vllm, or ``api_key_optional = true``).
+
+    The target provider by default (openai, not chosen) is only warned about: a config
+    whose routes name every provider it uses should not need an OpenAI key. Returns those
+    warnings for the caller to log.
+    """
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    lines = dict(settings.lines)
+    for name, (user, path) in needed_providers(settings).items():
+        provider = settings.providers[name]
+        if not provider.needs_key or provider.api_keys():
+            continue
+        implicit = name == settings.target_provider and not settings.target_chosen
+        if implicit and not any(name in (t.provider for t in r.chain) for r in settings.routes):
+            names = " or ".join(provider.api_key_envs) or "its key"
+            warnings.append(
+                f"requests no route claims go to the default provider {name!r}, but {names} "
+                "is not set: they will fail upstream. Set it, or choose the provider for "
+                "them with --provider or [server] provider"
+            )
+            continue
+        line = lines.get(("providers", name)) or lines.get(path) or lines.get(path[:-1])
+        file = settings.config_file if line is not None else None
+        optional = f"if it needs no key, set api_key_optional = true in [providers.{name}]"
+        if not provider.api_key_envs:
+            problems.append(
+                Problem(
+                    f"provider {name!r} (used by {user}) has no api_key_env: requests would "
+                    "go upstream without a key",
+                    file,
+                    line,
+                    f'add api_key_env = "{name.upper()}_API_KEY" to [providers.{name}] and set '
+                    f"that variable; {optional}",
+                )
+            )
+            continue
+        names = " or ".join(provider.api_key_envs)
+        problems.append(
+            Problem(
+                f"provider {name!r} (used by {user}) has no key: {names} is not set",
+                file,
+                line,
+                f"export {provider.api_key_envs[0]}=... (or put it in ~/.hydramcp/.env); "
+                + optional,
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+    return warnings
+
+
+def check_port_free(host: str, port: int) -> str | None:
+    """None when `port` on `host` can be listened on, else why not.
+
+    Binds with SO_REUSEADDR as granian's listener does (so a socket in TIME_WAIT does not
+    count), but never SO_REUSEPORT: a second process could then share the port with a
+    running one and take half of its connections.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot listen on {host}: {exc.strerror}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+            sock.listen(1)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is already in use (another hydra-proxy?): "
+                    "stop it or choose another port with --port or HYDRA_PROXY_PORT"
+                )
+            if exc.errno == errno.EACCES:
+                return f"no permission to listen on port {port} on {host}: choose a port above 1023"
+            return f"cannot listen on port {port} on {host}: {exc.strerror or exc}"
+    return None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A routable model name, for GET /v1/models."""
+
+    id: str
+    provider: str
+    context_window: int | None = None
+    max_output: int | None = None
+
+
+def models_listing(settings: Settings) -> list[ModelInfo]:
+    """Every name a client can ask for by name: each route's reported name (its spoof name,
+    else its model, else its glob when that has no wildcard), and the target provider's.
+    Context window and max output from the route, else its provider, where known."""
+    out: dict[str, ModelInfo] = {}
+
+    def add(name: str | None, provider: Provider, window: int | None, output: int | None) -> None:
+        if not name or any(c in name for c in "*?[") or name in out:
+            return
+        out[name] = ModelInfo(
+            name, provider.name, window or provider.context_window, output or provider.max_output
+        )
+
+    routes = [*settings.routes]
+    if settings.target_provider in settings.providers:
+        routes.append(settings.default_route)
+    for route in routes:
+        provider = settings.providers[route.provider]
+        if route.conditional:
+            continue  # reached by traits, not by a name a client picks
+        for name in (route.spoof_model, route.model, route.match):
+            add(name, provider, route.context_window, route.max_output)
+            if name is not None:
+                break
+    return sorted(out.values(), key=lambda m: m.id)
+
+
+def not_found_message(settings: Settings, model: str) -> str:
+    """The not_found_error message for a name nothing routes: what IS routable."""
+    names = [m.id for m in models_listing(settings)]
+    globs = [r.match for r in settings.routes if any(c in r.match for c in "*?[")]
+    parts = []
+    if names:
+        parts.append("models: " + ", ".join(names))
+    if globs:
+        parts.append("patterns: " + ", ".join(dict.fromkeys(globs)))
+    routable = "; ".join(parts) if parts else "nothing (configure [[routes]] or --provider)"
+    return f"model: no route for model {model!r}; routable {routable}"
+
+
+def describe_keys(provider: Provider) -> str:
+    keys = provider.api_keys()
+    if not keys:
+        if not provider.needs_key:
+            return "no key needed"
+        return "NOT SET (" + " or ".join(provider.api_key_envs or ("no api_key_env",)) + ")"
+    if len(keys) == 1:
+        var, value = keys[0]
+        return f"{var} set ({mask(value)})"
+    return f"set ({len(keys)} keys: " + ", ".join(f"{v} {mask(k)}" for v, k in keys) + ")"
+
+
+def describe(settings: Settings) -> str:
+    """The resolved routes and providers, keys masked, as `config check` prints them."""
+    lines = [f"config: {settings.config_file or '(no file)'}"]
+    lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
+    lines.append("routes (first match wins):")
+    for index, route in enumerate(settings.routes):
+        lines.append(f"  {index + 1}. {_route_text(route)}")
+    default = settings.default_route
+    state = "" if settings.default_reachable() else " (unreachable: a '*' route claims everything)"
+    lines.append(f"  default: {_route_text(default)}{state}")
+    lines.append("providers:")
+    needed = needed_providers(settings)
+    configured = {p[1] for p, _ in settings.lines if len(p) == 2 and p[0] == "providers"}
+    for name, provider in sorted(settings.providers.items()):
+        if name not in needed and name not in configured:
+            continue
+        extras = (
+            [f"preset {provider.preset}"] if provider.preset and provider.preset != name else []
+        )
+        for column in ("reasoning", "replay_reasoning"):
+            if getattr(provider, column):
+                extras.append(column)
+        if provider.reasoning_field:
+            extras.append(f"reasoning_field={provider.reasoning_field}")
+        if provider.max_tokens_field != "max_tokens":
+            extras.append(provider.max_tokens_field)
+        if not provider.sampling:
+            extras.append("no sampling")
+        for column in ("max_tokens_limit", "context_window", "max_output"):
+            if getattr(provider, column):
+                extras.append(f"{column}={getattr(provider, column)}")
+        used = f", used by {needed[name][0]}" if name in needed else ", unused"
+        lines.append(
+            f"  {name}: {provider.kind} {provider.base_url}; key: {describe_keys(provider)}{used}"
+            + (f"; {', '.join(extras)}" if extras else "")
+        )
+    return "\n".join(lines)
+
+
+def _route_text(route: object) -> str:
+    from .routes import Route
+
+    assert isinstance(route, Route)
+    conditions = [f"model {route.match}"]
+    for name in ("background", "thinking", "images", "subagent"):
+        value = getattr(route, name)
+        if value is not None:
+            conditions.append(name if value else f"not {name}")
+    if route.long_context is not None:
+        conditions.append(f"input > {route.long_context} tokens")
+    if route.client is not None:
+        conditions.append(f"{route.client} client")
+    chain = " -> ".join(
+        f"{t.provider}:{t.model or route.model or '(requested name)'}" for t in route.chain
+    )
+    options = []
+    if route.spoof_model:
+        options.append(f"reported as {route.spoof_model}")
+    if route.max_tokens_limit:
+        options.append(f"max_tokens <= {route.max_tokens_limit}")
+    if route.effort:
+        options.append(f"effort {route.effort}")
+    if route.effort_map:
+        options.append("effort " + ", ".join(f"{a}->{b}" for a, b in route.effort_map))
+    label = f"[{route.name}] " if route.name else ""
+    return f"{label}{' and '.join(conditions)} => {chain}" + (
+        f" ({'; '.join(options)})" if options else ""
+    )

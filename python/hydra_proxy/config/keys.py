@@ -1,0 +1,156 @@
+"""Key pools: several keys for one provider, rotated round-robin, rested after failures.
+
+Pure and clock-injected (``now`` is any monotonic clock in seconds): the server keeps one
+pool per provider per worker process and calls ``acquire`` before each attempt and
+``report`` after it. A key never appears in a repr or a log line: `Key.masked` does.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from .providers import Provider
+
+log = logging.getLogger("hydra_proxy.keys")
+
+# Rest after a 429: the upstream's retry-after, bounded; this much when it gives none.
+RATE_LIMIT_COOLDOWN = 30.0
+MIN_RATE_LIMIT_COOLDOWN = 1.0
+MAX_RATE_LIMIT_COOLDOWN = 600.0
+# Rest after a 401/403: the key is likely revoked or lacks access; retried now and then.
+AUTH_COOLDOWN = 3600.0
+
+
+def mask(key: str) -> str:
+    """An id a user can recognise a key by: ``sk-…abcd`` (never more than 4 characters of
+    the secret; short keys show none)."""
+    if len(key) < 12:
+        return "…"
+    prefix = key.split("-", 1)[0] + "-" if "-" in key[:6] else ""
+    return f"{prefix}…{key[-4:]}"
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a pool: the variable it came from, its masked id, the secret."""
+
+    index: int
+    env: str
+    value: str = field(repr=False)
+
+    @property
+    def masked(self) -> str:
+        return mask(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.env} ({self.masked})"
+
+
+def parse_retry_after(value: str | float | None, now_wall: float | None = None) -> float | None:
+    """Seconds from a retry-after value (delta-seconds or an HTTP date); None if absent
+    or unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            date = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        wall = time.time() if now_wall is None else now_wall
+        return max(date.timestamp() - wall, 0.0)
+    return seconds if math.isfinite(seconds) else None
+
+
+@dataclass
+class _State:
+    ready_at: float = 0.0
+    auth_failed: bool = False
+
+
+class KeyPool:
+    """Round-robin over the keys that are not resting."""
+
+    def __init__(self, provider: str, keys: list[Key]) -> None:
+        self.provider = provider
+        self.keys = tuple(keys)
+        self._state = [_State() for _ in keys]
+        self._next = 0
+
+    @classmethod
+    def for_provider(cls, provider: Provider) -> KeyPool:
+        """The pool of every key the provider's variables hold (empty: keyless or unset)."""
+        keys = [Key(i, var, value) for i, (var, value) in enumerate(provider.api_keys())]
+        return cls(provider.name, keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __repr__(self) -> str:
+        return f"KeyPool({self.provider!r}, {[k.masked for k in self.keys]})"
+
+    def acquire(self, now: float) -> Key | None:
+        """The next ready key in turn; None when the pool is empty or every key rests
+        (then `soonest` says which key is ready first and when)."""
+        count = len(self.keys)
+        for step in range(count):
+            i = (self._next + step) % count
+            if self._state[i].ready_at <= now:
+                self._next = (i + 1) % count
+                return self.keys[i]
+        return None
+
+    def soonest(self, now: float) -> tuple[Key, float] | None:
+        """The key that is ready first and the seconds until then (None: empty pool). The
+        caller decides: wait that long, try the next provider, or answer 429 with
+        ``retry-after`` of that many seconds."""
+        if not self.keys:
+            return None
+        i = min(range(len(self.keys)), key=lambda j: self._state[j].ready_at)
+        return self.keys[i], max(self._state[i].ready_at - now, 0.0)
+
+    def report(
+        self, key: Key, status: int | None, retry_after: str | float | None, now: float
+    ) -> float:
+        """Record how an attempt with `key` went (`status`: the upstream's HTTP status,
+        None for a connect error). Returns the seconds the key now rests (0: none)."""
+        state = self._state[key.index]
+        if status is not None and 200 <= status < 300:
+            if state.auth_failed:
+                log.info("%s key %s works again", self.provider, key)
+            state.ready_at = 0.0
+            state.auth_failed = False
+            return 0.0
+        if status == 429:
+            seconds = parse_retry_after(retry_after)
+            if seconds is None:
+                seconds = RATE_LIMIT_COOLDOWN
+            seconds = min(max(seconds, MIN_RATE_LIMIT_COOLDOWN), MAX_RATE_LIMIT_COOLDOWN)
+        elif status in (401, 403):
+            seconds = AUTH_COOLDOWN
+            if not state.auth_failed:  # once per key, until it works again
+                log.warning(
+                    "%s rejected key %s with HTTP %d: resting it for %d s (check the key)",
+                    self.provider,
+                    key,
+                    status,
+                    AUTH_COOLDOWN,
+                )
+            state.auth_failed = True
+        else:
+            return 0.0  # an upstream fault, not the key's
+        state.ready_at = max(state.ready_at, now + seconds)
+        return seconds
+
+
+def key_pools(providers: dict[str, Provider]) -> dict[str, KeyPool]:
+    """One pool per provider (create per worker process; pools hold mutable state)."""
+    return {name: KeyPool.for_provider(p) for name, p in providers.items()}

@@ -1,0 +1,270 @@
+"""Loading settings from their sources, and reloading them.
+
+Precedence: CLI flag > environment > ``~/.hydramcp/.env`` > config file > default. The
+``.env`` file (KEY=VALUE lines) is read as a layer just below the process environment, for
+every variable read here (provider keys by their ``api_key_env`` names, ``HYDRA_*``
+settings); it is never written into ``os.environ``. ``HYDRA_PROXY_KEYS`` (client
+authentication) is read from the process environment only, so the server and the CLI's
+bind check agree on it; a value found only in the file is reported, not used.
+
+A provider key is read from the process environment when it is used; a key only the
+``.env`` file holds is kept on the `Provider` (never shown in its repr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import Problem
+from .providers import Provider, build_provider, preset_row, presets
+from .routes import Route
+from .schema import SERVER, Field, did_you_mean
+from .settings import DEFAULT_PORT, Settings
+from .source import SourceMap
+from .validate import Validator, read_config, type_ok
+
+log = logging.getLogger("hydra_proxy.config")
+
+SETTINGS_ENV = "HYDRA_PROXY_SETTINGS"
+PROXY_KEYS_ENV = "HYDRA_PROXY_KEYS"
+CONFIG_ENV = "HYDRA_CONFIG"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+# [server] keys a restart is needed for (the listening socket and the process count).
+RESTART_ONLY = ("host", "port", "workers")
+
+
+def default_dotenv_path() -> Path:
+    return Path.home() / ".hydramcp" / ".env"
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines of the seed's ~/.hydramcp/.env (comments, `export`, quotes allowed)."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return values
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def environment(
+    process_env: Mapping[str, str] | None = None, dotenv: Path | None = None
+) -> dict[str, str]:
+    """The variables settings are read from: the process environment (default `os.environ`)
+    over the ``.env`` file (default `default_dotenv_path`). Nothing is written anywhere."""
+    process_env = os.environ if process_env is None else process_env
+    from_file = read_dotenv(dotenv if dotenv is not None else default_dotenv_path())
+    if PROXY_KEYS_ENV in from_file and PROXY_KEYS_ENV not in process_env:
+        log.warning(
+            "%s in the .env file is not used: set it in the environment to require client keys",
+            PROXY_KEYS_ENV,
+        )
+    from_file.pop(PROXY_KEYS_ENV, None)
+    return {**from_file, **process_env}
+
+
+def builtin_providers(env: Mapping[str, str]) -> dict[str, Provider]:
+    """Every shipped preset as a provider of the same name."""
+    providers = {}
+    for name in presets():
+        row = preset_row(name)
+        assert row is not None
+        providers[name] = build_provider(name, row, env)
+    return providers
+
+
+def _convert(text: str, spec: Field) -> Any:
+    """A variable's or flag's text as the key's type (ValueError: it is not one)."""
+    kind = spec.types[0]
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError
+    if kind is int:
+        return int(text.strip())
+    if kind is float:
+        return float(text.strip())
+    return text
+
+
+def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from CLI flags (None = not given), the variables (default:
+    `environment()`, the process environment over ~/.hydramcp/.env) and the config file.
+
+    Raises ConfigError listing every problem, each with its file and line (or the
+    variable or flag it came from) and what to do.
+    """
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    if env is None:
+        env = environment()
+
+    config_path = given.get("config") or env.get(CONFIG_ENV)
+    document: dict[str, Any] = {}
+    source: SourceMap | None = None
+    if config_path:
+        document, source = read_config(str(config_path))
+    check = Validator(str(config_path) if config_path else None, source)
+    check.top_level(document)
+    server_cfg = document.get("server", {})
+    server_cfg = server_cfg if isinstance(server_cfg, dict) else {}
+    check.server(server_cfg)
+    provider_tables = document.get("providers", {})
+    providers = check.providers(provider_tables if isinstance(provider_tables, dict) else {}, env)
+    route_entries = document.get("routes", [])
+    routes = check.routes(route_entries if isinstance(route_entries, list) else [], providers)
+    price_tables = document.get("pricing", {})
+    pricing = check.pricing(price_tables if isinstance(price_tables, dict) else {})
+
+    values: dict[str, Any] = {}
+    for key, spec in SERVER.items():
+        flag = key
+        origin: str
+        if flag in given:
+            raw, origin = given[flag], f"--{flag.replace('_', '-')}"
+        elif spec.env and env.get(spec.env):
+            raw, origin = env[spec.env], spec.env
+        elif key in server_cfg:
+            values[key] = server_cfg[key]  # checked by check.server
+            continue
+        else:
+            continue
+        value = raw
+        if isinstance(raw, str) and spec.types[0] is not str:
+            try:
+                value = _convert(raw, spec)
+            except ValueError:
+                check.problems.append(_flag_problem(origin, key, raw, spec, bad_type=True))
+                continue
+        if not type_ok(value, spec) or not _flag_ok(key, value, spec):
+            check.problems.append(_flag_problem(origin, key, raw, spec))
+            continue
+        values[key] = value
+
+    target_provider = str(values.get("provider", "openai"))
+    if target_provider not in providers:
+        origin = _origin(given, env, "provider")
+        close = did_you_mean(target_provider, providers)
+        check.problems.append(
+            Problem(
+                f"{origin}: unknown provider {target_provider!r}",
+                check.file if origin.startswith("[server]") else None,
+                check.line(("server", "provider")) if origin.startswith("[server]") else None,
+                (f"did you mean {close!r}? " if close else "")
+                + f"known: {', '.join(sorted(providers))}",
+            )
+        )
+    check.raise_if_any()
+
+    base_url = given.get("base_url")
+    if base_url:
+        providers[target_provider] = dataclasses.replace(
+            providers[target_provider], base_url=base_url
+        )
+    if values.get("passthrough"):
+        routes.append(Route("claude-*", "anthropic", name="passthrough"))
+
+    limits = {
+        k: values[k]
+        for k in (
+            "max_body_bytes", "max_event_bytes", "connect_timeout", "first_byte_timeout",
+            "idle_timeout", "ping_interval", "retries", "shutdown_grace",
+        )
+        if k in values
+    }  # fmt: skip
+    return Settings(
+        host=str(values.get("host", "127.0.0.1")),
+        port=int(values.get("port", DEFAULT_PORT)),
+        workers=int(values.get("workers", 1)),
+        target_provider=target_provider,
+        target_chosen="provider" in values,
+        target_model=values.get("model"),
+        spoof_model=values.get("spoof_model"),
+        providers=providers,
+        routes=tuple(routes),
+        implementation=str(values.get("implementation", "auto")),
+        insecure_no_auth=bool(given.get("insecure_no_auth", False)),
+        signing_key_file=values.get("signing_key_file"),
+        continuation=str(values.get("continuation", "auto")).lower(),
+        pricing=pricing,
+        config_file=str(config_path) if config_path else None,
+        lines=tuple(source.lines.items()) if source is not None else (),
+        flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),
+        **limits,
+    )
+
+
+def _origin(given: Mapping[str, Any], env: Mapping[str, str], key: str) -> str:
+    spec = SERVER[key]
+    if key in given:
+        return f"--{key.replace('_', '-')}"
+    if spec.env and env.get(spec.env):
+        return spec.env
+    return f"[server] {key}"
+
+
+def _flag_ok(key: str, value: Any, spec: Field) -> bool:
+    if spec.choices and str(value).lower() not in spec.choices:
+        return False
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return spec.in_range(key, value)
+    return True
+
+
+def _flag_problem(
+    origin: str, key: str, raw: Any, spec: Field, *, bad_type: bool = False
+) -> Problem:
+    shown = f"{origin}={raw}" if not origin.startswith("--") else f"{origin} {raw}"
+    if spec.choices:
+        return Problem(f"{shown}: not a valid {key}", hint=f"use one of {', '.join(spec.choices)}")
+    if bad_type and spec.types[0] is bool:
+        return Problem(f"{shown}: {key} must be true or false", hint="use true/false, 1/0, yes/no")
+    return Problem(
+        f"{shown}: {key} {spec.range_text(key) if spec.minimum is not None else 'must be ' + spec.type_name}"
+    )
+
+
+def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = None) -> Settings:
+    """The settings from a new config file (and the current variables and the CLI flags
+    the server started with), validated fully, keys included; ConfigError with the same
+    messages as at start when anything is wrong, and then `current` stays in force.
+
+    host, port and workers need a restart: a changed value is reported at WARNING and the
+    current one kept.
+    """
+    from .check import require_keys
+
+    flags = dict(current.flags)
+    if path is not None:
+        flags["config"] = path
+    elif current.config_file is not None:
+        flags["config"] = current.config_file
+    new = load(flags, env)
+    for warning in require_keys(new):
+        log.warning("config reload: %s", warning)
+    kept = {k: getattr(current, k) for k in RESTART_ONLY if getattr(new, k) != getattr(current, k)}
+    if kept:
+        log.warning(
+            "config reload: %s changed, which needs a restart; still using %s",
+            ", ".join(kept),
+            ", ".join(f"{k}={v}" for k, v in kept.items()),
+        )
+        new = dataclasses.replace(new, **kept)
+    return new

@@ -1,0 +1,159 @@
+"""The config file's schema: every table and key, its type and what it means.
+
+One table drives validation (`config.validate`), the error hints and docs/CONFIG.md.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .providers import MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
+from .routes import CLIENT_PROTOCOLS, EFFORTS
+
+IMPLEMENTATIONS = ("auto", "native", "python")
+CONTINUATION_MODES = ("auto", "always", "never")
+
+
+# Numbers that must be above `minimum` (not equal): timeouts and intervals.
+STRICTLY_POSITIVE = {
+    "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace"
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table: its TOML type(s), allowed values, and (for [server]) the
+    environment variable that overrides it."""
+
+    types: tuple[type, ...]
+    doc: str
+    choices: tuple[str, ...] = ()
+    env: str | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def in_range(self, key: str, value: float) -> bool:
+        if self.minimum is not None and (
+            value < self.minimum or (key in STRICTLY_POSITIVE and value <= self.minimum)
+        ):
+            return False
+        return self.maximum is None or value <= self.maximum
+
+    def range_text(self, key: str) -> str:
+        """What a number for `key` must be, e.g. "must be a whole number from 1 to 65535"."""
+        kind = "a whole number" if int in self.types and float not in self.types else "a number"
+        if self.maximum is not None:
+            return f"must be {kind} from {self.minimum:g} to {self.maximum:g}"
+        if key in STRICTLY_POSITIVE:
+            return f"must be {kind} above {self.minimum:g}"
+        if self.minimum is not None:
+            return f"must be {kind} of at least {self.minimum:g}"
+        return f"must be {kind}"
+
+    @property
+    def type_name(self) -> str:
+        names = {str: "a string", bool: "true or false", int: "a whole number",
+                 float: "a number", list: "a list", dict: "a table"}  # fmt: skip
+        return " or ".join(names[t] for t in self.types)
+
+
+def _num(doc: str, env: str, kind: type = float, minimum: float = 0) -> Field:
+    return Field((kind,) if kind is float else (int,), doc, env=env, minimum=minimum)
+
+
+SERVER: dict[str, Field] = {
+    "host": Field((str,), "address to bind", env="HYDRA_PROXY_HOST"),
+    "port": Field((int,), "port to listen on", env="HYDRA_PROXY_PORT", minimum=1, maximum=65535),
+    "workers": Field((int,), "worker processes", env="HYDRA_PROXY_WORKERS", minimum=1),
+    "provider": Field((str,), "target provider: serves every request no route claims",
+                    env="HYDRA_TARGET_PROVIDER"),
+    "model": Field((str,), "upstream model for the target provider (default: the requested name)",
+                 env="HYDRA_TARGET_MODEL"),
+    "spoof_model": Field((str,), "model name reported to Anthropic clients", env="HYDRA_SPOOF_MODEL"),
+    "passthrough": Field((bool,), "route claude-* models to the anthropic provider",
+                       env="HYDRA_PASSTHROUGH"),
+    "implementation": Field((str,), "transducer implementation", IMPLEMENTATIONS,
+                          env="HYDRA_PROXY_IMPL"),
+    "signing_key_file": Field((str,), "file of the key that signs thinking blocks",
+                            env="HYDRA_SIGNING_KEY_FILE"),
+    "continuation": Field((str,), "continuation suffix for Chat clients", CONTINUATION_MODES,
+                        env="HYDRA_CONTINUATION"),
+    "max_body_bytes": _num("largest request body", "HYDRA_MAX_BODY_BYTES", int, 1),
+    "max_event_bytes": _num("largest upstream SSE event", "HYDRA_MAX_EVENT_BYTES", int, 1),
+    "connect_timeout": _num("seconds to connect upstream", "HYDRA_CONNECT_TIMEOUT", float, 0),
+    "first_byte_timeout": _num("seconds to the upstream's first byte",
+                               "HYDRA_FIRST_BYTE_TIMEOUT"),
+    "idle_timeout": _num("seconds an upstream stream may stay silent", "HYDRA_IDLE_TIMEOUT"),
+    "ping_interval": _num("seconds between pings to Anthropic clients", "HYDRA_PING_INTERVAL"),
+    "retries": _num("upstream retries before the first byte", "HYDRA_RETRIES", int, 0),
+    "shutdown_grace": _num("seconds in-flight streams get at shutdown", "HYDRA_SHUTDOWN_GRACE"),
+}  # fmt: skip
+
+PROVIDER: dict[str, Field] = {
+    "preset": Field((str,), "start from this shipped preset (default: the table's own name)"),
+    "kind": Field((str,), "upstream protocol", PROVIDER_KINDS),
+    "base_url": Field((str,), "endpoint, e.g. https://api.deepseek.com/v1"),
+    "api_key_env": Field((str, list), "variable(s) holding the key(s): a list is a key pool"),
+    "api_keys_env": Field((list,), "more variables for the key pool"),
+    "api_key_optional": Field((bool,), "the upstream needs no key (a local server)"),
+    "reasoning": Field((bool,), "takes reasoning_effort"),
+    "reasoning_field": Field((str,), "where reasoning text streams and is replayed",
+                           REASONING_FIELDS),
+    "replay_reasoning": Field((bool,), "needs reasoning back on assistant tool-call turns"),
+    "max_tokens_field": Field((str,), "the token-limit parameter", MAX_TOKENS_FIELDS),
+    "max_tokens_limit": Field((int,), "clamp max_tokens to this", minimum=1),
+    "sampling": Field((bool,), "takes temperature/top_p"),
+    "context_window": Field((int,), "context window in tokens (GET /v1/models)", minimum=1),
+    "max_output": Field((int,), "largest output in tokens (GET /v1/models)", minimum=1),
+}  # fmt: skip
+
+ROUTE: dict[str, Field] = {
+    "name": Field((str,), "how logs name the route"),
+    "match": Field((str,), "glob on the requested model name (default \"*\")"),
+    "provider": Field((str, list), "provider, or a list of providers tried in order"),
+    "model": Field((str,), "upstream model (default: the requested name)"),
+    "fallback": Field((list,), "providers tried next: names or {provider, model} tables"),
+    "background": Field((bool,), "tool-less calls with max_tokens <= 1024"),
+    "thinking": Field((bool,), "the request asks for thinking"),
+    "images": Field((bool,), "the request carries images"),
+    "subagent": Field((bool,), "a Claude Code subagent's request"),
+    "long_context": Field((int,), "estimated input tokens above this", minimum=1),
+    "client": Field((str,), "the client's protocol", CLIENT_PROTOCOLS),
+    "spoof_model": Field((str,), "model name reported to the client"),
+    "max_tokens_limit": Field((int,), "clamp max_tokens to this", minimum=1),
+    "effort": Field((str, dict), "a fixed reasoning effort, or a map requested -> sent", EFFORTS),
+    "context_window": Field((int,), "context window reported by GET /v1/models", minimum=1),
+    "max_output": Field((int,), "max output reported by GET /v1/models", minimum=1),
+}  # fmt: skip
+
+FALLBACK_ENTRY: dict[str, Field] = {
+    "provider": Field((str,), "provider name"),
+    "model": Field((str,), "upstream model on this provider (default: the route's)"),
+}
+
+# `[pricing."model-glob"]`: price overrides for the usage ledger (docs/USAGE.md), in USD
+# per million tokens; read by hydra_proxy.usage.pricing (PriceTable.with_overrides).
+PRICE: dict[str, Field] = {
+    "input": Field((float,), "USD per million input tokens (required)", minimum=0),
+    "output": Field((float,), "USD per million output tokens (required)", minimum=0),
+    "cache_read": Field((float,), "cache reads (default: as input)", minimum=0),
+    "cache_write": Field((float,), "cache writes (default: as input)", minimum=0),
+    "reasoning": Field((float,), "reasoning tokens (default: as output)", minimum=0),
+    "as_of": Field((str,), "the date of the price"),
+}
+PRICE_REQUIRED = ("input", "output")
+
+TOP_LEVEL = {
+    "server": "a table",
+    "providers": "a table of tables",
+    "routes": "an array of tables",
+    "pricing": "a table of tables",
+}
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The closest known name, when there is a plausible one."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None

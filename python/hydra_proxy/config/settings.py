@@ -1,0 +1,100 @@
+"""Settings: the validated, immutable configuration a server runs with.
+
+Settings reach granian worker processes as the argument of the app loader (server/run.py),
+so they stay plain picklable data; mutable per-process state (key pools) is built from
+them in each worker (`config.keys.key_pools`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .providers import Provider
+from .routes import RequestTraits, Route, RouteDecision, Target, decide
+
+DEFAULT_PORT = 3456
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    workers: int = 1
+    target_provider: str = "openai"
+    # Whether the target provider was chosen (flag, variable or [server] provider) rather
+    # than the default: only a chosen one without its key stops the server.
+    target_chosen: bool = False
+    target_model: str | None = None
+    spoof_model: str | None = None
+    providers: dict[str, Provider] = field(default_factory=dict)
+    routes: tuple[Route, ...] = ()
+    implementation: str = "auto"
+    insecure_no_auth: bool = False
+    # Limits and timeouts (seconds).
+    max_body_bytes: int = 32 * 1024 * 1024
+    max_event_bytes: int = 16 * 1024 * 1024
+    connect_timeout: float = 10.0
+    first_byte_timeout: float = 300.0
+    idle_timeout: float = 300.0
+    ping_interval: float = 10.0
+    retries: int = 2
+    shutdown_grace: float = 30.0
+    signing_key_file: str | None = None
+    # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
+    # x-hydra-continuation request header), always, never.
+    continuation: str = "auto"
+    # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
+    # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
+    pricing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Where the settings came from: the config file, the lines of its tables (for errors
+    # found after loading) and the CLI flags (for `reload`).
+    config_file: str | None = None
+    lines: tuple[tuple[tuple[str | int, ...], int], ...] = field(
+        default=(), repr=False, compare=False
+    )
+    flags: tuple[tuple[str, Any], ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def default_route(self) -> Route:
+        """The route of a request no configured route claims: the target provider."""
+        return Route("*", self.target_provider, self.target_model, self.spoof_model)
+
+    def decide(self, traits: RequestTraits) -> RouteDecision | None:
+        """The route a request takes and its attempts in order (None: nothing routes it)."""
+        return decide(self.routes, self.default_route, self.providers, traits)
+
+    def resolve(self, model: str) -> tuple[Provider, Route] | None:
+        """The provider and route for a requested model name alone (None: nothing routes
+        it). Kept for callers that have only the name; `decide` sees the whole request."""
+        decision = self.decide(RequestTraits(model))
+        if decision is None:
+            return None
+        return decision.attempts[0].provider, decision.route
+
+    def default_reachable(self) -> bool:
+        """Whether any request can reach the target provider (no unconditional `*` route
+        claims everything first)."""
+        return not any(r.match == "*" and not r.conditional for r in self.routes)
+
+    # Used only by server.app.create_app, itself unused (granian gets a loader): remove both.
+    @staticmethod
+    def from_json(data: bytes | str) -> Settings:
+        raw = orjson.loads(data)
+        raw["providers"] = {
+            k: Provider(
+                **{**v, "api_key_envs": tuple(v.get("api_key_envs", ())), "dotenv_keys": ()}
+            )
+            for k, v in raw["providers"].items()
+        }
+        routes = []
+        for r in raw["routes"]:
+            r["fallback"] = tuple(Target(**t) for t in r.get("fallback", ()))
+            r["effort_map"] = tuple(tuple(p) for p in r.get("effort_map", ()))
+            routes.append(Route(**r))
+        raw["routes"] = tuple(routes)
+        raw.pop("lines", None)
+        raw.pop("flags", None)
+        return Settings(**raw)

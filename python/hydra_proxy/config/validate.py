@@ -1,0 +1,378 @@
+"""Reading and validating a config file: every problem found, with its file and line.
+
+`read_config` parses the TOML (a syntax error keeps tomllib's line and column); the
+`Validator` checks tables and keys against `config.schema`, builds the providers (presets
+merged with the file's tables) and routes, and collects every problem before raising one
+`ConfigError`, so a user fixes the file in one pass.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path as FilePath
+from typing import Any
+
+from .errors import ConfigError, Problem
+from .providers import Provider, build_provider, preset_row, presets
+from .routes import EFFORTS, Route, Target, glob_problem
+from .schema import (
+    FALLBACK_ENTRY,
+    PRICE,
+    PRICE_REQUIRED,
+    PROVIDER,
+    ROUTE,
+    SERVER,
+    TOP_LEVEL,
+    Field,
+    did_you_mean,
+)
+from .source import Path, SourceMap
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def read_config(path: str) -> tuple[dict[str, Any], SourceMap]:
+    """The parsed file and its source map; a ConfigError names the file (and the line of a
+    TOML syntax error)."""
+    try:
+        text = FilePath(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            Problem(
+                f"cannot read the config file: {exc.strerror or exc}",
+                file=path,
+                hint="check the path given by --config or HYDRA_CONFIG",
+            )
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        position = _TOML_POSITION.search(str(exc))
+        raise ConfigError(
+            Problem(
+                f"invalid TOML: {exc}",
+                file=path,
+                line=int(position.group(1)) if position else None,
+                hint="fix the syntax at that position (https://toml.io)",
+            )
+        ) from None
+    return data, SourceMap(text)
+
+
+def type_ok(value: object, spec: Field) -> bool:
+    for kind in spec.types:
+        if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if kind is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if kind not in (int, float) and isinstance(value, kind):
+            return True
+    return False
+
+
+class Validator:
+    """Collects problems against one file (`file` None: no file, values from elsewhere)."""
+
+    def __init__(self, file: str | None, source: SourceMap | None) -> None:
+        self.file = file
+        self.source = source
+        self.problems: list[Problem] = []
+        # Provider names the file declares, built or not (a route naming one whose table
+        # has a problem gets no second, misleading "unknown provider" error).
+        self.declared: set[str] = set()
+
+    def line(self, path: Path) -> int | None:
+        return self.source.line(path) if self.source is not None else None
+
+    def add(self, path: Path, message: str, hint: str | None = None) -> None:
+        self.problems.append(Problem(message, self.file, self.line(path), hint))
+
+    def raise_if_any(self) -> None:
+        if self.problems:
+            # The file's problems in line order, then those of variables and flags.
+            raise ConfigError(sorted(self.problems, key=lambda p: (p.line is None, p.line or 0)))
+
+    # --- generic table checks ------------------------------------------------------------
+
+    def unknown_keys(
+        self, path: Path, table: Mapping[str, Any], known: Mapping[str, Field], where: str
+    ) -> None:
+        unknown = [k for k in table if k not in known]
+        for key in unknown:
+            close = did_you_mean(key, known)
+            hint = f"did you mean {close!r}?" if close else f"known keys: {', '.join(known)}"
+            self.add((*path, key), f"unknown keys in {where}: {key!r}", hint)
+
+    def check_value(self, path: Path, key: str, value: object, spec: Field, where: str) -> bool:
+        if not type_ok(value, spec):
+            self.add(
+                (*path, key),
+                f"{where} {key} must be {spec.type_name}, not {value!r}",
+                f"e.g. {key} = {_example(spec)}",
+            )
+            return False
+        if spec.choices and isinstance(value, str) and value not in spec.choices:
+            self.add(
+                (*path, key),
+                f"{where} {key} = {value!r} is not one of {', '.join(spec.choices)}",
+                _choice_hint(value, spec.choices),
+            )
+            return False
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if is_number and not spec.in_range(key, value):  # type: ignore[arg-type]
+            self.add((*path, key), f"{where} {key} = {value!r}: {spec.range_text(key)}")
+            return False
+        return True
+
+    def check_table(
+        self, path: Path, table: Mapping[str, Any], known: Mapping[str, Field], where: str
+    ) -> None:
+        self.unknown_keys(path, table, known, where)
+        for key, value in table.items():
+            if key in known:
+                self.check_value(path, key, value, known[key], where)
+
+    # --- the document --------------------------------------------------------------------
+
+    def top_level(self, document: Mapping[str, Any]) -> None:
+        for key, value in document.items():
+            if key in TOP_LEVEL:
+                wanted = {"server": dict, "providers": dict, "routes": list, "pricing": dict}[key]
+                if not isinstance(value, wanted):
+                    self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
+                continue
+            is_table = isinstance(value, (dict, list))
+            if key in SERVER and not is_table:
+                self.add((key,), f"{key!r} is not inside a table", f"put it under [server]: "
+                         f"[server]\\n{key} = {value!r}".replace("\\n", "\n  "))  # fmt: skip
+                continue
+            close = did_you_mean(key, TOP_LEVEL)
+            shown = (f"[[{key}]]" if isinstance(value, list) else f"[{key}]") if is_table else key
+            inner = (
+                [k for k, v in value.items() if isinstance(v, dict)]
+                if isinstance(value, dict)
+                else []
+            )
+            if inner and len(inner) == len(value):  # `[provider.deepseek]`: show it so
+                shown = f"[{key}.{inner[0]}]"
+            if close == "providers" and inner:
+                hint = f"did you mean [providers.{inner[0]}]?"
+            elif close:
+                hint = f"did you mean {_top_header(close)}?"
+            else:
+                hint = (
+                    "the file has [server], [providers.NAME], [[routes]] and "
+                    '[pricing."MODEL-GLOB"] tables'
+                )
+            self.add((key,), f"unknown table {shown}", hint)
+
+    def server(self, table: Mapping[str, Any]) -> None:
+        self.check_table(("server",), table, SERVER, "[server]")
+
+    def providers(self, tables: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Provider]:
+        built: dict[str, Provider] = {}
+        for name in presets():
+            row = preset_row(name)
+            assert row is not None
+            built[name] = build_provider(name, row, env)
+        self.declared = set(built) | set(tables)
+        for name, raw in tables.items():
+            path: Path = ("providers", name)
+            where = f"[providers.{name}]"
+            if not isinstance(raw, dict):
+                self.add(
+                    path, f"{where} must be a table", f"write [providers.{name}] and keys under it"
+                )
+                continue
+            problems_before = len(self.problems)
+            self.check_table(path, raw, PROVIDER, where)
+            preset_name = raw.get("preset", name if name in presets() else None)
+            base: dict[str, Any] = {}
+            if preset_name is not None:
+                row = preset_row(str(preset_name))
+                if row is None:
+                    self.add((*path, "preset"), f"{where} preset {preset_name!r} is not a shipped preset",
+                             _choice_hint(str(preset_name), tuple(presets())))  # fmt: skip
+                    continue
+                base = row
+            merged = {**base, **raw}
+            if raw.get("base_url") is not None:
+                merged["_base_url_from_preset"] = False
+            if (
+                "api_key_env" in raw or "api_keys_env" in raw
+            ):  # the file's key variables replace the preset's
+                merged = {
+                    k: v for k, v in merged.items() if k not in ("api_key_env", "api_keys_env")
+                }
+                merged.update({k: raw[k] for k in ("api_key_env", "api_keys_env") if k in raw})
+            for column in ("kind", "base_url"):
+                if column not in merged:
+                    self.add(path, f"{where} needs {column}",
+                             f'add {column} = {_example(PROVIDER[column])}, or preset = "openai" '
+                             f"(shipped presets: {', '.join(presets())})")  # fmt: skip
+            for column in ("api_key_env", "api_keys_env"):
+                value = raw.get(column)
+                if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+                    self.add((*path, column), f"{where} {column} must list variable names")
+            if len(self.problems) == problems_before:
+                built[name] = build_provider(name, merged, env)
+        return built
+
+    def routes(self, entries: list[Any], providers: Mapping[str, Provider]) -> list[Route]:
+        routes: list[Route] = []
+        for index, raw in enumerate(entries):
+            path: Path = ("routes", index)
+            where = f"[[routes]] #{index + 1}"
+            if not isinstance(raw, dict):
+                self.add(path, f"{where} must be a table")
+                continue
+            before = len(self.problems)
+            self.check_table(path, raw, ROUTE, where)
+            route = self._route(path, where, raw, providers)
+            if route is not None and len(self.problems) == before:
+                routes.append(route)
+        return routes
+
+    def _route(
+        self, path: Path, where: str, raw: Mapping[str, Any], providers: Mapping[str, Provider]
+    ) -> Route | None:
+        match = raw.get("match", "*")
+        match = match if isinstance(match, str) else "*"  # a wrong type is reported already
+        problem = glob_problem(match)
+        if problem:
+            self.add((*path, "match"), f"{where} match = {match!r} is not a valid glob: {problem}")
+        chain: list[Target] = []
+        first = raw.get("provider")
+        if first is None:
+            self.add(
+                path,
+                f"{where} needs a provider",
+                'add provider = "NAME" (a [providers.NAME] table or a preset)',
+            )
+            return None  # fmt: skip
+        names = [first] if isinstance(first, str) else first if isinstance(first, list) else []
+        if not names or not all(isinstance(n, str) for n in names):
+            self.add((*path, "provider"), f"{where} provider must name one or more providers")
+            return None
+        model = raw.get("model")
+        chain.append(Target(names[0], model))
+        chain += [Target(n) for n in names[1:]]
+        fallback = raw.get("fallback", [])
+        for i, entry in enumerate(fallback if isinstance(fallback, list) else []):
+            entry_path = (*path, "fallback")
+            if isinstance(entry, str):
+                chain.append(Target(entry))
+            elif isinstance(entry, dict):
+                self.check_table(entry_path, entry, FALLBACK_ENTRY, f"{where} fallback #{i + 1}")
+                if not isinstance(entry.get("provider"), str):
+                    self.add(entry_path, f"{where} fallback #{i + 1} needs a provider")
+                    continue
+                chain.append(Target(entry["provider"], entry.get("model")))
+            else:
+                self.add(entry_path, f"{where} fallback #{i + 1} must be a provider name or "
+                         "a {provider = ..., model = ...} table")  # fmt: skip
+        for target in chain:
+            if target.provider in self.declared and target.provider not in providers:
+                continue  # its table has a problem of its own, reported there
+            if target.provider not in providers:
+                key = (
+                    "fallback"
+                    if target is not chain[0] and target.provider not in names
+                    else "provider"
+                )
+                self.add((*path, key), f"{where} names unknown provider {target.provider!r}",
+                         _choice_hint(target.provider, tuple(sorted(self.declared)),
+                                      f"add a [providers.{target.provider}] table, or use one of"))  # fmt: skip
+        effort = raw.get("effort")
+        effort_map: tuple[tuple[str, str], ...] = ()
+        fixed: str | None = None
+        if isinstance(effort, dict):
+            for key, value in effort.items():  # (a str effort is checked against EFFORTS)
+                if key not in EFFORTS or value not in EFFORTS:
+                    self.add((*path, "effort", key),
+                             f"{where} effort map {key!r} -> {value!r}: both must be one of {', '.join(EFFORTS)}")  # fmt: skip
+            effort_map = tuple((str(k), str(v)) for k, v in effort.items())
+        elif isinstance(effort, str):
+            fixed = effort
+        return Route(
+            match=match,
+            provider=chain[0].provider,
+            model=model,
+            spoof_model=raw.get("spoof_model"),
+            max_tokens_limit=raw.get("max_tokens_limit"),
+            fallback=tuple(chain[1:]),
+            name=raw.get("name"),
+            background=raw.get("background"),
+            thinking=raw.get("thinking"),
+            images=raw.get("images"),
+            subagent=raw.get("subagent"),
+            long_context=raw.get("long_context"),
+            client=raw.get("client"),
+            effort=fixed,
+            effort_map=effort_map,
+            context_window=raw.get("context_window"),
+            max_output=raw.get("max_output"),
+        )
+
+    def pricing(self, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        prices: dict[str, dict[str, Any]] = {}
+        for pattern, raw in tables.items():
+            path: Path = ("pricing", pattern)
+            where = f"[pricing.{pattern!r}]"
+            if not isinstance(raw, dict):
+                self.add(path, f"{where} must be a table of rates",
+                         f'e.g. [pricing."{pattern}"] with input = 1.0 and output = 2.0')  # fmt: skip
+                continue
+            before = len(self.problems)
+            problem = glob_problem(pattern)
+            if problem:
+                self.add(path, f"{where} is not a valid glob: {problem}")
+            self.check_table(path, raw, PRICE, where)
+            for kind in PRICE_REQUIRED:
+                if kind not in raw:
+                    self.add(path, f"{where} needs {kind} (USD per million tokens)")
+            if len(self.problems) == before:
+                prices[pattern] = dict(raw)
+        return prices
+
+
+def _top_header(name: str) -> str:
+    return {
+        "server": "[server]",
+        "providers": "[providers.NAME]",
+        "routes": "[[routes]]",
+        "pricing": '[pricing."MODEL-GLOB"]',
+    }[name]
+
+
+def _top_hint(name: str) -> str:
+    return {
+        "server": "write [server] and its keys under it",
+        "providers": "write one [providers.NAME] table per provider",
+        "routes": "write each route as a [[routes]] table (double brackets)",
+        "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
+    }[name]
+
+
+def _example(spec: Field) -> str:
+    if spec.choices:
+        return f'"{spec.choices[0]}"'
+    kind = spec.types[0]
+    return {str: '"..."', bool: "true", int: "8192", float: "30", list: '["A", "B"]', dict: "{}"}[
+        kind
+    ]
+
+
+def _choice_hint(value: str, choices: tuple[str, ...], lead: str = "use one of") -> str:
+    close = did_you_mean(value, choices)
+    return (f"did you mean {close!r}? " if close else "") + f"{lead} {', '.join(choices)}"
+
+
+__all__ = ["Validator", "read_config", "type_ok"]
