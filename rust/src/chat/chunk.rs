@@ -1,8 +1,8 @@
-//! Reading one OpenAI Chat Completions stream chunk (twin of `_read_chunk` in
-//! python/hydra_proxy/messages_via_chat/stream.py, which reads what orjson.loads built).
+//! Reading one OpenAI Chat Completions stream chunk, the Chat decoder's reader (twin of
+//! `_read_chunk` in python/hydra_proxy/chat/decoder.py, which reads what orjson.loads built).
 //!
 //! One forward pass of a validating scanner ([`crate::json::scan`]) over the text, reading
-//! the fields the transducer needs and validating and skipping the rest. The result is the
+//! the fields the decoder needs and validating and skipping the rest. The result is the
 //! Python twin's, input for input:
 //! - the whole text must be valid JSON as orjson judges it, else [`ReadError::InvalidJson`],
 //!   even when a field before the syntax error already had the wrong type;
@@ -24,7 +24,7 @@ use std::borrow::Cow;
 
 use crate::json::scan::{Mark, Result, Scanner, Syntax};
 
-/// Only what the transducer reads; `S`: how a string is held (a [`Chunk`] holds the text's
+/// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
 /// strings, a template's shape the holes they come from).
 #[derive(Default, Debug, PartialEq)]
 pub struct ChunkOf<S> {

@@ -1,6 +1,5 @@
-//! OpenAI Chat Completions stream chunks, as bytes (twin of
-//! python/hydra_proxy/chat_via_messages/stream_output.py). The fixed part of a chunk (id,
-//! created, model) is rendered once per stream.
+//! OpenAI Chat Completions stream chunks, as bytes (twin of python/hydra_proxy/chat/output.py).
+//! The fixed part of a chunk (id, created, model) is rendered once per stream.
 
 use crate::json::write::{write_str, write_u128, write_u64};
 

@@ -1,5 +1,4 @@
-//! Anthropic Messages SSE events, as bytes (twin of
-//! python/hydra_proxy/messages_via_chat/stream_output.py).
+//! Anthropic Messages SSE events, as bytes (twin of python/hydra_proxy/anthropic/output.py).
 
 use crate::json::write::{write_str, write_u64};
 
@@ -36,6 +35,13 @@ pub fn thinking_start(out: &mut Vec<u8>, index: u64) {
     out.extend_from_slice(
         b",\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
     );
+}
+
+pub fn redacted_thinking_start(out: &mut Vec<u8>, index: u64, data: &str) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"redacted_thinking\",\"data\":");
+    write_str(out, data);
+    out.extend_from_slice(b"}}\n\n");
 }
 
 pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
@@ -77,6 +83,17 @@ pub fn input_json_delta(out: &mut Vec<u8>, index: u64, partial_json: &str) {
 
 pub fn signature_delta(out: &mut Vec<u8>, index: u64, signature: &str) {
     delta(out, index, b"\"signature_delta\",\"signature\":", signature);
+}
+
+/// `citation` is JSON text, written as it is.
+pub fn citations_delta(out: &mut Vec<u8>, index: u64, citation: &str) {
+    out.extend_from_slice(
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
+    );
+    write_u64(out, index);
+    out.extend_from_slice(b",\"delta\":{\"type\":\"citations_delta\",\"citation\":");
+    out.extend_from_slice(citation.as_bytes());
+    out.extend_from_slice(b"}}\n\n");
 }
 
 pub fn block_stop(out: &mut Vec<u8>, index: u64) {

@@ -13,7 +13,7 @@ use serde::de::{self, IgnoredAny, MapAccess};
 
 use crate::json::read::{Fields, LenientCount, NotNull, Obj, Objects, OptIndex, OptStr};
 
-/// Only what the transducer reads.
+/// Only what the decoder reads.
 #[derive(Default, Debug)]
 pub struct Chunk<'a> {
     /// An `error` key with a non-null value.

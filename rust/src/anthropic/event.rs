@@ -1,12 +1,13 @@
-//! Reading one Anthropic Messages stream event (twin of `_read_event` in
-//! python/hydra_proxy/chat_via_messages/stream.py): only the fields the transducer uses,
-//! the whole event checked before any of it is acted on.
+//! Reading one Anthropic Messages stream event, the Anthropic decoder's reader (twin of
+//! `_read_event` in python/hydra_proxy/anthropic/decoder.py): only the fields the decoder
+//! uses, the whole event checked before any of it is acted on.
 
 use std::borrow::Cow;
 
 use serde::de::{IgnoredAny, MapAccess};
+use serde_json::value::RawValue;
 
-use crate::json::read::{Fields, LenientCount, NotNull, Obj, OptIndex, OptStr};
+use crate::json::read::{Fields, LenientCount, LenientStr, NotNull, Obj, OptIndex, OptStr};
 
 #[derive(Default)]
 pub struct Event<'a> {
@@ -15,6 +16,9 @@ pub struct Event<'a> {
     pub block: Option<BlockStart<'a>>,
     pub delta: Option<Delta<'a>>,
     pub usage: Option<Usage>,
+    /// message_start's message id and model (read leniently: information only).
+    pub message_id: Option<Cow<'a, str>>,
+    pub message_model: Option<Cow<'a, str>>,
     pub has_error: bool,
 }
 
@@ -36,6 +40,8 @@ pub struct Delta<'a> {
     pub signature: Option<Cow<'a, str>>,
     pub partial_json: Option<Cow<'a, str>>,
     pub stop_reason: Option<Cow<'a, str>>,
+    /// A citations_delta's citation, as JSON text (any value).
+    pub citation: Option<&'a RawValue>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -50,7 +56,7 @@ pub struct Usage {
 struct EventFields<'a> {
     event: Event<'a>,
     top_usage: Option<Usage>,
-    message_usage: Option<Usage>,
+    message: Option<MessageFields<'a>>,
 }
 
 impl<'de> Fields<'de> for EventFields<'de> {
@@ -62,9 +68,7 @@ impl<'de> Fields<'de> for EventFields<'de> {
             "content_block" => e.block = map.next_value::<Obj<BlockStart>>()?.0,
             "delta" => e.delta = map.next_value::<Obj<Delta>>()?.0,
             "usage" => self.top_usage = map.next_value::<Obj<Usage>>()?.0,
-            "message" => {
-                self.message_usage = map.next_value::<Obj<MessageFields>>()?.0.and_then(|m| m.0);
-            }
+            "message" => self.message = map.next_value::<Obj<MessageFields>>()?.0,
             "error" => e.has_error = map.next_value::<NotNull>()?.0,
             _ => {
                 map.next_value::<IgnoredAny>()?;
@@ -95,6 +99,10 @@ impl<'de> Fields<'de> for BlockStart<'de> {
 
 impl<'de> Fields<'de> for Delta<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "citation" {
+            self.citation = map.next_value::<Option<&'de RawValue>>()?;
+            return Ok(());
+        }
         let slot = match key {
             "type" => &mut self.kind,
             "text" => &mut self.text,
@@ -130,16 +138,23 @@ impl<'de> Fields<'de> for Usage {
     }
 }
 
-/// message_start's `message`: only its usage is read (leniently).
+/// message_start's `message`: its usage, id and model, all read leniently.
 #[derive(Default)]
-struct MessageFields(Option<Usage>);
+struct MessageFields<'a> {
+    usage: Option<Usage>,
+    id: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+}
 
-impl<'de> Fields<'de> for MessageFields {
+impl<'de> Fields<'de> for MessageFields<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "usage" {
-            self.0 = map.next_value::<Obj<Usage>>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
+        match key {
+            "usage" => self.usage = map.next_value::<Obj<Usage>>()?.0,
+            "id" => self.id = map.next_value::<LenientStr>()?.0,
+            "model" => self.model = map.next_value::<LenientStr>()?.0,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
         }
         Ok(())
     }
@@ -155,6 +170,9 @@ pub fn read_event(json: &str) -> Result<Event<'_>, serde_json::Error> {
         ));
     };
     let mut event = fields.event;
-    event.usage = fields.top_usage.or(fields.message_usage);
+    let message = fields.message.unwrap_or_default();
+    event.usage = fields.top_usage.or(message.usage);
+    event.message_id = message.id;
+    event.message_model = message.model;
     Ok(event)
 }
