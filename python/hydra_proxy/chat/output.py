@@ -1,5 +1,4 @@
-"""OpenAI Chat Completions stream chunks, as bytes (twin of
-rust/src/chat_via_messages/output.rs).
+"""OpenAI Chat Completions stream chunks, as bytes (twin of rust/src/chat/output.rs).
 
 Every chunk is `data: <compact JSON>\\n\\n` and carries `choices[].index` (Zed's parser
 rejects chunks without it). The fixed part of a chunk (id, created, model) is rendered once

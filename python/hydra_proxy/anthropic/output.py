@@ -1,4 +1,4 @@
-"""Anthropic Messages SSE events, as bytes (twin of rust/src/messages_via_chat/output.rs).
+"""Anthropic Messages SSE events, as bytes (twin of rust/src/anthropic/output.rs).
 
 Every event is `event: <type>\\ndata: <compact JSON>\\n\\n`; the SDKs dispatch on the `event:`
 line. Strings are escaped by orjson, whose escaping equals serde_json's (control characters
@@ -31,6 +31,13 @@ def thinking_start(index: int) -> bytes:
     return (
         b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
         b'"content_block":{"type":"thinking","thinking":"","signature":""}}\n\n' % index
+    )
+
+
+def redacted_thinking_start(index: int, data: str) -> bytes:
+    return (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
+        b'"content_block":{"type":"redacted_thinking","data":%s}}\n\n' % (index, dumps(data))
     )
 
 
@@ -67,6 +74,14 @@ def signature_delta(index: int, signature: str) -> bytes:
     return (
         b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
         b'"delta":{"type":"signature_delta","signature":%s}}\n\n' % (index, dumps(signature))
+    )
+
+
+def citations_delta(index: int, citation: str) -> bytes:
+    """`citation` is JSON text, written as it is."""
+    return (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
+        b'"delta":{"type":"citations_delta","citation":%s}}\n\n' % (index, citation.encode())
     )
 
 

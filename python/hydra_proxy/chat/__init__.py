@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions (twin of rust/src/chat/): its stream decoder and encoder."""
