@@ -106,7 +106,7 @@ fn usage(usage: &Usage, estimate: u64) -> (u64, u64, u64) {
 impl Encoder for AnthropicEncoder {
     type Usage = (u64, u64, u64);
 
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
         self.ensure_started(out);
         match event {
