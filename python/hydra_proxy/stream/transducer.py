@@ -12,6 +12,7 @@ from ..errors import ANTHROPIC_ERROR_TYPES
 from ..sse import SseParser
 from .events import Error, Event, Ping
 
+# Where a decoder's events go (Rust: the `Sink` trait).
 Emit = Callable[[Event], None]
 
 

@@ -17,7 +17,7 @@ use super::event::{read_event, BlockStart, Delta};
 use crate::errors::upstream_error;
 use crate::json::trim_json_ws;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Usage};
+use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
 
 pub const MSG_UNKNOWN_BLOCK: &str =
     "the upstream sent a delta for a content block it never started";
@@ -48,7 +48,7 @@ impl AnthropicDecoder {
 }
 
 impl Decoder for AnthropicDecoder {
-    fn event<S: FnMut(Event<'_>)>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
         if self.ended {
             return;
         }
@@ -100,7 +100,7 @@ impl Decoder for AnthropicDecoder {
             return;
         }
         if let Some(usage) = parsed.usage {
-            emit(Event::Usage(Usage {
+            emit.emit(Event::Usage(Usage {
                 input_tokens: usage.input_tokens,
                 cache_read_input_tokens: usage.cache_read_input_tokens,
                 cache_creation_input_tokens: usage.cache_creation_input_tokens,
@@ -108,7 +108,7 @@ impl Decoder for AnthropicDecoder {
             }));
         }
         match kind.as_deref() {
-            Some("message_start") => emit(Event::MessageStart {
+            Some("message_start") => emit.emit(Event::MessageStart {
                 id: parsed.message_id.as_deref(),
                 model: parsed.message_model.as_deref(),
             }),
@@ -118,16 +118,16 @@ impl Decoder for AnthropicDecoder {
             Some("message_delta") => {
                 if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
                     self.has_stop_reason = true;
-                    emit(Event::StopReason { reason });
+                    emit.emit(Event::StopReason { reason });
                 }
             }
             Some("message_stop") => self.end(emit),
-            Some("ping") => emit(Event::Ping),
+            Some("ping") => emit.emit(Event::Ping),
             _ => {} // other (future) event types are ignored, as the Anthropic docs ask
         }
     }
 
-    fn finish<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn finish<S: Sink>(&mut self, emit: &mut S) {
         if self.has_stop_reason {
             self.end(emit); // message_delta said how it ended; message_stop went missing
         } else {
@@ -137,7 +137,7 @@ impl Decoder for AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
-    fn block_start<S: FnMut(Event<'_>)>(
+    fn block_start<S: Sink>(
         &mut self,
         index: Option<u64>,
         block: Option<BlockStart<'_>>,
@@ -169,17 +169,17 @@ impl AnthropicDecoder {
                 },
             ),
         };
-        emit(Event::BlockStart { block: id, kind });
+        emit.emit(Event::BlockStart { block: id, kind });
         // A block may start with content; it is the first delta.
         match open {
             Open::Text => {
                 if let Some(text) = block.text.as_deref().filter(|t| !t.is_empty()) {
-                    emit(Event::TextDelta { block: id, text });
+                    emit.emit(Event::TextDelta { block: id, text });
                 }
             }
             Open::Thinking => {
                 if let Some(thinking) = block.thinking.as_deref().filter(|t| !t.is_empty()) {
-                    emit(Event::ThinkingDelta {
+                    emit.emit(Event::ThinkingDelta {
                         block: id,
                         thinking,
                     });
@@ -190,12 +190,7 @@ impl AnthropicDecoder {
         self.blocks.insert(id, open);
     }
 
-    fn block_delta<S: FnMut(Event<'_>)>(
-        &mut self,
-        index: Option<u64>,
-        delta: Option<Delta<'_>>,
-        emit: &mut S,
-    ) {
+    fn block_delta<S: Sink>(&mut self, index: Option<u64>, delta: Option<Delta<'_>>, emit: &mut S) {
         let block = index.unwrap_or(0);
         let Some(&open) = self.blocks.get(&block) else {
             self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
@@ -207,22 +202,22 @@ impl AnthropicDecoder {
         match (delta.kind.as_deref(), open) {
             (Some("text_delta"), Open::Text) => {
                 if let Some(text) = delta.text.as_deref().filter(|t| !t.is_empty()) {
-                    emit(Event::TextDelta { block, text });
+                    emit.emit(Event::TextDelta { block, text });
                 }
             }
             (Some("thinking_delta"), Open::Thinking) => {
                 if let Some(thinking) = delta.thinking.as_deref().filter(|t| !t.is_empty()) {
-                    emit(Event::ThinkingDelta { block, thinking });
+                    emit.emit(Event::ThinkingDelta { block, thinking });
                 }
             }
             (Some("signature_delta"), Open::Thinking) => {
                 let signature = delta.signature.as_deref().unwrap_or("");
-                emit(Event::SignatureDelta { block, signature });
+                emit.emit(Event::SignatureDelta { block, signature });
             }
             (Some("input_json_delta"), Open::Tool | Open::ServerTool) => {
                 if let Some(partial_json) = delta.partial_json.as_deref().filter(|p| !p.is_empty())
                 {
-                    emit(Event::ToolArgumentsDelta {
+                    emit.emit(Event::ToolArgumentsDelta {
                         block,
                         partial_json,
                     });
@@ -231,32 +226,32 @@ impl AnthropicDecoder {
             (Some("citations_delta"), Open::Text) => {
                 if let Some(citation) = delta.citation {
                     let citation = citation.get();
-                    emit(Event::CitationDelta { block, citation });
+                    emit.emit(Event::CitationDelta { block, citation });
                 }
             }
             _ => {} // a delta of a kind the block cannot hold
         }
     }
 
-    fn block_stop<S: FnMut(Event<'_>)>(&mut self, index: Option<u64>, emit: &mut S) {
+    fn block_stop<S: Sink>(&mut self, index: Option<u64>, emit: &mut S) {
         let block = index.unwrap_or(0);
         if self.blocks.remove(&block).is_some() {
-            emit(Event::BlockStop { block });
+            emit.emit(Event::BlockStop { block });
         } else {
             self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
         }
     }
 
-    fn end<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn end<S: Sink>(&mut self, emit: &mut S) {
         for (block, _) in std::mem::take(&mut self.blocks) {
-            emit(Event::BlockStop { block }); // blocks a lenient upstream never stopped
+            emit.emit(Event::BlockStop { block }); // blocks a lenient upstream never stopped
         }
-        emit(Event::MessageStop);
+        emit.emit(Event::MessageStop);
         self.ended = true;
     }
 
-    fn fail<S: FnMut(Event<'_>)>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
-        emit(Event::Error { kind, message });
+    fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
+        emit.emit(Event::Error { kind, message });
         self.ended = true;
     }
 }

@@ -15,7 +15,7 @@ use crate::errors::{upstream_error, MSG_UPSTREAM_DEFAULT};
 use crate::json::trim_json_ws;
 use crate::signature::sign_thinking;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Usage};
+use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
 
 pub const MSG_INTERLEAVED: &str = "the upstream interleaved the arguments of parallel tool calls";
 
@@ -74,17 +74,17 @@ impl ChatDecoder {
 }
 
 impl Decoder for ChatDecoder {
-    fn begin<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn begin<S: Sink>(&mut self, emit: &mut S) {
         if !self.started {
             self.started = true;
-            emit(Event::MessageStart {
+            emit.emit(Event::MessageStart {
                 id: None,
                 model: None,
             });
         }
     }
 
-    fn event<S: FnMut(Event<'_>)>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
         if self.ended {
             return; // the rest of a chunk after the end is not translated
         }
@@ -124,7 +124,7 @@ impl Decoder for ChatDecoder {
         }
     }
 
-    fn finish<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn finish<S: Sink>(&mut self, emit: &mut S) {
         if self.finish_reason.is_some() {
             self.end(emit);
         } else {
@@ -134,7 +134,7 @@ impl Decoder for ChatDecoder {
 }
 
 impl ChatDecoder {
-    fn chunk<S: FnMut(Event<'_>)>(&mut self, text: &str, chunk: &Chunk<'_>, emit: &mut S) {
+    fn chunk<S: Sink>(&mut self, text: &str, chunk: &Chunk<'_>, emit: &mut S) {
         if chunk.has_error {
             self.fail_upstream(text, emit);
             return;
@@ -149,7 +149,7 @@ impl ChatDecoder {
             if usage.cached_tokens.is_some() {
                 self.cached_tokens = usage.cached_tokens;
             }
-            emit(Event::Usage(self.usage()));
+            emit.emit(Event::Usage(self.usage()));
         }
         for choice in chunk.choices.iter() {
             if let Some(delta) = &choice.delta {
@@ -178,7 +178,7 @@ impl ChatDecoder {
         }
     }
 
-    fn fail_upstream<S: FnMut(Event<'_>)>(&mut self, text: &str, emit: &mut S) {
+    fn fail_upstream<S: Sink>(&mut self, text: &str, emit: &mut S) {
         // (The chunk reader validated the text; serde_json only fails on nesting deeper
         // than its 128 levels, where orjson allows 1024.)
         let (kind, message) = match serde_json::from_str::<Value>(text) {
@@ -188,7 +188,7 @@ impl ChatDecoder {
         self.fail(kind, &message, emit);
     }
 
-    fn delta<S: FnMut(Event<'_>)>(&mut self, delta: &Delta<'_>, emit: &mut S) {
+    fn delta<S: Sink>(&mut self, delta: &Delta<'_>, emit: &mut S) {
         if let Some(reasoning) = delta.reasoning().filter(|s| !s.is_empty()) {
             if self.open != Open::Thinking {
                 self.close(emit);
@@ -197,7 +197,7 @@ impl ChatDecoder {
             if self.signing_key.is_some() {
                 self.thinking.push_str(reasoning);
             }
-            emit(Event::ThinkingDelta {
+            emit.emit(Event::ThinkingDelta {
                 block: self.blocks - 1,
                 thinking: reasoning,
             });
@@ -208,7 +208,7 @@ impl ChatDecoder {
                     self.close(emit);
                     self.open_block(Open::Text, emit);
                 }
-                emit(Event::TextDelta {
+                emit.emit(Event::TextDelta {
                     block: self.blocks - 1,
                     text,
                 });
@@ -222,7 +222,7 @@ impl ChatDecoder {
         }
     }
 
-    fn tool_call<S: FnMut(Event<'_>)>(&mut self, call: &ToolCallDelta<'_>, emit: &mut S) {
+    fn tool_call<S: Sink>(&mut self, call: &ToolCallDelta<'_>, emit: &mut S) {
         let position = match self.find_tool(call.index, call.id.as_deref()) {
             Some(position) => position,
             None => {
@@ -232,7 +232,7 @@ impl ChatDecoder {
                     _ => format!("toolu_{}_{}", self.message_id, self.tools.len()),
                 };
                 let block = self.blocks;
-                emit(Event::BlockStart {
+                emit.emit(Event::BlockStart {
                     block,
                     kind: BlockKind::ToolUse {
                         id: &id,
@@ -254,7 +254,7 @@ impl ChatDecoder {
                 self.fail("api_error", MSG_INTERLEAVED, emit);
                 return;
             }
-            emit(Event::ToolArgumentsDelta {
+            emit.emit(Event::ToolArgumentsDelta {
                 block: self.tools[position].block,
                 partial_json: arguments,
             });
@@ -274,7 +274,7 @@ impl ChatDecoder {
         }
     }
 
-    fn open_block<S: FnMut(Event<'_>)>(&mut self, kind: Open, emit: &mut S) {
+    fn open_block<S: Sink>(&mut self, kind: Open, emit: &mut S) {
         let block = self.blocks;
         self.blocks += 1;
         self.open = kind;
@@ -283,10 +283,10 @@ impl ChatDecoder {
         } else {
             BlockKind::Thinking
         };
-        emit(Event::BlockStart { block, kind });
+        emit.emit(Event::BlockStart { block, kind });
     }
 
-    fn close<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn close<S: Sink>(&mut self, emit: &mut S) {
         if self.open == Open::None {
             return;
         }
@@ -294,27 +294,27 @@ impl ChatDecoder {
         if self.open == Open::Thinking {
             if let Some(key) = &self.signing_key {
                 let signature = sign_thinking(&self.thinking, key);
-                emit(Event::SignatureDelta {
+                emit.emit(Event::SignatureDelta {
                     block,
                     signature: &signature,
                 });
             }
             self.thinking.clear();
         }
-        emit(Event::BlockStop { block });
+        emit.emit(Event::BlockStop { block });
         self.open = Open::None;
     }
 
-    fn end<S: FnMut(Event<'_>)>(&mut self, emit: &mut S) {
+    fn end<S: Sink>(&mut self, emit: &mut S) {
         self.close(emit);
         let reason = mapping::stop_reason(self.finish_reason.as_deref(), !self.tools.is_empty());
-        emit(Event::StopReason { reason });
-        emit(Event::MessageStop);
+        emit.emit(Event::StopReason { reason });
+        emit.emit(Event::MessageStop);
         self.ended = true;
     }
 
-    fn fail<S: FnMut(Event<'_>)>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
-        emit(Event::Error { kind, message });
+    fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
+        emit.emit(Event::Error { kind, message });
         self.ended = true;
     }
 }

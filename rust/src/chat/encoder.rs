@@ -156,7 +156,7 @@ impl Encoder for ChatEncoder {
     /// (prompt_tokens, cached_tokens, completion_tokens), as OpenAI counts them.
     type Usage = (u128, u64, u64);
 
-    #[inline(always)]
+    #[inline]
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
         match event {
             Event::TextDelta { block, text } => {

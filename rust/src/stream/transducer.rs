@@ -1,22 +1,42 @@
 //! A transducer is a decoder composed with an encoder (twin of
 //! python/hydra_proxy/stream/transducer.py). Generic, so each pair compiles to one
 //! monomorphic state machine: events are built on the stack and handed straight to the
-//! encoder, with no dynamic dispatch and no allocation per event.
+//! encoder, with no dynamic dispatch and no allocation per event. The encoder's `event` is
+//! inlined at every place a decoder emits, so the match on the event's kind folds away and
+//! each emit is just the encoder's code for that event.
 
 use super::events::Event;
 use crate::sse::SseParser;
+
+/// Where a decoder's events go (Python: the `emit` callable).
+pub trait Sink {
+    fn emit(&mut self, event: Event<'_>);
+}
+
+/// The sink of a transducer: its encoder, writing into its output buffer.
+struct EncoderSink<'a, E> {
+    encoder: &'a mut E,
+    out: &'a mut Vec<u8>,
+}
+
+impl<E: Encoder> Sink for EncoderSink<'_, E> {
+    #[inline(always)]
+    fn emit(&mut self, event: Event<'_>) {
+        self.encoder.event(self.out, event);
+    }
+}
 
 /// Upstream protocol -> canonical events.
 pub trait Decoder {
     /// Called before the bytes of every `feed` and `finish` (a protocol without a start
     /// event begins the message here).
-    fn begin<S: FnMut(Event<'_>)>(&mut self, _emit: &mut S) {}
+    fn begin<S: Sink>(&mut self, _emit: &mut S) {}
 
     /// One upstream SSE event (`event:` name and `data:` payload).
-    fn event<S: FnMut(Event<'_>)>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S);
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S);
 
     /// Upstream EOF after its last event: end the message, or say it was cut off.
-    fn finish<S: FnMut(Event<'_>)>(&mut self, emit: &mut S);
+    fn finish<S: Sink>(&mut self, emit: &mut S);
 }
 
 /// Canonical events -> client protocol SSE bytes, and what the server asks of the stream.
@@ -61,11 +81,14 @@ impl<D: Decoder, E: Encoder> Transducer<D, E> {
             return &self.out;
         }
         {
-            let (decoder, encoder, out) = (&mut self.decoder, &mut self.encoder, &mut self.out);
-            let mut emit = |event: Event<'_>| encoder.event(out, event);
-            decoder.begin(&mut emit);
+            let decoder = &mut self.decoder;
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            decoder.begin(&mut sink);
             self.parser
-                .feed(chunk, |event, data| decoder.event(event, data, &mut emit));
+                .feed(chunk, |event, data| decoder.event(event, data, &mut sink));
         }
         self.parser_error();
         &self.out
@@ -78,17 +101,22 @@ impl<D: Decoder, E: Encoder> Transducer<D, E> {
             return &self.out;
         }
         {
-            let (decoder, encoder, out) = (&mut self.decoder, &mut self.encoder, &mut self.out);
-            let mut emit = |event: Event<'_>| encoder.event(out, event);
-            decoder.begin(&mut emit);
+            let decoder = &mut self.decoder;
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            decoder.begin(&mut sink);
             self.parser
-                .finish(|event, data| decoder.event(event, data, &mut emit));
+                .finish(|event, data| decoder.event(event, data, &mut sink));
         }
         self.parser_error();
         if !self.encoder.finished() {
-            let (encoder, out) = (&mut self.encoder, &mut self.out);
-            self.decoder
-                .finish(&mut |event: Event<'_>| encoder.event(out, event));
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            self.decoder.finish(&mut sink);
         }
         &self.out
     }
