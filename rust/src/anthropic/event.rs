@@ -161,6 +161,7 @@ impl<'de> Fields<'de> for MessageFields<'de> {
 }
 
 /// Parse one event; `Err` carries serde_json's error (syntax vs unexpected shape).
+#[inline]
 pub fn read_event(json: &str) -> Result<Event<'_>, serde_json::Error> {
     let Obj(fields) = serde_json::from_str::<Obj<EventFields>>(json)?;
     let Some(fields) = fields else {
