@@ -3,19 +3,13 @@
 Run: python -m pytest benches --benchmark-only --benchmark-json=benches/results/micro.json
 then python benches/report.py benches/results/micro.json for the events/s table.
 Baselines measured in the same run: orjson.loads of the same upstream events (the cost of
-merely parsing them in Python) and a plain copy of the bytes. With
-HYDRA_BENCH_PREVIOUS=<path of another build's _native.abi3.so> (e.g. the previous commit's),
-that build runs too, as impl "native-previous", so a change is measured against it in the
-same run (report.py adds the ratio).
+merely parsing them in Python) and a plain copy of the bytes. A change of the native core
+is measured against the previous build with benches/compare_builds.py (interleaved rounds).
 """
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
-import os
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 import pytest
@@ -28,22 +22,7 @@ try:
 except ImportError:  # pragma: no cover
     Native = None  # type: ignore[assignment,misc]
 
-
-def _previous_build(path: str) -> Any:
-    """Another build of the extension, loaded beside this one (its init symbol is the same,
-    `PyInit__native`, so only the package part of the module name differs)."""
-    name = "hydra_proxy_previous._native"
-    loader = importlib.machinery.ExtensionFileLoader(name, path)
-    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module.MessagesViaChatStream
-
-
 IMPLEMENTATIONS: dict[str, Callable[..., object] | None] = {"native": Native, "python": Python}
-if os.environ.get("HYDRA_BENCH_PREVIOUS"):
-    IMPLEMENTATIONS["native-previous"] = _previous_build(os.environ["HYDRA_BENCH_PREVIOUS"])
 
 
 def _bodies(stream: str) -> list[bytes]:

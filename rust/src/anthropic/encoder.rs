@@ -108,7 +108,18 @@ impl Encoder for AnthropicEncoder {
 
     #[inline(always)]
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
-        self.ensure_started(out);
+        // Deltas and stops follow their block's start, which started the message.
+        if !matches!(
+            event,
+            Event::TextDelta { .. }
+                | Event::ToolArgumentsDelta { .. }
+                | Event::ThinkingDelta { .. }
+                | Event::SignatureDelta { .. }
+                | Event::CitationDelta { .. }
+                | Event::BlockStop { .. }
+        ) {
+            self.ensure_started(out);
+        }
         match event {
             Event::TextDelta { block, text } => {
                 if let Some(index) = self.index(block) {

@@ -173,6 +173,7 @@ pub struct ChunkReader {
 impl ChunkReader {
     /// Read `json` into `chunk`, which must be `Chunk::default()` (filling it in place
     /// saves moving it around).
+    #[inline(always)]
     pub fn read<'a>(
         &mut self,
         json: &'a str,
