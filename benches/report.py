@@ -29,9 +29,13 @@ def table(data: dict[str, Any]) -> str:
             baselines[info["stream"]][info["impl"]] = median
         else:
             runs[(info["stream"], info["chunking"])][info["impl"]] = {"median": median, **info}
+    # With a previous build in the same run (HYDRA_BENCH_PREVIOUS), two more columns.
+    previous = any("native-previous" in impls for impls in runs.values())
+    extra_head = " previous native events/s | native / previous |" if previous else ""
     rows = [
-        "| stream | chunking | native events/s | Python events/s | native / Python | native MB/s | orjson.loads only, events/s |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| stream | chunking | native events/s | Python events/s | native / Python | native MB/s | orjson.loads only, events/s |"
+        + extra_head,
+        "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if previous else ""),
     ]
     for (stream, chunking), impls in runs.items():
         native, python = impls.get("native"), impls.get("python")
@@ -39,10 +43,14 @@ def table(data: dict[str, Any]) -> str:
             continue
         events = native["upstream_events"]
         loads = baselines[stream].get("orjson.loads")
+        extra = ""
+        if previous and "native-previous" in impls:
+            before = impls["native-previous"]["median"]
+            extra = f" {_rate(events, before)} | {before / native['median']:.3f} |"
         rows.append(
             f"| {stream} | {chunking} | {_rate(events, native['median'])} | {_rate(events, python['median'])} "
             f"| {python['median'] / native['median']:.1f}x | {native['upstream_bytes'] / native['median'] / 1e6:.0f} "
-            f"| {_rate(events, loads) if loads else '-'} |"
+            f"| {_rate(events, loads) if loads else '-'} |" + extra
         )
     machine = data.get("machine_info", {})
     rows.append("")

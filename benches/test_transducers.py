@@ -3,7 +3,8 @@
 Run: python -m pytest benches --benchmark-only --benchmark-json=benches/results/micro.json
 then python benches/report.py benches/results/micro.json for the events/s table.
 Baselines measured in the same run: orjson.loads of the same upstream events (the cost of
-merely parsing them in Python) and a plain copy of the bytes.
+merely parsing them in Python) and a plain copy of the bytes. A change of the native core
+is measured against the previous build with benches/compare_builds.py (interleaved rounds).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream as Python
+from hydra_proxy.transducers import MessagesViaChatStream as Python
 from streams import CHUNKINGS, STREAMS
 
 try:

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from hydra_proxy.chat_via_messages.stream import ChatViaMessagesStream as PyChatViaMessagesStream
-from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream as PyMessagesViaChatStream
+from hydra_proxy.transducers import ChatViaMessagesStream as PyChatViaMessagesStream
+from hydra_proxy.transducers import MessagesViaChatStream as PyMessagesViaChatStream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

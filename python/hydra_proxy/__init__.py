@@ -7,7 +7,7 @@ one object per response stream, `feed(bytes) -> bytes` and `finish() -> bytes`.
 
 from __future__ import annotations
 
-from .messages_via_chat.stream import MessagesViaChatStream as PyMessagesViaChatStream
+from .transducers import MessagesViaChatStream as PyMessagesViaChatStream
 
 __version__ = "0.1.0"
 

@@ -1,15 +1,31 @@
-"""Type stubs for the native core (rust/src/python.rs)."""
+"""Type stubs for the native core (rust/src/python.rs), checked by mypy.stubtest."""
 
+from typing import Final, final
+
+from typing_extensions import Self
+
+__all__ = [
+    "ANTHROPIC_ERROR_TYPES",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "FINISH_REASONS",
+    "MESSAGES",
+    "STOP_REASONS",
+    "ChatViaMessagesStream",
+    "MessagesViaChatStream",
+    "__version__",
+]
+
+@final
 class MessagesViaChatStream:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         message_id: str,
         model: str,
         input_tokens: int,
         *,
         signing_key: bytes | None = None,
         max_event_bytes: int = ...,
-    ) -> None: ...
+    ) -> Self: ...
     def feed(self, chunk: bytes) -> bytes: ...
     def finish(self) -> bytes: ...
     def ping(self) -> bytes: ...
@@ -27,9 +43,10 @@ class MessagesViaChatStream:
     @property
     def usage(self) -> tuple[int, int, int]: ...
 
+@final
 class ChatViaMessagesStream:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         completion_id: str,
         model: str,
         created: int,
@@ -37,7 +54,7 @@ class ChatViaMessagesStream:
         include_usage: bool = False,
         continuation_key: bytes | None = None,
         max_event_bytes: int = ...,
-    ) -> None: ...
+    ) -> Self: ...
     def feed(self, chunk: bytes) -> bytes: ...
     def finish(self) -> bytes: ...
     def ping(self) -> bytes: ...
@@ -55,4 +72,9 @@ class ChatViaMessagesStream:
     @property
     def usage(self) -> tuple[int, int, int]: ...
 
-__version__: str
+__version__: Final[str]
+DEFAULT_MAX_EVENT_BYTES: Final[int]
+ANTHROPIC_ERROR_TYPES: Final[list[str]]
+STOP_REASONS: Final[dict[str, str]]
+FINISH_REASONS: Final[dict[str, str]]
+MESSAGES: Final[dict[str, str]]

@@ -1,17 +1,25 @@
-"""Which transducer implementation runs: the native core or its pure-Python twin.
+"""The transducers the server runs, and which implementation runs them.
 
-HYDRA_PROXY_IMPL=auto (default) uses the native extension when it imports and falls back to
-Python, saying so once in the log; `native` insists on it; `python` forces the fallback.
+Each transducer is a decoder composed with an encoder (stream/transducer.py); the pure-Python
+compositions here are the twins of rust/src/transducers.rs, and `hydra_proxy._native` has the
+same two classes. HYDRA_PROXY_IMPL=auto (default) uses the native extension when it imports
+and falls back to Python, saying so once in the log; `native` insists on it; `python` forces
+the fallback.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from typing import Protocol
 
-from .chat_via_messages import stream as _py_chat_via_messages
-from .messages_via_chat import stream as _py_messages_via_chat
+from .anthropic.decoder import AnthropicDecoder
+from .anthropic.encoder import AnthropicEncoder
+from .chat.decoder import ChatDecoder
+from .chat.encoder import ChatEncoder
+from .stream import DEFAULT_MAX_EVENT_BYTES
+from .stream.transducer import Transducer
 
 log = logging.getLogger("hydra_proxy")
 
@@ -37,37 +45,103 @@ class StreamTransducer(Protocol):
     def usage(self) -> tuple[int, int, int]: ...
 
 
-class _Implementation:
-    def __init__(self, name: str, messages_via_chat: type, chat_via_messages: type) -> None:
-        self.name = name
-        self.MessagesViaChatStream = messages_via_chat
-        self.ChatViaMessagesStream = chat_via_messages
+class MessagesViaChatStream(Transducer[ChatDecoder, AnthropicEncoder]):
+    """Translate one OpenAI Chat Completions SSE body into Anthropic Messages SSE events."""
+
+    def __init__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ChatDecoder(message_id, signing_key),
+            AnthropicEncoder(message_id, model, input_tokens),
+            max_event_bytes,
+        )
 
 
-def _python() -> _Implementation:
-    return _Implementation(
-        "python",
-        _py_messages_via_chat.MessagesViaChatStream,
-        _py_chat_via_messages.ChatViaMessagesStream,
-    )
+class ChatViaMessagesStream(Transducer[AnthropicDecoder, ChatEncoder]):
+    """Translate one Anthropic Messages SSE body into OpenAI Chat Completions chunks."""
+
+    def __init__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = False,
+        continuation_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            AnthropicDecoder(),
+            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
+            max_event_bytes,
+        )
 
 
-def _native() -> _Implementation:
+class MessagesViaChatFactory(Protocol):
+    """The constructor of a MessagesViaChatStream, either implementation's."""
+
+    def __call__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+class ChatViaMessagesFactory(Protocol):
+    """The constructor of a ChatViaMessagesStream, either implementation's."""
+
+    def __call__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = ...,
+        continuation_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+@dataclass(frozen=True)
+class Implementation:
+    """One implementation's transducer constructors, named as the classes they are."""
+
+    name: str
+    MessagesViaChatStream: MessagesViaChatFactory
+    ChatViaMessagesStream: ChatViaMessagesFactory
+
+
+PYTHON = Implementation("python", MessagesViaChatStream, ChatViaMessagesStream)
+
+
+def native() -> Implementation:
+    """The native core's transducers; ImportError when the extension is not built."""
     from . import _native
 
-    return _Implementation("native", _native.MessagesViaChatStream, _native.ChatViaMessagesStream)
+    return Implementation("native", _native.MessagesViaChatStream, _native.ChatViaMessagesStream)
 
 
-def select(requested: str | None = None) -> _Implementation:
+def select(requested: str | None = None) -> Implementation:
     choice = (requested or os.environ.get("HYDRA_PROXY_IMPL") or "auto").strip().lower()
     if choice == "python":
-        return _python()
+        return PYTHON
     if choice == "native":
-        return _native()  # an ImportError here is the user's answer
+        return native()  # an ImportError here is the user's answer
     if choice != "auto":
         raise ValueError(f"HYDRA_PROXY_IMPL must be auto, native or python, not {choice!r}")
     try:
-        return _native()
+        return native()
     except ImportError as exc:
         log.warning("native core unavailable (%s); using the pure-Python transducers", exc)
-        return _python()
+        return PYTHON

@@ -1,9 +1,9 @@
-//! Upstream errors -> Anthropic error types (twin of python/hydra_proxy/errors.py and of
-//! `upstream_error` in python/hydra_proxy/messages_via_chat/stream.py).
+//! Upstream errors -> Anthropic error types (twin of python/hydra_proxy/errors.py).
 
 use serde_json::Value;
 
-const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
+/// Every Anthropic error type: the one list (python.rs maps unknown ones to api_error).
+pub const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
     "invalid_request_error",
     "authentication_error",
     "billing_error",

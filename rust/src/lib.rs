@@ -1,15 +1,21 @@
 //! hydra-proxy's native core: an incremental SSE parser and the streaming transducers that
 //! translate one LLM API's event stream into another's. Free of I/O; the Python server
-//! feeds it upstream bytes and sends what it returns. Every transducer has a pure-Python
-//! twin in python/hydra_proxy/ that produces the same bytes.
+//! feeds it upstream bytes and sends what it returns. Every module has a pure-Python twin
+//! in python/hydra_proxy/ that produces the same bytes (docs/ARCHITECTURE.md).
+//!
+//! - [`stream`]: the canonical event model and the decoder/encoder composition;
+//! - one module per protocol ([`chat`], [`anthropic`]) with its decoder and encoder;
+//! - [`transducers`]: the compositions the server runs.
 
-pub mod chat_via_messages;
+pub mod anthropic;
+pub mod chat;
 pub mod continuation;
 pub mod errors;
 pub mod json;
-pub mod messages_via_chat;
 pub mod signature;
 pub mod sse;
+pub mod stream;
+pub mod transducers;
 
 #[cfg(feature = "python")]
 mod python;

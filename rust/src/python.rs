@@ -1,23 +1,13 @@
 //! The Python module `hydra_proxy._native`: thin PyO3 wrappers over the transducers, with
-//! the same API as the pure-Python classes.
+//! the same API as the pure-Python classes, and the constant tables both sides must share
+//! (tests/test_twin_constants.py compares them with Python's).
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
-use crate::{chat_via_messages, messages_via_chat};
-
-const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
-    "invalid_request_error",
-    "authentication_error",
-    "billing_error",
-    "permission_error",
-    "not_found_error",
-    "request_too_large",
-    "rate_limit_error",
-    "api_error",
-    "timeout_error",
-    "overloaded_error",
-];
+use crate::errors::ANTHROPIC_ERROR_TYPES;
+use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
+use crate::{anthropic, chat, transducers};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -27,16 +17,77 @@ fn known_error_type(error_type: &str) -> &'static str {
         .unwrap_or("api_error")
 }
 
+/// The same wrapper for every transducer type: the API of python/hydra_proxy/transducers.py.
+macro_rules! transducer_methods {
+    ($name:ident, $usage:ty, $new:item) => {
+        #[pymethods]
+        impl $name {
+            #[new]
+            $new
+            fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> Bound<'py, PyBytes> {
+                PyBytes::new(py, self.inner.feed(chunk))
+            }
+
+            fn finish<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                PyBytes::new(py, self.inner.finish())
+            }
+
+            fn ping<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+                PyBytes::new(py, self.inner.ping())
+            }
+
+            fn fail<'py>(
+                &mut self,
+                py: Python<'py>,
+                error_type: &str,
+                message: &str,
+            ) -> Bound<'py, PyBytes> {
+                PyBytes::new(py, self.inner.fail(known_error_type(error_type), message))
+            }
+
+            #[getter]
+            fn finished(&self) -> bool {
+                self.inner.finished()
+            }
+
+            #[getter]
+            fn complete(&self) -> bool {
+                self.inner.complete()
+            }
+
+            #[getter]
+            fn error(&self) -> Option<(&'static str, String)> {
+                self.inner.error().map(|(t, m)| (t, m.to_owned()))
+            }
+
+            #[getter]
+            fn has_content(&self) -> bool {
+                self.inner.has_content()
+            }
+
+            #[getter]
+            fn stop_reason(&self) -> Option<String> {
+                self.inner.stop_reason().map(str::to_owned)
+            }
+
+            #[getter]
+            fn usage(&self) -> $usage {
+                self.inner.usage()
+            }
+        }
+    };
+}
+
 /// Translate one OpenAI Chat Completions SSE body into Anthropic Messages SSE events.
 #[pyclass(module = "hydra_proxy._native")]
 struct MessagesViaChatStream {
-    inner: messages_via_chat::MessagesViaChatStream,
+    inner: transducers::MessagesViaChatStream,
 }
 
-#[pymethods]
-impl MessagesViaChatStream {
-    #[new]
-    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=messages_via_chat::DEFAULT_MAX_EVENT_BYTES))]
+transducer_methods!(
+    MessagesViaChatStream,
+    (u64, u64, u64),
+    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
     fn new(
         message_id: &str,
         model: &str,
@@ -45,7 +96,7 @@ impl MessagesViaChatStream {
         max_event_bytes: usize,
     ) -> Self {
         MessagesViaChatStream {
-            inner: messages_via_chat::MessagesViaChatStream::new(
+            inner: transducers::messages_via_chat(
                 message_id,
                 model,
                 input_tokens,
@@ -54,69 +105,18 @@ impl MessagesViaChatStream {
             ),
         }
     }
-
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.feed(chunk))
-    }
-
-    fn finish<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.finish())
-    }
-
-    fn ping<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.ping())
-    }
-
-    fn fail<'py>(
-        &mut self,
-        py: Python<'py>,
-        error_type: &str,
-        message: &str,
-    ) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.fail(known_error_type(error_type), message))
-    }
-
-    #[getter]
-    fn finished(&self) -> bool {
-        self.inner.finished()
-    }
-
-    #[getter]
-    fn complete(&self) -> bool {
-        self.inner.complete()
-    }
-
-    #[getter]
-    fn error(&self) -> Option<(&'static str, String)> {
-        self.inner.error().map(|(t, m)| (t, m.to_owned()))
-    }
-
-    #[getter]
-    fn has_content(&self) -> bool {
-        self.inner.has_content()
-    }
-
-    #[getter]
-    fn stop_reason(&self) -> Option<&'static str> {
-        self.inner.stop_reason()
-    }
-
-    #[getter]
-    fn usage(&self) -> (u64, u64, u64) {
-        self.inner.usage()
-    }
-}
+);
 
 /// Translate one Anthropic Messages SSE body into OpenAI Chat Completions chunks.
 #[pyclass(module = "hydra_proxy._native")]
 struct ChatViaMessagesStream {
-    inner: chat_via_messages::ChatViaMessagesStream,
+    inner: transducers::ChatViaMessagesStream,
 }
 
-#[pymethods]
-impl ChatViaMessagesStream {
-    #[new]
-    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, max_event_bytes=chat_via_messages::DEFAULT_MAX_EVENT_BYTES))]
+transducer_methods!(
+    ChatViaMessagesStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
     fn new(
         completion_id: &str,
         model: &str,
@@ -126,7 +126,7 @@ impl ChatViaMessagesStream {
         max_event_bytes: usize,
     ) -> Self {
         ChatViaMessagesStream {
-            inner: chat_via_messages::ChatViaMessagesStream::new(
+            inner: transducers::chat_via_messages(
                 completion_id,
                 model,
                 created,
@@ -136,63 +136,34 @@ impl ChatViaMessagesStream {
             ),
         }
     }
+);
 
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.feed(chunk))
+fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    for (key, value) in pairs {
+        dict.set_item(key, value)?;
     }
-
-    fn finish<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.finish())
-    }
-
-    fn ping<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.ping())
-    }
-
-    fn fail<'py>(
-        &mut self,
-        py: Python<'py>,
-        error_type: &str,
-        message: &str,
-    ) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.inner.fail(known_error_type(error_type), message))
-    }
-
-    #[getter]
-    fn finished(&self) -> bool {
-        self.inner.finished()
-    }
-
-    #[getter]
-    fn complete(&self) -> bool {
-        self.inner.complete()
-    }
-
-    #[getter]
-    fn error(&self) -> Option<(&'static str, String)> {
-        self.inner.error().map(|(t, m)| (t, m.to_owned()))
-    }
-
-    #[getter]
-    fn has_content(&self) -> bool {
-        self.inner.has_content()
-    }
-
-    #[getter]
-    fn stop_reason(&self) -> Option<&'static str> {
-        self.inner.stop_reason()
-    }
-
-    #[getter]
-    fn usage(&self) -> (u128, u64, u64) {
-        self.inner.usage()
-    }
+    Ok(dict)
 }
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
     m.add_class::<MessagesViaChatStream>()?;
     m.add_class::<ChatViaMessagesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
+    m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
+    m.add("STOP_REASONS", table(py, &chat::mapping::STOP_REASONS)?)?;
+    m.add("FINISH_REASONS", table(py, &chat::mapping::FINISH_REASONS)?)?;
+    let messages = [
+        ("MSG_INVALID_JSON", messages::MSG_INVALID_JSON),
+        ("MSG_BAD_SHAPE", messages::MSG_BAD_SHAPE),
+        ("MSG_CUT_OFF", messages::MSG_CUT_OFF),
+        ("MSG_INTERLEAVED", chat::decoder::MSG_INTERLEAVED),
+        ("MSG_UNKNOWN_BLOCK", anthropic::decoder::MSG_UNKNOWN_BLOCK),
+        ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
+    ];
+    m.add("MESSAGES", table(py, &messages)?)?;
     Ok(())
 }

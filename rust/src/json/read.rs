@@ -129,6 +129,55 @@ impl<'de> Deserialize<'de> for LenientCount {
     }
 }
 
+/// A string, or None for anything else (which is consumed and ignored): for fields read
+/// only as information, where an odd value must not reject the event.
+pub struct LenientStr<'a>(pub Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for LenientStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LenientStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(LenientStr(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(LenientStr(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(LenientStr(Some(Cow::Owned(v))))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(LenientStr(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(LenientStr(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(LenientStr(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(LenientStr(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(LenientStr(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_seq(seq)?;
+                Ok(LenientStr(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map)?;
+                Ok(LenientStr(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// Whether a value is present and not null.
 pub struct NotNull(pub bool);
 

@@ -1,0 +1,1 @@
+"""Anthropic Messages (twin of rust/src/anthropic/): its stream decoder and encoder."""

@@ -1,0 +1,256 @@
+"""Anthropic Messages stream -> canonical events (twin of rust/src/anthropic/decoder.rs).
+
+The input grammar: `event: <type>` / `data: <event JSON>` pairs (the `event:` line is
+optional; the payload's `type` wins): message_start, content blocks (start, deltas, stop,
+by `index`), message_delta (stop reason, usage), message_stop; ping; error. The canonical
+model is Anthropic's, so this is mostly reading: each event is read and checked whole
+before any of it is acted on; deltas are matched to the block they name (a delta for a
+block never started is an error, one of a kind the block cannot hold is skipped, as are
+event types the proxy does not know, as the Anthropic docs ask of clients); a block may
+start with content (its first delta); blocks a lenient upstream never stopped are stopped
+at message_stop; EOF after message_delta's stop reason ends the message, EOF before it is
+a cut-off stream. An upstream error or a malformed event is an `Error` event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orjson import dumps
+
+from ..errors import upstream_error
+from ..json_read import (
+    JSON_WS,
+    BadShape,
+    JSONDecodeError,
+    loads_lossy,
+    opt_dict,
+    opt_index,
+    opt_str,
+    uint,
+)
+from ..stream.events import (
+    BlockKind,
+    BlockStart,
+    BlockStop,
+    CitationDelta,
+    Error,
+    MessageStart,
+    MessageStop,
+    Ping,
+    RedactedThinking,
+    ServerTool,
+    SignatureDelta,
+    StopReason,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolUse,
+    Usage,
+)
+from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
+from ..stream.transducer import Emit
+
+MSG_UNKNOWN_BLOCK = "the upstream sent a delta for a content block it never started"
+
+# What an open block is, for matching its deltas.
+_TEXT, _THINKING, _TOOL, _REDACTED, _SERVER_TOOL = 1, 2, 3, 4, 5
+
+# One upstream event, read and checked whole before it is acted on.
+_Event = tuple[
+    str | None,  # type
+    int | None,  # index
+    tuple[str | None, str | None, str | None, str | None, str | None, str | None] | None,
+    # content_block: type, id, name, text, thinking, data
+    tuple[str | None, str | None, str | None, str | None, str | None, str | None, object] | None,
+    # delta: type, text, thinking, signature, partial_json, stop_reason, citation
+    dict[str, Any] | None,  # usage (message_start's message.usage or message_delta's usage)
+    tuple[str | None, str | None],  # message_start's message id and model (lenient)
+    bool,  # has a non-null `error`
+]
+
+
+class AnthropicDecoder:
+    def __init__(self) -> None:
+        self._ended = False
+        self._blocks: dict[int, int] = {}  # open content blocks by upstream index
+        self._has_stop_reason = False  # message_delta said how the message ended
+
+    def begin(self, emit: Emit) -> None:
+        pass
+
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+        if self._ended:
+            return
+        if not data.strip(JSON_WS):
+            if event == b"error":
+                self._fail(*upstream_error(None), emit)
+            return
+        try:
+            payload = loads_lossy(data)
+        except JSONDecodeError:
+            if event == b"error":
+                text = data.decode("utf-8", "replace")
+                self._fail(*upstream_error(text), emit)
+            else:
+                self._fail("api_error", MSG_INVALID_JSON, emit)
+            return
+        try:
+            kind, index, block, delta, usage, message, has_error = _read_event(payload)
+        except BadShape:
+            if event == b"error" or (type(payload) is dict and payload.get("error") is not None):
+                self._fail(*upstream_error(payload), emit)
+            else:
+                self._fail("api_error", MSG_BAD_SHAPE, emit)
+            return
+        if kind is None:
+            kind = event.decode("utf-8", "replace") if event is not None else None
+        if kind == "error" or event == b"error" or has_error:
+            self._fail(*upstream_error(payload), emit)
+            return
+        if usage is not None:
+            emit(_usage(usage))
+        if kind == "message_start":
+            emit(MessageStart(*message))
+        elif kind == "content_block_start":
+            self._block_start(index, block, emit)
+        elif kind == "content_block_delta":
+            self._block_delta(index, delta, emit)
+        elif kind == "content_block_stop":
+            self._block_stop(index, emit)
+        elif kind == "message_delta":
+            if delta is not None and delta[5] is not None:
+                self._has_stop_reason = True
+                emit(StopReason(delta[5]))
+        elif kind == "message_stop":
+            self._end(emit)
+        elif kind == "ping":
+            emit(Ping())
+        # Other (future) event types are ignored, as the Anthropic docs ask of clients.
+
+    def finish(self, emit: Emit) -> None:
+        if self._has_stop_reason:
+            self._end(emit)  # message_delta said how it ended; message_stop went missing
+        else:
+            self._fail("api_error", MSG_CUT_OFF, emit)
+
+    def _block_start(self, index: int | None, block: Any, emit: Emit) -> None:
+        block_type, tool_id, name, text, thinking, data = block or (None,) * 6
+        key = index or 0
+        kind: BlockKind
+        if block_type == "text":
+            open_, kind = _TEXT, Text()
+        elif block_type == "thinking":
+            open_, kind = _THINKING, Thinking()
+        elif block_type == "redacted_thinking":
+            open_, kind = _REDACTED, RedactedThinking(data or "")
+        elif block_type == "tool_use":
+            open_, kind = _TOOL, ToolUse(tool_id or "", name or "")
+        else:  # server tools and their results: run by Anthropic
+            open_, kind = _SERVER_TOOL, ServerTool(block_type or "")
+        emit(BlockStart(key, kind))
+        # A block may start with content; it is the first delta.
+        if open_ == _TEXT and text:
+            emit(TextDelta(key, text))
+        elif open_ == _THINKING and thinking:
+            emit(ThinkingDelta(key, thinking))
+        self._blocks[key] = open_
+
+    def _block_delta(self, index: int | None, delta: Any, emit: Emit) -> None:
+        key = index or 0
+        open_ = self._blocks.get(key)
+        if open_ is None:
+            self._fail("api_error", MSG_UNKNOWN_BLOCK, emit)
+            return
+        if delta is None:
+            return
+        delta_type, text, thinking, signature, partial_json, _, citation = delta
+        if delta_type == "text_delta" and open_ == _TEXT:
+            if text:
+                emit(TextDelta(key, text))
+        elif delta_type == "thinking_delta" and open_ == _THINKING:
+            if thinking:
+                emit(ThinkingDelta(key, thinking))
+        elif delta_type == "signature_delta" and open_ == _THINKING:
+            emit(SignatureDelta(key, signature or ""))
+        elif delta_type == "input_json_delta" and open_ in (_TOOL, _SERVER_TOOL):
+            if partial_json:
+                emit(ToolArgumentsDelta(key, partial_json))
+        elif delta_type == "citations_delta" and open_ == _TEXT and citation is not None:
+            emit(CitationDelta(key, dumps(citation).decode()))
+        # Any other delta is of a kind the block cannot hold.
+
+    def _block_stop(self, index: int | None, emit: Emit) -> None:
+        key = index or 0
+        if self._blocks.pop(key, None) is None:
+            self._fail("api_error", MSG_UNKNOWN_BLOCK, emit)
+            return
+        emit(BlockStop(key))
+
+    def _end(self, emit: Emit) -> None:
+        for key in sorted(self._blocks):
+            emit(BlockStop(key))  # blocks a lenient upstream never stopped
+        self._blocks.clear()
+        emit(MessageStop())
+        self._ended = True
+
+    def _fail(self, error_type: str, message: str, emit: Emit) -> None:
+        emit(Error(error_type, message))
+        self._ended = True
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    return Usage(
+        uint(usage.get("input_tokens")),
+        uint(usage.get("cache_read_input_tokens")),
+        uint(usage.get("cache_creation_input_tokens")),
+        uint(usage.get("output_tokens")),
+    )
+
+
+def _lenient_str(value: object) -> str | None:
+    return value if type(value) is str else None
+
+
+def _read_event(payload: object) -> _Event:
+    if type(payload) is not dict:
+        raise BadShape
+    block = opt_dict(payload, "content_block")
+    delta = opt_dict(payload, "delta")
+    message = opt_dict(payload, "message")
+    usage = payload.get("usage")
+    if type(usage) is not dict:
+        inner = message.get("usage") if message is not None else None
+        usage = inner if type(inner) is dict else None
+    return (
+        opt_str(payload, "type"),
+        opt_index(payload, "index"),
+        None
+        if block is None
+        else (
+            opt_str(block, "type"),
+            opt_str(block, "id"),
+            opt_str(block, "name"),
+            opt_str(block, "text"),
+            opt_str(block, "thinking"),
+            opt_str(block, "data"),
+        ),
+        None
+        if delta is None
+        else (
+            opt_str(delta, "type"),
+            opt_str(delta, "text"),
+            opt_str(delta, "thinking"),
+            opt_str(delta, "signature"),
+            opt_str(delta, "partial_json"),
+            opt_str(delta, "stop_reason"),
+            delta.get("citation"),
+        ),
+        usage,
+        (None, None)
+        if message is None
+        else (_lenient_str(message.get("id")), _lenient_str(message.get("model"))),
+        payload.get("error") is not None,
+    )

@@ -1,0 +1,179 @@
+"""Canonical events -> Anthropic Messages SSE (twin of rust/src/anthropic/encoder.rs).
+
+Output grammar (what Claude Code and the SDKs require): message_start first, before
+anything else the client sees (a ping or an error included), with the proxy's message id
+and model and the request's estimated input tokens; blocks opened and closed one at a time
+with indices 0, 1, 2... in the order they start; then one message_delta with the stop reason
+and the final usage, and message_stop. An error ends the output with an `error` event and no
+message_stop, so it never looks like a complete reply. Server-tool blocks have no form
+here: only an Anthropic upstream sends them, and that one is relayed as it is.
+"""
+
+from __future__ import annotations
+
+from ..stream.events import (
+    BlockKind,
+    BlockStart,
+    BlockStop,
+    CitationDelta,
+    Error,
+    Event,
+    MessageStart,
+    MessageStop,
+    Ping,
+    RedactedThinking,
+    ServerTool,
+    SignatureDelta,
+    StopReason,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolUse,
+    Usage,
+)
+from . import output as out
+
+
+class AnthropicEncoder:
+    def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
+        self._message_id = message_id
+        self._model = model
+        self._estimate = input_tokens
+        self._started = False
+        self._ended = False
+        self._complete = False
+        self._error: tuple[str, str] | None = None
+        # Blocks started so far (the next index), and the open one: (decoder id, index).
+        self._blocks = 0
+        self._open: tuple[int, int] | None = None
+        self._stop_reason: str | None = None
+        self._usage = Usage()
+
+    def _ensure_started(self, parts: list[bytes]) -> None:
+        if not self._started:
+            self._started = True
+            parts.append(out.message_start(self._message_id, self._model, self._estimate))
+
+    def _index(self, block: int) -> int | None:
+        """The Anthropic index of an open block's delta; None for a block with no Anthropic
+        form (a server tool block)."""
+        open_ = self._open
+        return open_[1] if open_ is not None and open_[0] == block else None
+
+    def event(self, parts: list[bytes], event: Event) -> None:
+        self._ensure_started(parts)
+        match event:
+            case TextDelta(block, text):
+                index = self._index(block)
+                if index is not None:
+                    parts.append(out.text_delta(index, text))
+            case ToolArgumentsDelta(block, partial_json):
+                index = self._index(block)
+                if index is not None:
+                    parts.append(out.input_json_delta(index, partial_json))
+            case ThinkingDelta(block, thinking):
+                index = self._index(block)
+                if index is not None:
+                    parts.append(out.thinking_delta(index, thinking))
+            case SignatureDelta(block, signature):
+                index = self._index(block)
+                if index is not None:
+                    parts.append(out.signature_delta(index, signature))
+            case CitationDelta(block, citation):
+                index = self._index(block)
+                if index is not None:
+                    parts.append(out.citations_delta(index, citation))
+            case BlockStart(block, kind):
+                self._block_start(parts, block, kind)
+            case BlockStop(block):
+                self._block_stop(parts, block)
+            case MessageStart():
+                pass
+            case Usage():
+                mine = self._usage
+                if event.input_tokens is not None:
+                    mine.input_tokens = event.input_tokens
+                if event.cache_read_input_tokens is not None:
+                    mine.cache_read_input_tokens = event.cache_read_input_tokens
+                if event.cache_creation_input_tokens is not None:
+                    mine.cache_creation_input_tokens = event.cache_creation_input_tokens
+                if event.output_tokens is not None:
+                    mine.output_tokens = event.output_tokens
+            case StopReason(reason):
+                self._stop_reason = reason
+            case MessageStop():
+                self._end(parts)
+            case Error(kind, message):
+                self._fail(parts, kind, message)
+            case Ping():
+                parts.append(out.PING)
+
+    def _block_start(self, parts: list[bytes], block: int, kind: BlockKind) -> None:
+        index = self._blocks
+        match kind:
+            case Text():
+                parts.append(out.text_start(index))
+            case Thinking():
+                parts.append(out.thinking_start(index))
+            case RedactedThinking(data):
+                parts.append(out.redacted_thinking_start(index, data))
+            case ToolUse(tool_id, name):
+                parts.append(out.tool_use_start(index, tool_id, name))
+            case ServerTool():
+                return
+        self._blocks += 1
+        self._open = (block, index)
+
+    def _block_stop(self, parts: list[bytes], block: int) -> None:
+        index = self._index(block)
+        if index is not None:
+            parts.append(out.block_stop(index))
+            self._open = None
+
+    def _end(self, parts: list[bytes]) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = "end_turn"
+        input_tokens, cached, output_tokens = self.usage
+        parts.append(out.message_delta(self._stop_reason, input_tokens, cached, output_tokens))
+        parts.append(out.MESSAGE_STOP)
+        self._ended = True
+        self._complete = True
+
+    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
+        parts.append(out.error(error_type, message))
+        self._error = (error_type, message)
+        self._ended = True
+
+    @property
+    def finished(self) -> bool:
+        """The output has ended, with message_stop or with an error event."""
+        return self._ended
+
+    @property
+    def complete(self) -> bool:
+        """The output ended with message_stop: the reply is whole."""
+        return self._complete
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        """(error type, message) of the error event that ended the output, if any."""
+        return self._error
+
+    @property
+    def has_content(self) -> bool:
+        """At least one content block was started."""
+        return self._blocks > 0
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._stop_reason if self._complete else None
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        """(input_tokens, cache_read_input_tokens, output_tokens); the estimate until the
+        upstream counts the input."""
+        usage = self._usage
+        input_tokens = self._estimate if usage.input_tokens is None else usage.input_tokens
+        return input_tokens, usage.cache_read_input_tokens or 0, usage.output_tokens or 0

@@ -1,0 +1,215 @@
+"""Canonical events -> OpenAI Chat Completions SSE (twin of rust/src/chat/encoder.rs).
+
+Output grammar (what Zed and the OpenAI SDKs require): a role chunk first; text ->
+`delta.content`; thinking -> `delta.reasoning_content`; each tool call -> a Chat tool call
+whose `index` counts tool calls (not content blocks), with `id` and `name` on its first
+chunk only and its input as `arguments` fragments ("{}" for a tool without arguments); then,
+at the end, the continuation suffix (when enabled and there was thinking), the finish chunk,
+the usage chunk (`choices: []`, when asked) and `data: [DONE]`. Every chunk has
+`choices[].index`. A ping becomes an SSE comment. An error ends the output with an error
+chunk (`{"error": {...}}`) and no [DONE]. Server-tool blocks (web search and the like, run
+by the provider) and citations have no Chat form and are not sent; their text answer is.
+The continuation suffix carries the thinking blocks' replay state (signatures, redacted
+data) through Chat clients inside `reasoning_content` (continuation.py).
+"""
+
+from __future__ import annotations
+
+from ..continuation import Block, Redacted, encode
+from ..continuation import Thinking as ThinkingBlock
+from ..stream.events import (
+    BlockKind,
+    BlockStart,
+    BlockStop,
+    CitationDelta,
+    Error,
+    Event,
+    MessageStart,
+    MessageStop,
+    Ping,
+    RedactedThinking,
+    ServerTool,
+    SignatureDelta,
+    StopReason,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolUse,
+    Usage,
+)
+from . import mapping
+from . import output as out
+
+# Block kinds.
+_TEXT, _THINKING, _TOOL, _REDACTED, _OTHER = 1, 2, 3, 4, 5
+
+
+class _Block:
+    __slots__ = ("data", "kind", "sent_arguments", "signature", "text", "tool")
+
+    def __init__(self, kind: int, tool: int = -1) -> None:
+        self.kind = kind
+        self.tool = tool
+        self.text: list[str] = []
+        self.signature = ""
+        self.data = ""
+        self.sent_arguments = False
+
+
+class ChatEncoder:
+    def __init__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        include_usage: bool = False,
+        continuation_key: bytes | None = None,
+    ) -> None:
+        self._out = out.ChunkWriter(completion_id, model, created)
+        self._include_usage = include_usage
+        self._continuation_key = continuation_key or None
+        self._started = False
+        self._ended = False
+        self._complete = False
+        self._error: tuple[str, str] | None = None
+        self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
+        self._tools = 0
+        self._thinking: list[Block] = []  # finished thinking/redacted blocks, for the suffix
+        self._stop_reason: str | None = None
+        self._finish_reason: str | None = None
+        self._input = 0
+        self._cache_read = 0
+        self._cache_creation = 0
+        self._output = 0
+
+    def event(self, parts: list[bytes], event: Event) -> None:
+        match event:
+            case TextDelta(block, text):
+                state = self._blocks.get(block)
+                if state is not None and state.kind == _TEXT:
+                    parts.append(self._out.content(text))
+            case ThinkingDelta(block, thinking):
+                state = self._blocks.get(block)
+                if state is not None and state.kind == _THINKING:
+                    state.text.append(thinking)
+                    parts.append(self._out.reasoning(thinking))
+            case ToolArgumentsDelta(block, partial_json):
+                state = self._blocks.get(block)
+                if state is not None and state.kind == _TOOL:
+                    state.sent_arguments = True
+                    parts.append(self._out.tool_arguments(state.tool, partial_json))
+            case SignatureDelta(block, signature):
+                state = self._blocks.get(block)
+                if state is not None and state.kind == _THINKING:
+                    state.signature = signature
+            case CitationDelta():
+                pass  # no Chat form
+            case BlockStart(block, kind):
+                self._block_start(parts, block, kind)
+            case BlockStop(block):
+                self._block_stop(parts, block)
+            case MessageStart():
+                self._start(parts)
+            case Usage():
+                self._usage(event)
+            case StopReason(reason):
+                self._stop_reason = reason
+            case MessageStop():
+                self._end(parts)
+            case Error(kind, message):
+                self._fail(parts, kind, message)
+            case Ping():
+                parts.append(out.PING)
+
+    def _usage(self, usage: Usage) -> None:
+        # Anthropic counts are cumulative; a later event repeats or updates them.
+        if usage.input_tokens is not None:
+            self._input = usage.input_tokens
+        if usage.cache_read_input_tokens is not None:
+            self._cache_read = usage.cache_read_input_tokens
+        if usage.cache_creation_input_tokens is not None:
+            self._cache_creation = usage.cache_creation_input_tokens
+        if usage.output_tokens is not None:
+            self._output = usage.output_tokens
+
+    def _start(self, parts: list[bytes]) -> None:
+        if not self._started:
+            self._started = True
+            parts.append(self._out.role())
+
+    def _block_start(self, parts: list[bytes], block: int, kind: BlockKind) -> None:
+        self._start(parts)
+        match kind:
+            case Text():
+                state = _Block(_TEXT)
+            case Thinking():
+                state = _Block(_THINKING)
+            case RedactedThinking(data):
+                state = _Block(_REDACTED)
+                state.data = data
+            case ToolUse(tool_id, name):
+                state = _Block(_TOOL, self._tools)
+                self._tools += 1
+                parts.append(self._out.tool_start(state.tool, tool_id, name))
+            case ServerTool():
+                state = _Block(_OTHER)  # run by the provider
+        self._blocks[block] = state  # (a restarted id replaces the block)
+
+    def _block_stop(self, parts: list[bytes], block: int) -> None:
+        state = self._blocks.pop(block, None)
+        if state is None:
+            return
+        if state.kind == _TOOL and not state.sent_arguments:
+            parts.append(self._out.tool_arguments(state.tool, "{}"))  # a tool without arguments
+        elif state.kind == _THINKING:
+            self._thinking.append(ThinkingBlock("".join(state.text), state.signature))
+        elif state.kind == _REDACTED:
+            self._thinking.append(Redacted(state.data))
+
+    def _end(self, parts: list[bytes]) -> None:
+        self._start(parts)
+        if self._continuation_key is not None and self._thinking:
+            parts.append(self._out.reasoning(encode(self._thinking, self._continuation_key)))
+        self._finish_reason = mapping.finish_reason(self._stop_reason)
+        parts.append(self._out.finish(self._finish_reason))
+        if self._include_usage:
+            prompt, cached, completion = self.usage
+            parts.append(self._out.usage(prompt, completion, cached))
+        parts.append(out.DONE)
+        self._ended = True
+        self._complete = True
+
+    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
+        parts.append(out.error(error_type, message))
+        self._error = (error_type, message)
+        self._ended = True
+
+    @property
+    def finished(self) -> bool:
+        return self._ended
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        return self._error
+
+    @property
+    def has_content(self) -> bool:
+        """A role chunk (and so a response) has been emitted."""
+        return self._started
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The Chat finish_reason, once the stream has ended cleanly."""
+        return self._finish_reason
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        """(prompt_tokens, cached_tokens, completion_tokens), as OpenAI counts them."""
+        prompt = self._input + self._cache_read + self._cache_creation
+        return prompt, self._cache_read, self._output

@@ -1,0 +1,174 @@
+"""The canonical stream events (twin of rust/src/stream/events.rs, which documents them).
+
+The model is the Anthropic Messages stream's, the superset the protocols need: a message
+is a sequence of content blocks, each started, filled by deltas and stopped, then a stop
+reason and the end. Decoders guarantee the grammar encoders rely on:
+
+- `MessageStart` comes before any block (an encoder may also start on its own);
+- every delta names a block that is started and not yet stopped, with a delta kind that
+  fits the block (text to text, thinking and signature to thinking, arguments to tools);
+- deltas are never empty (an empty fragment carries nothing and is not sent);
+- every started block is stopped before `MessageStop`;
+- `MessageStop` or `Error` is the last event.
+
+Block ids are the decoder's: unique among open blocks, not necessarily dense; an encoder
+numbers blocks its own way (Anthropic indices, Chat tool-call indices).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# -- what a started block holds (Rust: BlockKind) ------------------------------------------
+
+
+@dataclass(slots=True)
+class Text:
+    """Answer text (Chat `content` / `refusal`, Anthropic `text`); citations may follow."""
+
+
+@dataclass(slots=True)
+class Thinking:
+    """Reasoning the client may see (Chat `reasoning_content`, Anthropic `thinking`).
+
+    Its replay state, what must be sent back for the model to continue it, arrives as
+    `SignatureDelta` (Anthropic's signature, the proxy's `hydra1.` signature; later Gemini
+    thought signatures and Responses encrypted reasoning).
+    """
+
+
+@dataclass(slots=True)
+class RedactedThinking:
+    """Reasoning the client may not see, only replay (Anthropic `redacted_thinking`)."""
+
+    data: str
+
+
+@dataclass(slots=True)
+class ToolUse:
+    """A call of a client tool; its input arrives as `ToolArgumentsDelta` JSON fragments."""
+
+    id: str
+    name: str
+
+
+@dataclass(slots=True)
+class ServerTool:
+    """A block run by the provider (Anthropic `server_tool_use`, `web_search_tool_result`,
+    ...): `kind` is its type. Clients without a form for it skip it."""
+
+    kind: str
+
+
+BlockKind = Text | Thinking | RedactedThinking | ToolUse | ServerTool
+
+# -- the events (Rust: Event) --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts as Anthropic reports them (input excludes cached tokens). Each field is
+    the latest cumulative value; None leaves what an earlier `Usage` said."""
+
+    input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class MessageStart:
+    """The message begins; `id` and `model` are the upstream's, when it says (encoders use
+    the proxy's own). The Chat decoder starts at the first body bytes: Chat has no start."""
+
+    id: str | None = None
+    model: str | None = None
+
+
+@dataclass(slots=True)
+class BlockStart:
+    block: int
+    kind: BlockKind
+
+
+@dataclass(slots=True)
+class TextDelta:
+    block: int
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingDelta:
+    block: int
+    thinking: str
+
+
+@dataclass(slots=True)
+class SignatureDelta:
+    """The thinking block's replay state (replaces any earlier one)."""
+
+    block: int
+    signature: str
+
+
+@dataclass(slots=True)
+class ToolArgumentsDelta:
+    block: int
+    partial_json: str
+
+
+@dataclass(slots=True)
+class CitationDelta:
+    """One citation of a text block, as JSON text (Rust: the upstream's raw JSON; Python:
+    orjson's compact rendering of it)."""
+
+    block: int
+    citation: str
+
+
+@dataclass(slots=True)
+class BlockStop:
+    block: int
+
+
+@dataclass(slots=True)
+class StopReason:
+    """Why the message ended, as an Anthropic stop_reason."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class MessageStop:
+    """The message is complete."""
+
+
+@dataclass(slots=True)
+class Error:
+    """The stream ends with an error (Anthropic error type, message): an upstream error, a
+    malformed or cut-off upstream stream, or the server's own (timeouts)."""
+
+    kind: str
+    message: str
+
+
+@dataclass(slots=True)
+class Ping:
+    """A keepalive, from the upstream or from the server for a silent upstream."""
+
+
+Event = (
+    MessageStart
+    | BlockStart
+    | TextDelta
+    | ThinkingDelta
+    | SignatureDelta
+    | ToolArgumentsDelta
+    | CitationDelta
+    | BlockStop
+    | Usage
+    | StopReason
+    | MessageStop
+    | Error
+    | Ping
+)

@@ -1,0 +1,141 @@
+"""A transducer is a decoder composed with an encoder (twin of
+rust/src/stream/transducer.rs): the SSE parser feeds upstream events to the decoder, whose
+canonical events go straight to the encoder, whose bytes are the client's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Generic, Protocol, TypeVar
+
+from ..errors import ANTHROPIC_ERROR_TYPES
+from ..sse import SseParser
+from .events import Error, Event, Ping
+
+# Where a decoder's events go (Rust: the `Sink` trait).
+Emit = Callable[[Event], None]
+
+
+class Decoder(Protocol):
+    """Upstream protocol -> canonical events."""
+
+    def begin(self, emit: Emit) -> None:
+        """Called before the bytes of every `feed` and `finish` (a protocol without a start
+        event begins the message here)."""
+
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+        """One upstream SSE event (`event:` name and `data:` payload)."""
+
+    def finish(self, emit: Emit) -> None:
+        """Upstream EOF after its last event: end the message, or say it was cut off."""
+
+
+class Encoder(Protocol):
+    """Canonical events -> client protocol SSE bytes, and what the server asks of them."""
+
+    def event(self, out: list[bytes], event: Event) -> None: ...
+    @property
+    def finished(self) -> bool:
+        """The output has ended (complete or with an error)."""
+
+    @property
+    def complete(self) -> bool:
+        """The output ended with the client protocol's end: the reply is whole."""
+
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool:
+        """The client has been sent a response (not only keepalives or an error)."""
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The client protocol's stop reason, once the stream has ended cleanly."""
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        """The client protocol's token counts."""
+
+
+D = TypeVar("D", bound=Decoder)
+E = TypeVar("E", bound=Encoder)
+
+
+class Transducer(Generic[D, E]):
+    def __init__(self, decoder: D, encoder: E, max_event_bytes: int) -> None:
+        self._parser = SseParser(max_event_bytes)
+        self._decoder = decoder
+        self._encoder = encoder
+        self._out: list[bytes] = []
+        self._emit: Emit = partial(encoder.event, self._out)
+
+    def _take(self) -> bytes:
+        data = b"".join(self._out)
+        self._out.clear()
+        return data
+
+    def feed(self, chunk: bytes) -> bytes:
+        """Translate any slice of the upstream body; returns the complete events it made."""
+        if self._encoder.finished:
+            return b""
+        decoder, emit = self._decoder, self._emit
+        decoder.begin(emit)
+        for event, data in self._parser.feed(chunk):
+            decoder.event(event, data, emit)
+        self._parser_error()
+        return self._take()
+
+    def finish(self) -> bytes:
+        """Upstream EOF: the closing events, or an error event if the stream was cut short."""
+        if self._encoder.finished:
+            return b""
+        decoder, emit = self._decoder, self._emit
+        decoder.begin(emit)
+        for event, data in self._parser.finish():
+            decoder.event(event, data, emit)
+        self._parser_error()
+        if not self._encoder.finished:
+            decoder.finish(emit)
+        return self._take()
+
+    def ping(self) -> bytes:
+        """A keepalive for a silent upstream (nothing once the stream has ended)."""
+        if not self._encoder.finished:
+            self._emit(Ping())
+        return self._take()
+
+    def fail(self, error_type: str, message: str) -> bytes:
+        """End the stream with an error event (e.g. the upstream connection broke)."""
+        if error_type not in ANTHROPIC_ERROR_TYPES:
+            error_type = "api_error"  # (the native wrapper maps it the same way)
+        if not self._encoder.finished:
+            self._emit(Error(error_type, message))
+        return self._take()
+
+    def _parser_error(self) -> None:
+        if not self._encoder.finished and self._parser.error is not None:
+            self._emit(Error("api_error", self._parser.error))
+
+    @property
+    def finished(self) -> bool:
+        return self._encoder.finished
+
+    @property
+    def complete(self) -> bool:
+        return self._encoder.complete
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        return self._encoder.error
+
+    @property
+    def has_content(self) -> bool:
+        return self._encoder.has_content
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._encoder.stop_reason
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        return self._encoder.usage

@@ -1,0 +1,257 @@
+//! Anthropic Messages stream -> canonical events (twin of
+//! python/hydra_proxy/anthropic/decoder.py, which documents the grammar).
+//!
+//! The canonical model is Anthropic's, so this is mostly reading: events are checked whole
+//! before any of it is acted on, deltas are matched to the block they name (a delta for a
+//! block never started is an error, one of a kind the block cannot hold is skipped, as are
+//! event types this proxy does not know, as the Anthropic docs ask), and blocks a lenient
+//! upstream never stopped are stopped at message_stop.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde_json::error::Category;
+use serde_json::Value;
+
+use super::event::{read_event, BlockStart, Delta};
+use crate::errors::upstream_error;
+use crate::json::trim_json_ws;
+use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
+use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+
+pub const MSG_UNKNOWN_BLOCK: &str =
+    "the upstream sent a delta for a content block it never started";
+
+/// What an open block is, for matching its deltas.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Thinking,
+    Tool,
+    Redacted,
+    ServerTool,
+}
+
+#[derive(Default)]
+pub struct AnthropicDecoder {
+    ended: bool,
+    /// Open content blocks by upstream index.
+    blocks: BTreeMap<u64, Open>,
+    /// message_delta said how the message ended.
+    has_stop_reason: bool,
+}
+
+impl AnthropicDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Decoder for AnthropicDecoder {
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
+        if self.ended {
+            return;
+        }
+        let is_error_event = event == Some(b"error");
+        if trim_json_ws(data).is_empty() {
+            if is_error_event {
+                let (kind, message) = upstream_error(&Value::Null);
+                self.fail(kind, &message, emit);
+            }
+            return;
+        }
+        let text = match std::str::from_utf8(data) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(data),
+        };
+        let parsed = match read_event(&text) {
+            Ok(parsed) => parsed,
+            Err(err) => {
+                // The typed reader may stop at a wrong type before a later syntax error, so
+                // the text is parsed again to tell the two apart.
+                match serde_json::from_str::<Value>(&text) {
+                    Err(_) if is_error_event => {
+                        let (kind, message) = upstream_error(&Value::String(text.into_owned()));
+                        self.fail(kind, &message, emit);
+                    }
+                    Err(_) => self.fail("api_error", MSG_INVALID_JSON, emit),
+                    Ok(value)
+                        if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) =>
+                    {
+                        let (kind, message) = upstream_error(&value);
+                        self.fail(kind, &message, emit);
+                    }
+                    Ok(_) => {
+                        debug_assert_eq!(err.classify(), Category::Data);
+                        self.fail("api_error", MSG_BAD_SHAPE, emit);
+                    }
+                }
+                return;
+            }
+        };
+        let kind: Option<Cow<'_, str>> = match parsed.kind {
+            Some(kind) => Some(kind),
+            None => event.map(String::from_utf8_lossy),
+        };
+        if kind.as_deref() == Some("error") || is_error_event || parsed.has_error {
+            let value = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+            let (kind, message) = upstream_error(&value);
+            self.fail(kind, &message, emit);
+            return;
+        }
+        if let Some(usage) = parsed.usage {
+            emit.emit(Event::Usage(Usage {
+                input_tokens: usage.input_tokens,
+                cache_read_input_tokens: usage.cache_read_input_tokens,
+                cache_creation_input_tokens: usage.cache_creation_input_tokens,
+                output_tokens: usage.output_tokens,
+            }));
+        }
+        match kind.as_deref() {
+            Some("message_start") => emit.emit(Event::MessageStart {
+                id: parsed.message_id.as_deref(),
+                model: parsed.message_model.as_deref(),
+            }),
+            Some("content_block_start") => self.block_start(parsed.index, parsed.block, emit),
+            Some("content_block_delta") => self.block_delta(parsed.index, parsed.delta, emit),
+            Some("content_block_stop") => self.block_stop(parsed.index, emit),
+            Some("message_delta") => {
+                if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
+                    self.has_stop_reason = true;
+                    emit.emit(Event::StopReason { reason });
+                }
+            }
+            Some("message_stop") => self.end(emit),
+            Some("ping") => emit.emit(Event::Ping),
+            _ => {} // other (future) event types are ignored, as the Anthropic docs ask
+        }
+    }
+
+    fn finish<S: Sink>(&mut self, emit: &mut S) {
+        if self.has_stop_reason {
+            self.end(emit); // message_delta said how it ended; message_stop went missing
+        } else {
+            self.fail("api_error", MSG_CUT_OFF, emit);
+        }
+    }
+}
+
+impl AnthropicDecoder {
+    fn block_start<S: Sink>(
+        &mut self,
+        index: Option<u64>,
+        block: Option<BlockStart<'_>>,
+        emit: &mut S,
+    ) {
+        let block = block.unwrap_or_default();
+        let id = index.unwrap_or(0);
+        let (open, kind) = match block.kind.as_deref() {
+            Some("text") => (Open::Text, BlockKind::Text),
+            Some("thinking") => (Open::Thinking, BlockKind::Thinking),
+            Some("redacted_thinking") => (
+                Open::Redacted,
+                BlockKind::RedactedThinking {
+                    data: block.data.as_deref().unwrap_or(""),
+                },
+            ),
+            Some("tool_use") => (
+                Open::Tool,
+                BlockKind::ToolUse {
+                    id: block.id.as_deref().unwrap_or(""),
+                    name: block.name.as_deref().unwrap_or(""),
+                },
+            ),
+            // Server tools and their results: run by Anthropic.
+            other => (
+                Open::ServerTool,
+                BlockKind::ServerTool {
+                    kind: other.unwrap_or(""),
+                },
+            ),
+        };
+        emit.emit(Event::BlockStart { block: id, kind });
+        // A block may start with content; it is the first delta.
+        match open {
+            Open::Text => {
+                if let Some(text) = block.text.as_deref().filter(|t| !t.is_empty()) {
+                    emit.emit(Event::TextDelta { block: id, text });
+                }
+            }
+            Open::Thinking => {
+                if let Some(thinking) = block.thinking.as_deref().filter(|t| !t.is_empty()) {
+                    emit.emit(Event::ThinkingDelta {
+                        block: id,
+                        thinking,
+                    });
+                }
+            }
+            _ => {}
+        }
+        self.blocks.insert(id, open);
+    }
+
+    fn block_delta<S: Sink>(&mut self, index: Option<u64>, delta: Option<Delta<'_>>, emit: &mut S) {
+        let block = index.unwrap_or(0);
+        let Some(&open) = self.blocks.get(&block) else {
+            self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
+            return;
+        };
+        let Some(delta) = delta else {
+            return;
+        };
+        match (delta.kind.as_deref(), open) {
+            (Some("text_delta"), Open::Text) => {
+                if let Some(text) = delta.text.as_deref().filter(|t| !t.is_empty()) {
+                    emit.emit(Event::TextDelta { block, text });
+                }
+            }
+            (Some("thinking_delta"), Open::Thinking) => {
+                if let Some(thinking) = delta.thinking.as_deref().filter(|t| !t.is_empty()) {
+                    emit.emit(Event::ThinkingDelta { block, thinking });
+                }
+            }
+            (Some("signature_delta"), Open::Thinking) => {
+                let signature = delta.signature.as_deref().unwrap_or("");
+                emit.emit(Event::SignatureDelta { block, signature });
+            }
+            (Some("input_json_delta"), Open::Tool | Open::ServerTool) => {
+                if let Some(partial_json) = delta.partial_json.as_deref().filter(|p| !p.is_empty())
+                {
+                    emit.emit(Event::ToolArgumentsDelta {
+                        block,
+                        partial_json,
+                    });
+                }
+            }
+            (Some("citations_delta"), Open::Text) => {
+                if let Some(citation) = delta.citation {
+                    let citation = citation.get();
+                    emit.emit(Event::CitationDelta { block, citation });
+                }
+            }
+            _ => {} // a delta of a kind the block cannot hold
+        }
+    }
+
+    fn block_stop<S: Sink>(&mut self, index: Option<u64>, emit: &mut S) {
+        let block = index.unwrap_or(0);
+        if self.blocks.remove(&block).is_some() {
+            emit.emit(Event::BlockStop { block });
+        } else {
+            self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
+        }
+    }
+
+    fn end<S: Sink>(&mut self, emit: &mut S) {
+        for (block, _) in std::mem::take(&mut self.blocks) {
+            emit.emit(Event::BlockStop { block }); // blocks a lenient upstream never stopped
+        }
+        emit.emit(Event::MessageStop);
+        self.ended = true;
+    }
+
+    fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
+        emit.emit(Event::Error { kind, message });
+        self.ended = true;
+    }
+}

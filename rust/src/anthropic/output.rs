@@ -1,0 +1,137 @@
+//! Anthropic Messages SSE events, as bytes (twin of python/hydra_proxy/anthropic/output.py).
+
+use crate::json::write::{write_str, write_u64};
+
+pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tokens: u64) {
+    out.extend_from_slice(
+        b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":",
+    );
+    write_str(out, message_id);
+    out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
+    write_str(out, model);
+    out.extend_from_slice(
+        b",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":",
+    );
+    write_u64(out, input_tokens);
+    out.extend_from_slice(
+        b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":0}}}\n\n",
+    );
+}
+
+fn block_start_prefix(out: &mut Vec<u8>, index: u64) {
+    out.extend_from_slice(
+        b"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":",
+    );
+    write_u64(out, index);
+}
+
+pub fn text_start(out: &mut Vec<u8>, index: u64) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
+}
+
+pub fn thinking_start(out: &mut Vec<u8>, index: u64) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(
+        b",\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+    );
+}
+
+pub fn redacted_thinking_start(out: &mut Vec<u8>, index: u64, data: &str) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"redacted_thinking\",\"data\":");
+    write_str(out, data);
+    out.extend_from_slice(b"}}\n\n");
+}
+
+pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"tool_use\",\"id\":");
+    write_str(out, id);
+    out.extend_from_slice(b",\"name\":");
+    write_str(out, name);
+    out.extend_from_slice(b",\"input\":{}}}\n\n");
+}
+
+fn delta(out: &mut Vec<u8>, index: u64, kind_and_field: &[u8], value: &str) {
+    out.extend_from_slice(
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
+    );
+    write_u64(out, index);
+    out.extend_from_slice(b",\"delta\":{\"type\":");
+    out.extend_from_slice(kind_and_field);
+    write_str(out, value);
+    out.extend_from_slice(b"}}\n\n");
+}
+
+pub fn text_delta(out: &mut Vec<u8>, index: u64, text: &str) {
+    delta(out, index, b"\"text_delta\",\"text\":", text);
+}
+
+pub fn thinking_delta(out: &mut Vec<u8>, index: u64, thinking: &str) {
+    delta(out, index, b"\"thinking_delta\",\"thinking\":", thinking);
+}
+
+pub fn input_json_delta(out: &mut Vec<u8>, index: u64, partial_json: &str) {
+    delta(
+        out,
+        index,
+        b"\"input_json_delta\",\"partial_json\":",
+        partial_json,
+    );
+}
+
+pub fn signature_delta(out: &mut Vec<u8>, index: u64, signature: &str) {
+    delta(out, index, b"\"signature_delta\",\"signature\":", signature);
+}
+
+/// `citation` is JSON text, written as it is.
+pub fn citations_delta(out: &mut Vec<u8>, index: u64, citation: &str) {
+    out.extend_from_slice(
+        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
+    );
+    write_u64(out, index);
+    out.extend_from_slice(b",\"delta\":{\"type\":\"citations_delta\",\"citation\":");
+    out.extend_from_slice(citation.as_bytes());
+    out.extend_from_slice(b"}}\n\n");
+}
+
+pub fn block_stop(out: &mut Vec<u8>, index: u64) {
+    out.extend_from_slice(
+        b"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":",
+    );
+    write_u64(out, index);
+    out.extend_from_slice(b"}\n\n");
+}
+
+pub fn message_delta(
+    out: &mut Vec<u8>,
+    stop_reason: &str,
+    input: u64,
+    cache_read: u64,
+    output: u64,
+) {
+    out.extend_from_slice(
+        b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"",
+    );
+    out.extend_from_slice(stop_reason.as_bytes());
+    out.extend_from_slice(b"\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":");
+    write_u64(out, input);
+    out.extend_from_slice(b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
+    write_u64(out, cache_read);
+    out.extend_from_slice(b",\"output_tokens\":");
+    write_u64(out, output);
+    out.extend_from_slice(b"}}\n\n");
+}
+
+pub const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+pub const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+
+pub fn error(out: &mut Vec<u8>, error_type: &str, message: &str) {
+    out.extend_from_slice(b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"");
+    out.extend_from_slice(error_type.as_bytes());
+    out.extend_from_slice(b"\",\"message\":");
+    write_str(out, message);
+    out.extend_from_slice(b"}}\n\n");
+}

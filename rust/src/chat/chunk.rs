@@ -1,0 +1,854 @@
+//! Reading one OpenAI Chat Completions stream chunk, the Chat decoder's reader (twin of
+//! `_read_chunk` in python/hydra_proxy/chat/decoder.py, which reads what orjson.loads built).
+//!
+//! One forward pass of a validating scanner ([`crate::json::scan`]) over the text, reading
+//! the fields the decoder needs and validating and skipping the rest. The result is the
+//! Python twin's, input for input:
+//! - the whole text must be valid JSON as orjson judges it, else [`ReadError::InvalidJson`],
+//!   even when a field before the syntax error already had the wrong type;
+//! - a field that is present and not null must have the expected type, else
+//!   [`ReadError::BadShape`]; usage blocks are lenient (a count that is not a non-negative
+//!   integer is ignored, a usage that is not an object is absent);
+//! - a repeated key keeps its last value, as a Python dict does, so a wrong type followed
+//!   by the same key with a right one is fine: a field's shape is judged on its last value;
+//! - keys may hold escapes (`"cont\u0065nt"` is `content`); strings borrow from the input
+//!   unless they hold escapes;
+//! - every choice is validated, only those with index 0 (or none) are kept.
+//!
+//! The reader never looks at the contents of a value string: it only stores them (the one
+//! rule that depends on them, `reasoning_content` or else `reasoning`, is applied by
+//! [`DeltaOf::reasoning`]). [`ChunkReader`] builds on that to skip most of the work for
+//! the chunks of a stream, which repeat each other but for a few strings: see there.
+
+use std::borrow::Cow;
+
+use crate::json::scan::{Mark, Result, Scanner, Syntax};
+
+/// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
+/// strings, a template's shape the holes they come from).
+#[derive(Default, Debug, PartialEq)]
+pub struct ChunkOf<S> {
+    /// An `error` key with a non-null value.
+    pub has_error: bool,
+    pub usage: Option<Usage>,
+    /// Deltas and finish reasons of the first choice (index 0 or absent), in order.
+    pub choices: List<ChoiceOf<S>>,
+}
+
+#[derive(Default, Debug, PartialEq)]
+pub struct ChoiceOf<S> {
+    pub delta: Option<DeltaOf<S>>,
+    pub finish_reason: Option<S>,
+}
+
+#[derive(Default, Debug, PartialEq)]
+pub struct DeltaOf<S> {
+    pub reasoning_content: Option<S>,
+    /// `reasoning`, as Groq and OpenRouter name it.
+    pub reasoning_fallback: Option<S>,
+    pub content: Option<S>,
+    pub refusal: Option<S>,
+    pub tool_calls: List<ToolCallOf<S>>,
+}
+
+#[derive(Default, Debug, PartialEq)]
+pub struct ToolCallOf<S> {
+    pub index: Option<u64>,
+    pub id: Option<S>,
+    pub name: Option<S>,
+    pub arguments: Option<S>,
+}
+
+pub type Chunk<'a> = ChunkOf<Cow<'a, str>>;
+pub type Choice<'a> = ChoiceOf<Cow<'a, str>>;
+pub type Delta<'a> = DeltaOf<Cow<'a, str>>;
+pub type ToolCallDelta<'a> = ToolCallOf<Cow<'a, str>>;
+
+impl<S: AsRef<str>> DeltaOf<S> {
+    /// `reasoning_content`, or else `reasoning` (some upstreams send both, duplicated).
+    pub fn reasoning(&self) -> Option<&str> {
+        match self.reasoning_content.as_ref().map(S::as_ref) {
+            Some(text) if !text.is_empty() => Some(text),
+            _ => self.reasoning_fallback.as_ref().map(S::as_ref),
+        }
+    }
+}
+
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+}
+
+/// Why a chunk was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// Not valid JSON (as orjson judges it).
+    InvalidJson,
+    /// Valid JSON of an unexpected shape; `has_error`: the top level is an object with a
+    /// non-null `error` (reported as the upstream's error rather than as a bad shape).
+    BadShape { has_error: bool },
+}
+
+/// A list holding its first element inline: the usual chunk has one choice with at most
+/// one tool call, so reading it allocates nothing.
+#[derive(Debug, PartialEq)]
+pub struct List<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List {
+            first: None,
+            rest: Vec::new(),
+        }
+    }
+}
+
+impl<T> List<T> {
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    fn clear(&mut self) {
+        self.first = None;
+        self.rest.clear();
+    }
+
+    /// A new default element at the end, to be filled in place.
+    fn push_default(&mut self) -> &mut T
+    where
+        T: Default,
+    {
+        if self.first.is_none() {
+            self.first.insert(T::default())
+        } else {
+            self.rest.push(T::default());
+            self.rest.last_mut().unwrap()
+        }
+    }
+
+    fn pop(&mut self) {
+        if self.rest.pop().is_none() {
+            self.first = None;
+        }
+    }
+}
+
+/// A value of the wrong type. Readers return `Ok(Err(Bad))` for it: the field records it
+/// (and a later occurrence of its key overwrites it) while the scan goes on to find any
+/// later syntax error.
+#[derive(Debug, Clone, Copy)]
+struct Bad;
+type Shaped<T> = std::result::Result<T, Bad>;
+
+/// Reads the chunks of one stream, skipping what they repeat of the previous ones.
+///
+/// Two shortcuts, both exactly equivalent to reading the chunk whole (which happens when
+/// neither applies). They rest on the reader being deterministic, reading nothing past a
+/// comma or a string's closing quote before it consumes it, and never looking at what a
+/// value string holds: on the same bytes it makes the same decisions (and those validated),
+/// and strings of other contents in the same places only change the strings it stores.
+///
+/// - The envelope: the members before `"choices"` (`id`, `object`, `created`, `model`,
+///   `system_fingerprint`) are usually byte-identical in every chunk of a stream. After a
+///   chunk is read, the longest prefix of its text that is `{` and members the reader
+///   ignores, each followed by a comma, is kept; a later chunk starting with exactly those
+///   bytes resumes the scan after them, in the state the prefix leaves: inside the top-level
+///   object, a key next, no field set (ignored members set nothing; keys are compared after
+///   unescaping, so an escaped `"choices"` never counts as ignored).
+/// - The template: usually the whole chunk repeats the previous one but for a few value
+///   strings (the content delta, OpenAI's `obfuscation` padding...): see `Template`.
+#[derive(Default)]
+pub struct ChunkReader {
+    prefix: Vec<u8>,
+    template: Template,
+    /// The marks of the last whole read (kept for its allocation).
+    marks: Vec<Mark>,
+}
+
+impl ChunkReader {
+    /// Read `json` into `chunk`, which must be `Chunk::default()` (filling it in place
+    /// saves moving it around).
+    #[inline(always)]
+    pub fn read<'a>(
+        &mut self,
+        json: &'a str,
+        chunk: &mut Chunk<'a>,
+    ) -> std::result::Result<(), ReadError> {
+        if self.template.read(json, chunk) {
+            self.template.misses = 0;
+            self.template.wait = 0;
+            return Ok(());
+        }
+        // A stream whose chunks do not fit their predecessors' templates (numbers that
+        // change, say) is read whole, with templates made ever more rarely (at most every
+        // 64th chunk), not to spend on them for nothing.
+        let build = self.template.wait == 0;
+        if !build {
+            self.template.wait -= 1;
+            self.template.text.clear();
+        }
+        let resume = !self.prefix.is_empty() && json.as_bytes().starts_with(&self.prefix);
+        let mut scanner = Scanner::new(json);
+        scanner.marks = std::mem::take(&mut self.marks);
+        scanner.marks.clear();
+        if resume {
+            scanner.pos = self.prefix.len();
+        }
+        let top = read_top(&mut scanner, resume, build, chunk);
+        self.marks = scanner.marks;
+        // Too many for a template: keep the count, not a big buffer.
+        self.marks.truncate(MAX_HOLES + 1);
+        self.marks.shrink_to(2 * MAX_HOLES);
+        let top = top.map_err(|Syntax| ReadError::InvalidJson)?;
+        top.check(chunk)?;
+        if !resume {
+            self.prefix.clear();
+            if top.prefix_end <= MAX_KEPT {
+                self.prefix
+                    .extend_from_slice(&json.as_bytes()[..top.prefix_end]);
+            }
+        }
+        if build {
+            self.template.build(json, &self.marks, chunk);
+            self.template.wait = (1 << self.template.misses.min(6)) - 1;
+            self.template.misses += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Parse one chunk (without a [`ChunkReader`]'s memory of the previous ones).
+#[cfg(test)]
+pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
+    let mut chunk = Chunk::default();
+    let mut scanner = Scanner::new(json);
+    let top = read_top(&mut scanner, false, false, &mut chunk)
+        .map_err(|Syntax| ReadError::InvalidJson)?;
+    top.check(&chunk)?;
+    Ok(chunk)
+}
+
+// -- the template --------------------------------------------------------------------------
+
+/// The longest envelope or template kept (a stream's big chunks are dominated by their
+/// strings, which these shortcuts do not spare; this bounds what a stream holds).
+const MAX_KEPT: usize = 16 * 1024;
+const MAX_HOLES: usize = 32;
+const MAX_SLOTS: usize = 8;
+const UNMAPPED: u8 = u8::MAX;
+
+/// The text of the last chunk read whole, with holes where its value strings after the
+/// envelope were (the reader marks them), and the chunk it read with, for each of its
+/// strings, the hole it came from.
+///
+/// A chunk is read through the template when it has the template's bytes everywhere but in
+/// the holes, and in each hole a string that the scanner validates and that ends right
+/// where the template's did (where the next stretch of template bytes, from the closing
+/// quote on, must follow). Reading it whole would make the same decisions on the same bytes
+/// and on strings of the same extent (validated by the same code), so it would succeed with
+/// the same chunk but for the strings, which are the holes' (and borrowed unless escaped,
+/// as [`Scanner::string`] has it). A chunk that does not fit is read whole (so a template
+/// never decides that a chunk is invalid).
+///
+/// A template holds at most `MAX_HOLES` holes, `MAX_SLOTS` of them strings of the chunk.
+#[derive(Default)]
+struct Template {
+    /// Empty: no template.
+    text: Vec<u8>,
+    holes: Vec<Hole>,
+    /// The chunk, its strings given as slots (`Hole::slot`).
+    shape: ChunkOf<u8>,
+    /// Templates made since one last fitted, and chunks to read before making the next.
+    misses: u32,
+    wait: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Hole {
+    /// The first byte of the string's contents, and its closing quote.
+    start: usize,
+    end: usize,
+    /// Which string of the chunk it holds, or `UNMAPPED`.
+    slot: u8,
+}
+
+impl Template {
+    /// Read `json` through the template, if it fits.
+    fn read<'a>(&self, json: &'a str, chunk: &mut Chunk<'a>) -> bool {
+        if self.text.is_empty() {
+            return false;
+        }
+        let bytes = json.as_bytes();
+        let mut s = Scanner::new(json);
+        let mut strings: [Option<Cow<'a, str>>; MAX_SLOTS] = Default::default();
+        // The next template byte to compare, and where it goes in `json`.
+        let (mut from, mut at) = (0, 0);
+        for hole in &self.holes {
+            let same = &self.text[from..hole.start];
+            if bytes.get(at..at + same.len()) != Some(same) {
+                return false;
+            }
+            s.pos = at + same.len();
+            if hole.slot == UNMAPPED {
+                if s.skip_string().is_err() {
+                    return false;
+                }
+            } else {
+                match s.string() {
+                    Ok(text) => strings[hole.slot as usize] = Some(text),
+                    Err(Syntax) => return false,
+                }
+            }
+            // The closing quote, which the next stretch starts with.
+            at = s.pos - 1;
+            from = hole.end;
+        }
+        if bytes[at..] != self.text[from..] {
+            return false;
+        }
+        fill(&self.shape, &mut strings, chunk);
+        true
+    }
+
+    /// Make `chunk`, just read whole from `json` with these value strings marked, the
+    /// template (or have none).
+    fn build(&mut self, json: &str, marks: &[Mark], chunk: &Chunk<'_>) {
+        self.text.clear();
+        self.holes.clear();
+        if marks.len() > MAX_HOLES || json.len() > MAX_KEPT {
+            return;
+        }
+        self.holes.extend(marks.iter().map(|mark| Hole {
+            start: mark.start,
+            end: mark.end,
+            slot: UNMAPPED,
+        }));
+        let holes = &mut self.holes;
+        let mut slots = 0;
+        let mut fits = true;
+        // The hole a string of the chunk was read from: the last one marked with its
+        // address. A borrowed string's address is its place in `json`; an unescaped one's
+        // is its allocation, which an earlier string may have had before it was dropped
+        // (a repeated key) but no other live one.
+        let mut slot = |text: &Option<Cow<'_, str>>| -> Option<u8> {
+            let address = text.as_ref()?.as_ptr() as usize;
+            match marks.iter().rposition(|mark| mark.text == address) {
+                Some(i) if holes[i].slot == UNMAPPED && slots < MAX_SLOTS => {
+                    holes[i].slot = slots as u8;
+                    slots += 1;
+                    Some(slots as u8 - 1)
+                }
+                _ => {
+                    fits = false;
+                    None
+                }
+            }
+        };
+        let shape = &mut self.shape;
+        *shape = ChunkOf {
+            has_error: chunk.has_error,
+            usage: chunk.usage,
+            choices: List::default(),
+        };
+        for choice in chunk.choices.iter() {
+            let to = shape.choices.push_default();
+            to.finish_reason = slot(&choice.finish_reason);
+            if let Some(delta) = &choice.delta {
+                let d = to.delta.insert(DeltaOf::default());
+                d.reasoning_content = slot(&delta.reasoning_content);
+                d.reasoning_fallback = slot(&delta.reasoning_fallback);
+                d.content = slot(&delta.content);
+                d.refusal = slot(&delta.refusal);
+                for call in delta.tool_calls.iter() {
+                    let c = d.tool_calls.push_default();
+                    c.index = call.index;
+                    c.id = slot(&call.id);
+                    c.name = slot(&call.name);
+                    c.arguments = slot(&call.arguments);
+                }
+            }
+        }
+        if fits {
+            self.text.extend_from_slice(json.as_bytes());
+        }
+    }
+}
+
+/// The chunk of a template's shape with the strings read in its holes.
+fn fill<'a>(shape: &ChunkOf<u8>, strings: &mut [Option<Cow<'a, str>>], chunk: &mut Chunk<'a>) {
+    let mut take = |slot: &Option<u8>| slot.and_then(|i| strings[i as usize].take());
+    chunk.has_error = shape.has_error;
+    chunk.usage = shape.usage;
+    for choice in shape.choices.iter() {
+        let to = chunk.choices.push_default();
+        to.finish_reason = take(&choice.finish_reason);
+        if let Some(delta) = &choice.delta {
+            let d = to.delta.insert(Delta::default());
+            d.reasoning_content = take(&delta.reasoning_content);
+            d.reasoning_fallback = take(&delta.reasoning_fallback);
+            d.content = take(&delta.content);
+            d.refusal = take(&delta.refusal);
+            for call in delta.tool_calls.iter() {
+                let c = d.tool_calls.push_default();
+                c.index = call.index;
+                c.id = take(&call.id);
+                c.name = take(&call.name);
+                c.arguments = take(&call.arguments);
+            }
+        }
+    }
+}
+
+// -- the reader ----------------------------------------------------------------------------
+// `depth` arguments count the containers enclosing a value (the top-level object is 1).
+// Large values are filled in place (`out` arguments); the functions return whether their
+// value had the right type.
+
+/// What reading the top level found besides the chunk's fields.
+struct Top {
+    /// The top level is an object.
+    object: bool,
+    /// `choices` (its last occurrence) had the wrong type.
+    bad_choices: bool,
+    /// Where the prefix of ignored members ends (0: none).
+    prefix_end: usize,
+}
+
+impl Top {
+    fn check(&self, chunk: &Chunk<'_>) -> std::result::Result<(), ReadError> {
+        if !self.object {
+            return Err(ReadError::BadShape { has_error: false });
+        }
+        if self.bad_choices {
+            return Err(ReadError::BadShape {
+                has_error: chunk.has_error,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The whole text; with `resume`, the cursor is just past a known prefix (see
+/// [`ChunkReader`]); with `mark`, the value strings after the envelope are marked.
+fn read_top<'a>(
+    s: &mut Scanner<'a>,
+    resume: bool,
+    mark: bool,
+    chunk: &mut Chunk<'a>,
+) -> Result<Top> {
+    let mut top = Top {
+        object: true,
+        bad_choices: false,
+        prefix_end: 0,
+    };
+    if !resume && s.ws() != b'{' {
+        // Not an object: valid JSON or not?
+        s.skip_value(0)?;
+        s.end()?;
+        top.object = false;
+        return Ok(top);
+    }
+    let mut usage_fields = None;
+    let mut groq_usage = None;
+    let mut ignored_so_far = true;
+    let mut b;
+    if resume {
+        b = s.ws();
+    } else {
+        s.pos += 1;
+        b = s.ws();
+        if b == b'}' {
+            s.pos += 1;
+            s.end()?;
+            return Ok(top);
+        }
+    }
+    loop {
+        if b != b'"' {
+            return Err(Syntax);
+        }
+        s.pos += 1;
+        let key = s.string()?;
+        if s.ws() != b':' {
+            return Err(Syntax);
+        }
+        s.pos += 1;
+        if matches!(&*key, "choices" | "usage" | "x_groq" | "error") {
+            // Past the envelope: mark value strings from here on (for the template).
+            ignored_so_far = false;
+            s.record = mark;
+        }
+        match &*key {
+            "choices" => top.bad_choices = read_choices(s, &mut chunk.choices)?.is_err(),
+            "usage" => usage_fields = usage(s, 2)?,
+            "x_groq" => groq_usage = groq(s)?,
+            "error" => chunk.has_error = not_null(s)?,
+            _ => {
+                s.skip_value(1)?;
+                b = s.ws();
+                if b == b',' && ignored_so_far {
+                    s.pos += 1;
+                    top.prefix_end = s.pos;
+                    b = s.ws();
+                    continue;
+                }
+            }
+        }
+        b = s.ws();
+        if b == b',' {
+            s.pos += 1;
+            b = s.ws();
+        } else if b == b'}' {
+            s.pos += 1;
+            s.end()?;
+            // A top-level usage object wins over Groq's x_groq.usage.
+            chunk.usage = usage_fields.or(groq_usage);
+            return Ok(top);
+        } else {
+            return Err(Syntax);
+        }
+    }
+}
+
+/// An array of choice objects, or null (empty); 1 container encloses it.
+fn read_choices<'a>(s: &mut Scanner<'a>, list: &mut List<Choice<'a>>) -> Result<Shaped<()>> {
+    list.clear();
+    match s.ws() {
+        b'[' => {
+            s.pos += 1;
+            let mut bad = false;
+            s.elements(|s| {
+                if s.ws() == b'{' {
+                    s.pos += 1;
+                    match read_choice(s, list.push_default())? {
+                        Ok(true) => {}
+                        Ok(false) => list.pop(),
+                        Err(Bad) => {
+                            list.pop();
+                            bad = true;
+                        }
+                    }
+                } else {
+                    s.skip_value(2)?;
+                    bad = true;
+                }
+                Ok(())
+            })?;
+            Ok(if bad { Err(Bad) } else { Ok(()) })
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(()))
+        }
+        _ => {
+            s.skip_value(1)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A choice object's members (the cursor is past its `{`; 3 containers enclose them);
+/// whether it is kept: only the first choice (index 0 or none) is translated (n > 1 is
+/// refused upstream).
+fn read_choice<'a>(s: &mut Scanner<'a>, out: &mut Choice<'a>) -> Result<Shaped<bool>> {
+    let mut index = Ok(None);
+    let mut delta = Ok(());
+    let mut finish_reason = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "index" => index = opt_index(s, 3)?,
+            "delta" => delta = read_delta(s, &mut out.delta)?,
+            "finish_reason" => finish_reason = opt_str(s, 3)?,
+            _ => s.skip_value(3)?,
+        }
+        Ok(())
+    })?;
+    let (Ok(index), Ok(()), Ok(finish_reason)) = (index, delta, finish_reason) else {
+        return Ok(Err(Bad));
+    };
+    out.finish_reason = finish_reason;
+    Ok(Ok(index.unwrap_or(0) == 0))
+}
+
+/// A delta object or null; 3 containers enclose it.
+fn read_delta<'a>(s: &mut Scanner<'a>, out: &mut Option<Delta<'a>>) -> Result<Shaped<()>> {
+    match s.ws() {
+        b'{' => s.pos += 1,
+        b'n' => {
+            s.null()?;
+            *out = None;
+            return Ok(Ok(()));
+        }
+        _ => {
+            s.skip_value(3)?;
+            *out = None;
+            return Ok(Err(Bad));
+        }
+    }
+    let delta = out.insert(Delta::default());
+    let mut reasoning_content = Ok(None);
+    let mut reasoning = Ok(None);
+    let mut content = Ok(None);
+    let mut refusal = Ok(None);
+    let mut tool_calls = Ok(());
+    s.members(|s, key| {
+        match key {
+            "content" => content = opt_str(s, 4)?,
+            "reasoning_content" => reasoning_content = opt_str(s, 4)?,
+            "reasoning" => reasoning = opt_str(s, 4)?,
+            "refusal" => refusal = opt_str(s, 4)?,
+            "tool_calls" => tool_calls = read_tool_calls(s, &mut delta.tool_calls)?,
+            _ => s.skip_value(4)?,
+        }
+        Ok(())
+    })?;
+    let (Ok(reasoning_content), Ok(reasoning), Ok(content), Ok(refusal), Ok(())) =
+        (reasoning_content, reasoning, content, refusal, tool_calls)
+    else {
+        return Ok(Err(Bad));
+    };
+    delta.reasoning_content = reasoning_content;
+    delta.reasoning_fallback = reasoning;
+    delta.content = content;
+    delta.refusal = refusal;
+    Ok(Ok(()))
+}
+
+/// An array of tool call objects, or null (empty); 4 containers enclose it.
+fn read_tool_calls<'a>(
+    s: &mut Scanner<'a>,
+    list: &mut List<ToolCallDelta<'a>>,
+) -> Result<Shaped<()>> {
+    list.clear();
+    match s.ws() {
+        b'[' => {
+            s.pos += 1;
+            let mut bad = false;
+            s.elements(|s| {
+                if s.ws() == b'{' {
+                    s.pos += 1;
+                    if read_tool_call(s, list.push_default())?.is_err() {
+                        list.pop();
+                        bad = true;
+                    }
+                } else {
+                    s.skip_value(5)?;
+                    bad = true;
+                }
+                Ok(())
+            })?;
+            Ok(if bad { Err(Bad) } else { Ok(()) })
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(()))
+        }
+        _ => {
+            s.skip_value(4)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A tool call object's members (the cursor is past its `{`; 6 containers enclose them).
+fn read_tool_call<'a>(s: &mut Scanner<'a>, out: &mut ToolCallDelta<'a>) -> Result<Shaped<()>> {
+    let mut index = Ok(None);
+    let mut id = Ok(None);
+    let mut function = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "index" => index = opt_index(s, 6)?,
+            "id" => id = opt_str(s, 6)?,
+            "function" => function = read_function(s)?,
+            _ => s.skip_value(6)?,
+        }
+        Ok(())
+    })?;
+    let (Ok(index), Ok(id), Ok(function)) = (index, id, function) else {
+        return Ok(Err(Bad));
+    };
+    let (name, arguments) = function.unwrap_or_default();
+    *out = ToolCallDelta {
+        index,
+        id,
+        name,
+        arguments,
+    };
+    Ok(Ok(()))
+}
+
+type Function<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+/// A function object (name, arguments) or null; 6 containers enclose it.
+fn read_function<'a>(s: &mut Scanner<'a>) -> Result<Shaped<Option<Function<'a>>>> {
+    match s.ws() {
+        b'{' => s.pos += 1,
+        b'n' => {
+            s.null()?;
+            return Ok(Ok(None));
+        }
+        _ => {
+            s.skip_value(6)?;
+            return Ok(Err(Bad));
+        }
+    }
+    let mut name = Ok(None);
+    let mut arguments = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "name" => name = opt_str(s, 7)?,
+            "arguments" => arguments = opt_str(s, 7)?,
+            _ => s.skip_value(7)?,
+        }
+        Ok(())
+    })?;
+    let (Ok(name), Ok(arguments)) = (name, arguments) else {
+        return Ok(Err(Bad));
+    };
+    Ok(Ok(Some((name, arguments))))
+}
+
+/// A usage object, leniently: anything else is absent. `depth`: the object's own depth.
+fn usage(s: &mut Scanner<'_>, depth: u32) -> Result<Option<Usage>> {
+    if s.ws() != b'{' {
+        s.skip_value(depth - 1)?;
+        return Ok(None);
+    }
+    s.pos += 1;
+    let mut usage = Usage::default();
+    let mut details = None;
+    let mut cache_hit = None;
+    s.members(|s, key| {
+        match key {
+            "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
+            "completion_tokens" => usage.completion_tokens = count(s, depth)?,
+            "prompt_tokens_details" => details = cached_tokens(s, depth + 1)?,
+            "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
+            _ => s.skip_value(depth)?,
+        }
+        Ok(())
+    })?;
+    // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's prompt_cache_hit_tokens.
+    usage.cached_tokens = details.or(cache_hit);
+    Ok(Some(usage))
+}
+
+/// `cached_tokens` of a prompt_tokens_details object, leniently. `depth`: the object's.
+fn cached_tokens(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
+    if s.ws() != b'{' {
+        s.skip_value(depth - 1)?;
+        return Ok(None);
+    }
+    s.pos += 1;
+    let mut cached = None;
+    s.members(|s, key| {
+        if key == "cached_tokens" {
+            cached = count(s, depth)?;
+        } else {
+            s.skip_value(depth)?;
+        }
+        Ok(())
+    })?;
+    Ok(cached)
+}
+
+/// Groq's `x_groq.usage`, leniently; 1 container encloses x_groq.
+fn groq(s: &mut Scanner<'_>) -> Result<Option<Usage>> {
+    if s.ws() != b'{' {
+        s.skip_value(1)?;
+        return Ok(None);
+    }
+    s.pos += 1;
+    let mut usage_fields = None;
+    s.members(|s, key| {
+        if key == "usage" {
+            usage_fields = usage(s, 3)?;
+        } else {
+            s.skip_value(2)?;
+        }
+        Ok(())
+    })?;
+    Ok(usage_fields)
+}
+
+// -- values ----------------------------------------------------------------------------------
+
+/// A string or null.
+#[inline]
+fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    match s.ws() {
+        b'"' => {
+            s.pos += 1;
+            let start = s.pos;
+            let text = s.string()?;
+            if s.record {
+                s.marks.push(Mark {
+                    start,
+                    end: s.pos - 1,
+                    // Unique while the text lives: a borrowed one's place in the input, an
+                    // unescaped one's allocation (see `Template::build`).
+                    text: text.as_ptr() as usize,
+                });
+            }
+            Ok(Ok(Some(text)))
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A non-negative integer or null.
+#[inline]
+fn opt_index(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<u64>>> {
+    match s.ws() {
+        b'-' | b'0'..=b'9' => Ok(s.number()?.map(Some).ok_or(Bad)),
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A non-negative integer, or None for anything else.
+#[inline]
+fn count(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
+    match s.ws() {
+        b'-' | b'0'..=b'9' => s.number(),
+        _ => {
+            s.skip_value(depth)?;
+            Ok(None)
+        }
+    }
+}
+
+/// Whether a value is there and not null.
+#[inline]
+fn not_null(s: &mut Scanner<'_>) -> Result<bool> {
+    if s.ws() == b'n' {
+        s.null()?;
+        Ok(false)
+    } else {
+        s.skip_value(1)?;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;

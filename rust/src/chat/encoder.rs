@@ -1,0 +1,245 @@
+//! Canonical events -> OpenAI Chat Completions SSE (twin of
+//! python/hydra_proxy/chat/encoder.py, which documents the grammar).
+//!
+//! Its quirks: a role chunk first; tool calls numbered by their own `index` (counting
+//! tool calls, not blocks), "{}" for a tool without arguments; no form for server-tool
+//! blocks and citations (their text answer is sent); and the continuation suffix, which
+//! carries the thinking blocks' replay state through Chat clients inside
+//! `reasoning_content` (continuation.rs).
+
+use std::collections::BTreeMap;
+
+use super::mapping;
+use super::output::{self as out, ChunkWriter};
+use crate::continuation::{self, Block};
+use crate::stream::{BlockKind, Encoder, Event};
+
+enum Kind {
+    Text,
+    Thinking { text: String, signature: String },
+    Tool { index: u64, sent_arguments: bool },
+    Redacted { data: String },
+    Other,
+}
+
+pub struct ChatEncoder {
+    writer: ChunkWriter,
+    include_usage: bool,
+    continuation_key: Option<Vec<u8>>,
+    started: bool,
+    ended: bool,
+    complete: bool,
+    error: Option<(&'static str, String)>,
+    /// Open blocks by decoder id.
+    blocks: BTreeMap<u64, Kind>,
+    tools: u64,
+    /// Finished thinking / redacted blocks, for the continuation suffix.
+    thinking: Vec<Block>,
+    stop_reason: Option<String>,
+    finish_reason: Option<&'static str>,
+    input: u64,
+    cache_read: u64,
+    cache_creation: u64,
+    output: u64,
+}
+
+impl ChatEncoder {
+    pub fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        include_usage: bool,
+        continuation_key: Option<&[u8]>,
+    ) -> Self {
+        ChatEncoder {
+            writer: ChunkWriter::new(completion_id, model, created),
+            include_usage,
+            continuation_key: continuation_key
+                .filter(|k| !k.is_empty())
+                .map(<[u8]>::to_vec),
+            started: false,
+            ended: false,
+            complete: false,
+            error: None,
+            blocks: BTreeMap::new(),
+            tools: 0,
+            thinking: Vec::new(),
+            stop_reason: None,
+            finish_reason: None,
+            input: 0,
+            cache_read: 0,
+            cache_creation: 0,
+            output: 0,
+        }
+    }
+
+    fn prompt_tokens(&self) -> u128 {
+        u128::from(self.input) + u128::from(self.cache_read) + u128::from(self.cache_creation)
+    }
+
+    fn start(&mut self, out: &mut Vec<u8>) {
+        if !self.started {
+            self.started = true;
+            self.writer.role(out);
+        }
+    }
+
+    fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
+        self.start(out);
+        let kind = match kind {
+            BlockKind::Text => Kind::Text,
+            BlockKind::Thinking => Kind::Thinking {
+                text: String::new(),
+                signature: String::new(),
+            },
+            BlockKind::RedactedThinking { data } => Kind::Redacted {
+                data: data.to_owned(),
+            },
+            BlockKind::ToolUse { id, name } => {
+                let index = self.tools;
+                self.tools += 1;
+                self.writer.tool_start(out, index, id, name);
+                Kind::Tool {
+                    index,
+                    sent_arguments: false,
+                }
+            }
+            BlockKind::ServerTool { .. } => Kind::Other, // run by the provider
+        };
+        self.blocks.insert(block, kind); // (a restarted id replaces the block)
+    }
+
+    fn block_stop(&mut self, out: &mut Vec<u8>, block: u64) {
+        match self.blocks.remove(&block) {
+            Some(Kind::Tool {
+                index,
+                sent_arguments: false,
+            }) => {
+                self.writer.tool_arguments(out, index, "{}"); // a tool without arguments
+            }
+            Some(Kind::Thinking { text, signature }) => {
+                self.thinking.push(Block::Thinking { text, signature })
+            }
+            Some(Kind::Redacted { data }) => self.thinking.push(Block::Redacted { data }),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<u8>) {
+        self.start(out);
+        if let Some(key) = &self.continuation_key {
+            if !self.thinking.is_empty() {
+                let suffix = continuation::encode(&self.thinking, key);
+                self.writer.reasoning(out, &suffix);
+            }
+        }
+        let reason = mapping::finish_reason(self.stop_reason.as_deref());
+        self.finish_reason = Some(reason);
+        self.writer.finish(out, reason);
+        if self.include_usage {
+            self.writer
+                .usage(out, self.prompt_tokens(), self.output, self.cache_read);
+        }
+        out.extend_from_slice(out::DONE);
+        self.ended = true;
+        self.complete = true;
+    }
+
+    fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
+        out::error(out, error_type, message);
+        self.error = Some((error_type, message.to_owned()));
+        self.ended = true;
+    }
+}
+
+impl Encoder for ChatEncoder {
+    /// (prompt_tokens, cached_tokens, completion_tokens), as OpenAI counts them.
+    type Usage = (u128, u64, u64);
+
+    #[inline]
+    fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
+        match event {
+            Event::TextDelta { block, text } => {
+                if let Some(Kind::Text) = self.blocks.get(&block) {
+                    self.writer.content(out, text);
+                }
+            }
+            Event::ThinkingDelta { block, thinking } => {
+                if let Some(Kind::Thinking { text, .. }) = self.blocks.get_mut(&block) {
+                    text.push_str(thinking);
+                    self.writer.reasoning(out, thinking);
+                }
+            }
+            Event::ToolArgumentsDelta {
+                block,
+                partial_json,
+            } => {
+                if let Some(Kind::Tool {
+                    index,
+                    sent_arguments,
+                }) = self.blocks.get_mut(&block)
+                {
+                    *sent_arguments = true;
+                    self.writer.tool_arguments(out, *index, partial_json);
+                }
+            }
+            Event::SignatureDelta { block, signature } => {
+                if let Some(Kind::Thinking {
+                    signature: mine, ..
+                }) = self.blocks.get_mut(&block)
+                {
+                    signature.clone_into(mine);
+                }
+            }
+            Event::CitationDelta { .. } => {} // no Chat form
+            Event::BlockStart { block, kind } => self.block_start(out, block, kind),
+            Event::BlockStop { block } => self.block_stop(out, block),
+            Event::MessageStart { .. } => self.start(out),
+            Event::Usage(usage) => {
+                // Anthropic counts are cumulative; a later event repeats or updates them.
+                if let Some(v) = usage.input_tokens {
+                    self.input = v;
+                }
+                if let Some(v) = usage.cache_read_input_tokens {
+                    self.cache_read = v;
+                }
+                if let Some(v) = usage.cache_creation_input_tokens {
+                    self.cache_creation = v;
+                }
+                if let Some(v) = usage.output_tokens {
+                    self.output = v;
+                }
+            }
+            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
+            Event::MessageStop => self.end(out),
+            Event::Error { kind, message } => self.fail(out, kind, message),
+            Event::Ping => out.extend_from_slice(out::PING),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.ended
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+
+    fn error(&self) -> Option<(&'static str, &str)> {
+        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    }
+
+    /// A role chunk (and so a response) has been emitted.
+    fn has_content(&self) -> bool {
+        self.started
+    }
+
+    /// The Chat finish_reason, once the stream has ended cleanly.
+    fn stop_reason(&self) -> Option<&str> {
+        self.finish_reason
+    }
+
+    fn usage(&self) -> (u128, u64, u64) {
+        (self.prompt_tokens(), self.cache_read, self.output)
+    }
+}

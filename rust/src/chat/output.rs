@@ -1,0 +1,106 @@
+//! OpenAI Chat Completions stream chunks, as bytes (twin of python/hydra_proxy/chat/output.py).
+//! The fixed part of a chunk (id, created, model) is rendered once per stream.
+
+use crate::json::write::{write_str, write_u128, write_u64};
+
+pub const DONE: &[u8] = b"data: [DONE]\n\n";
+pub const PING: &[u8] = b": ping\n\n";
+
+const OPEN: &[u8] = b",\"finish_reason\":null}]}\n\n";
+
+pub struct ChunkWriter {
+    head: Vec<u8>,
+    usage_head: Vec<u8>,
+}
+
+impl ChunkWriter {
+    pub fn new(completion_id: &str, model: &str, created: u64) -> Self {
+        let mut common = b"{\"id\":".to_vec();
+        write_str(&mut common, completion_id);
+        common.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"created\":");
+        write_u64(&mut common, created);
+        common.extend_from_slice(b",\"model\":");
+        write_str(&mut common, model);
+        common.push(b',');
+        let mut head = b"data: ".to_vec();
+        head.extend_from_slice(&common);
+        head.extend_from_slice(b"\"choices\":[{\"index\":0,\"delta\":");
+        let mut usage_head = b"data: ".to_vec();
+        usage_head.extend_from_slice(&common);
+        usage_head.extend_from_slice(b"\"choices\":[],\"usage\":");
+        ChunkWriter { head, usage_head }
+    }
+
+    pub fn role(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":\"\"}");
+        out.extend_from_slice(OPEN);
+    }
+
+    pub fn content(&self, out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{\"content\":");
+        write_str(out, text);
+        out.push(b'}');
+        out.extend_from_slice(OPEN);
+    }
+
+    pub fn reasoning(&self, out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{\"reasoning_content\":");
+        write_str(out, text);
+        out.push(b'}');
+        out.extend_from_slice(OPEN);
+    }
+
+    pub fn tool_start(&self, out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+        write_u64(out, index);
+        out.extend_from_slice(b",\"id\":");
+        write_str(out, id);
+        out.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
+        write_str(out, name);
+        out.extend_from_slice(b",\"arguments\":\"\"}}]}");
+        out.extend_from_slice(OPEN);
+    }
+
+    pub fn tool_arguments(&self, out: &mut Vec<u8>, index: u64, arguments: &str) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+        write_u64(out, index);
+        out.extend_from_slice(b",\"function\":{\"arguments\":");
+        write_str(out, arguments);
+        out.extend_from_slice(b"}}]}");
+        out.extend_from_slice(OPEN);
+    }
+
+    pub fn finish(&self, out: &mut Vec<u8>, finish_reason: &str) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(b"{},\"finish_reason\":\"");
+        out.extend_from_slice(finish_reason.as_bytes());
+        out.extend_from_slice(b"\"}]}\n\n");
+    }
+
+    pub fn usage(&self, out: &mut Vec<u8>, prompt: u128, completion: u64, cached: u64) {
+        out.extend_from_slice(&self.usage_head);
+        out.extend_from_slice(b"{\"prompt_tokens\":");
+        write_u128(out, prompt);
+        out.extend_from_slice(b",\"completion_tokens\":");
+        write_u64(out, completion);
+        out.extend_from_slice(b",\"total_tokens\":");
+        write_u128(out, prompt + u128::from(completion));
+        out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+        write_u64(out, cached);
+        out.extend_from_slice(b"}}}\n\n");
+    }
+}
+
+/// An OpenAI-style error chunk: the openai SDK raises on it, Zed reports it.
+pub fn error(out: &mut Vec<u8>, error_type: &str, message: &str) {
+    out.extend_from_slice(b"data: {\"error\":{\"message\":");
+    write_str(out, message);
+    out.extend_from_slice(b",\"type\":\"");
+    out.extend_from_slice(error_type.as_bytes());
+    out.extend_from_slice(b"\",\"param\":null,\"code\":null}}\n\n");
+}

@@ -1,0 +1,181 @@
+//! A transducer is a decoder composed with an encoder (twin of
+//! python/hydra_proxy/stream/transducer.py). Generic, so each pair compiles to one
+//! monomorphic state machine: events are built on the stack and handed straight to the
+//! encoder, with no dynamic dispatch and no allocation per event. The encoder's `event` is
+//! inlined at every place a decoder emits, so the match on the event's kind folds away and
+//! each emit is just the encoder's code for that event.
+
+use super::events::Event;
+use crate::sse::SseParser;
+
+/// Where a decoder's events go (Python: the `emit` callable).
+pub trait Sink {
+    fn emit(&mut self, event: Event<'_>);
+}
+
+/// The sink of a transducer: its encoder, writing into its output buffer.
+struct EncoderSink<'a, E> {
+    encoder: &'a mut E,
+    out: &'a mut Vec<u8>,
+}
+
+impl<E: Encoder> Sink for EncoderSink<'_, E> {
+    #[inline(always)]
+    fn emit(&mut self, event: Event<'_>) {
+        self.encoder.event(self.out, event);
+    }
+}
+
+/// Upstream protocol -> canonical events.
+pub trait Decoder {
+    /// Called before the bytes of every `feed` and `finish` (a protocol without a start
+    /// event begins the message here).
+    fn begin<S: Sink>(&mut self, _emit: &mut S) {}
+
+    /// One upstream SSE event (`event:` name and `data:` payload).
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S);
+
+    /// Upstream EOF after its last event: end the message, or say it was cut off.
+    fn finish<S: Sink>(&mut self, emit: &mut S);
+}
+
+/// Canonical events -> client protocol SSE bytes, and what the server asks of the stream.
+pub trait Encoder {
+    /// The client protocol's token counts.
+    type Usage;
+
+    fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>);
+    /// The output has ended (complete or with an error).
+    fn finished(&self) -> bool;
+    /// The output ended with the client protocol's end: the reply is whole.
+    fn complete(&self) -> bool;
+    fn error(&self) -> Option<(&'static str, &str)>;
+    /// The client has been sent a response (not only keepalives or an error).
+    fn has_content(&self) -> bool;
+    /// The client protocol's stop reason, once the stream has ended cleanly.
+    fn stop_reason(&self) -> Option<&str>;
+    fn usage(&self) -> Self::Usage;
+}
+
+pub struct Transducer<D, E> {
+    parser: SseParser,
+    decoder: D,
+    encoder: E,
+    out: Vec<u8>,
+}
+
+impl<D: Decoder, E: Encoder> Transducer<D, E> {
+    pub fn new(decoder: D, encoder: E, max_event_bytes: usize) -> Self {
+        Transducer {
+            parser: SseParser::new(max_event_bytes),
+            decoder,
+            encoder,
+            out: Vec::new(),
+        }
+    }
+
+    /// Translate any slice of the upstream body; returns the complete events it produced.
+    pub fn feed(&mut self, chunk: &[u8]) -> &[u8] {
+        self.out.clear();
+        if self.encoder.finished() {
+            return &self.out;
+        }
+        {
+            let decoder = &mut self.decoder;
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            decoder.begin(&mut sink);
+            self.parser
+                .feed(chunk, |event, data| decoder.event(event, data, &mut sink));
+        }
+        self.parser_error();
+        &self.out
+    }
+
+    /// Upstream EOF: the closing events, or an error event if the stream was cut short.
+    pub fn finish(&mut self) -> &[u8] {
+        self.out.clear();
+        if self.encoder.finished() {
+            return &self.out;
+        }
+        {
+            let decoder = &mut self.decoder;
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            decoder.begin(&mut sink);
+            self.parser
+                .finish(|event, data| decoder.event(event, data, &mut sink));
+        }
+        self.parser_error();
+        if !self.encoder.finished() {
+            let mut sink = EncoderSink {
+                encoder: &mut self.encoder,
+                out: &mut self.out,
+            };
+            self.decoder.finish(&mut sink);
+        }
+        &self.out
+    }
+
+    /// A keepalive for a silent upstream (nothing once the stream has ended).
+    pub fn ping(&mut self) -> &[u8] {
+        self.out.clear();
+        if !self.encoder.finished() {
+            self.encoder.event(&mut self.out, Event::Ping);
+        }
+        &self.out
+    }
+
+    /// End the stream with an error event (e.g. the upstream connection broke).
+    pub fn fail(&mut self, error_type: &'static str, message: &str) -> &[u8] {
+        self.out.clear();
+        if !self.encoder.finished() {
+            let error = Event::Error {
+                kind: error_type,
+                message,
+            };
+            self.encoder.event(&mut self.out, error);
+        }
+        &self.out
+    }
+
+    fn parser_error(&mut self) {
+        if !self.encoder.finished() {
+            if let Some(message) = self.parser.error() {
+                let error = Event::Error {
+                    kind: "api_error",
+                    message,
+                };
+                self.encoder.event(&mut self.out, error);
+            }
+        }
+    }
+
+    pub fn finished(&self) -> bool {
+        self.encoder.finished()
+    }
+
+    pub fn complete(&self) -> bool {
+        self.encoder.complete()
+    }
+
+    pub fn error(&self) -> Option<(&'static str, &str)> {
+        self.encoder.error()
+    }
+
+    pub fn has_content(&self) -> bool {
+        self.encoder.has_content()
+    }
+
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.encoder.stop_reason()
+    }
+
+    pub fn usage(&self) -> E::Usage {
+        self.encoder.usage()
+    }
+}

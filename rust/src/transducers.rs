@@ -1,0 +1,47 @@
+//! The transducers the server runs, each a decoder composed with an encoder (twin of the
+//! compositions in python/hydra_proxy/transducers.py).
+
+use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
+use crate::chat::{ChatDecoder, ChatEncoder};
+use crate::stream::Transducer;
+
+/// Anthropic Messages clients on an OpenAI Chat Completions upstream.
+pub type MessagesViaChatStream = Transducer<ChatDecoder, AnthropicEncoder>;
+
+/// OpenAI Chat Completions clients on an Anthropic Messages upstream.
+pub type ChatViaMessagesStream = Transducer<AnthropicDecoder, ChatEncoder>;
+
+pub fn messages_via_chat(
+    message_id: &str,
+    model: &str,
+    input_tokens: u64,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> MessagesViaChatStream {
+    Transducer::new(
+        ChatDecoder::new(message_id, signing_key),
+        AnthropicEncoder::new(message_id, model, input_tokens),
+        max_event_bytes,
+    )
+}
+
+pub fn chat_via_messages(
+    completion_id: &str,
+    model: &str,
+    created: u64,
+    include_usage: bool,
+    continuation_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> ChatViaMessagesStream {
+    Transducer::new(
+        AnthropicDecoder::new(),
+        ChatEncoder::new(
+            completion_id,
+            model,
+            created,
+            include_usage,
+            continuation_key,
+        ),
+        max_event_bytes,
+    )
+}

@@ -1,0 +1,79 @@
+"""The twin contract, enforced: Rust and Python define each shared constant once and agree
+on it (the native tables come from _native), and every Rust stream module has a Python twin
+of the same name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import NATIVE_MISSING, _native
+from hydra_proxy import errors, stream
+from hydra_proxy.anthropic import decoder as anthropic_decoder
+from hydra_proxy.chat import decoder as chat_decoder
+from hydra_proxy.chat import mapping
+from hydra_proxy.stream import messages
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def require_native(request: pytest.FixtureRequest) -> None:
+    if _native is None and "native" in request.node.name:
+        pytest.skip(NATIVE_MISSING)
+
+
+def test_native_error_types() -> None:
+    native = _native.ANTHROPIC_ERROR_TYPES
+    assert len(native) == len(set(native))
+    assert set(native) == errors.ANTHROPIC_ERROR_TYPES
+
+
+def test_native_reason_maps() -> None:
+    assert _native.STOP_REASONS == mapping.STOP_REASONS
+    assert _native.FINISH_REASONS == mapping.FINISH_REASONS
+
+
+def test_native_messages() -> None:
+    assert _native.MESSAGES == {
+        "MSG_INVALID_JSON": messages.MSG_INVALID_JSON,
+        "MSG_BAD_SHAPE": messages.MSG_BAD_SHAPE,
+        "MSG_CUT_OFF": messages.MSG_CUT_OFF,
+        "MSG_INTERLEAVED": chat_decoder.MSG_INTERLEAVED,
+        "MSG_UNKNOWN_BLOCK": anthropic_decoder.MSG_UNKNOWN_BLOCK,
+        "MSG_UPSTREAM_DEFAULT": errors.MSG_UPSTREAM_DEFAULT,
+    }
+    assert _native.DEFAULT_MAX_EVENT_BYTES == stream.DEFAULT_MAX_EVENT_BYTES
+
+
+def test_mapping_functions_use_the_tables() -> None:
+    for finish, stop in mapping.STOP_REASONS.items():
+        assert mapping.stop_reason(finish, False) == stop
+    assert mapping.stop_reason("stop", True) == "tool_use"
+    assert mapping.stop_reason(None, False) == "end_turn"
+    assert mapping.stop_reason("weird", False) == "end_turn"
+    for stop, finish in mapping.FINISH_REASONS.items():
+        assert mapping.finish_reason(stop) == finish
+    assert mapping.finish_reason(None) == "stop"
+    assert mapping.finish_reason("weird") == "stop"
+
+
+# The readers are split out of the decoder on the Rust side only (chunk.rs, event.rs: the
+# Python twins are `_read_chunk` / `_read_event` in decoder.py).
+READERS = {"rust/src/chat/chunk.rs", "rust/src/anthropic/event.rs"}
+
+
+@pytest.mark.parametrize("package", ["stream", "chat", "anthropic"])
+def test_every_rust_module_has_a_python_twin(package: str) -> None:
+    rust = ROOT / "rust" / "src" / package
+    python = ROOT / "python" / "hydra_proxy" / package
+    for path in sorted(rust.glob("*.rs")):
+        if str(path.relative_to(ROOT)) in READERS:
+            continue
+        twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
+        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
+        assert path.stem == "mod" or f"rust/src/{package}/{path.name}" in twin.read_text()
+    for path in sorted(python.glob("*.py")):
+        twin = rust / ("mod.rs" if path.stem == "__init__" else f"{path.stem}.rs")
+        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
