@@ -1516,9 +1516,11 @@ CC_TARGETS = [
 def test_fixtures_present() -> None:
     assert FIXTURE_NAMES == [
         "request-after-tool-result.json",
+        "request-lead-of-subagent.json",
         "request-plain.json",
         "request-replaying-signed-thinking.json",
         "request-replaying-unsigned-thinking.json",
+        "request-subagent.json",
     ]
 
 
