@@ -8,10 +8,14 @@ __all__ = [
     "ANTHROPIC_ERROR_TYPES",
     "DEFAULT_MAX_EVENT_BYTES",
     "FINISH_REASONS",
+    "INCOMPLETE_REASONS",
     "MESSAGES",
+    "RESPONSE_ERROR_CODES",
     "STOP_REASONS",
     "ChatViaMessagesStream",
     "MessagesViaChatStream",
+    "ResponsesViaChatStream",
+    "ResponsesViaMessagesStream",
     "__version__",
 ]
 
@@ -72,9 +76,77 @@ class ChatViaMessagesStream:
     @property
     def usage(self) -> tuple[int, int, int]: ...
 
+@final
+class ResponsesViaChatStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class ResponsesViaMessagesStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
 __version__: Final[str]
 DEFAULT_MAX_EVENT_BYTES: Final[int]
 ANTHROPIC_ERROR_TYPES: Final[list[str]]
 STOP_REASONS: Final[dict[str, str]]
 FINISH_REASONS: Final[dict[str, str]]
 MESSAGES: Final[dict[str, str]]
+RESPONSE_ERROR_CODES: Final[dict[str, str]]
+INCOMPLETE_REASONS: Final[dict[str, str]]

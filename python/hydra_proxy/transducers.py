@@ -18,6 +18,7 @@ from .anthropic.decoder import AnthropicDecoder
 from .anthropic.encoder import AnthropicEncoder
 from .chat.decoder import ChatDecoder
 from .chat.encoder import ChatEncoder
+from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
 from .stream.transducer import Transducer
 
@@ -84,6 +85,128 @@ class ChatViaMessagesStream(Transducer[AnthropicDecoder, ChatEncoder]):
         )
 
 
+# -- OpenAI Responses clients (issue 10) --------------------------------------------------
+
+
+def _responses_encoder(
+    response_id: str,
+    model: str,
+    created_at: int,
+    input_tokens: int,
+    echo: str,
+    include_encrypted: bool,
+    summary: bool,
+    signing_key: bytes | None,
+    tool_names: NameTable | None,
+) -> ResponsesEncoder:
+    return ResponsesEncoder(
+        response_id,
+        model,
+        created_at,
+        input_tokens,
+        echo,
+        include_encrypted,
+        summary,
+        signing_key,
+        tool_names,
+    )
+
+
+class ResponsesViaChatStream(Transducer[ChatDecoder, ResponsesEncoder]):
+    """Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
+
+    `echo` is the request echo as JSON text (`responses.encoder.echo_text`), `tool_names`
+    the name table (`responses.encoder.name_table`); `signing_key` signs Chat reasoning and
+    the reasoning carrier."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ChatDecoder(response_id, signing_key),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesViaMessagesStream(Transducer[AnthropicDecoder, ResponsesEncoder]):
+    """Translate one Anthropic Messages SSE body into OpenAI Responses SSE events (the
+    arguments as for `ResponsesViaChatStream`)."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            AnthropicDecoder(),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesStreamFactory(Protocol):
+    """The constructor of a ResponsesVia*Stream, either implementation's."""
+
+    def __call__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = ...,
+        include_encrypted: bool = ...,
+        summary: bool = ...,
+        signing_key: bytes | None = ...,
+        tool_names: NameTable | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+# -- end of OpenAI Responses clients --------------------------------------------------------
+
+
 class MessagesViaChatFactory(Protocol):
     """The constructor of a MessagesViaChatStream, either implementation's."""
 
@@ -120,16 +243,30 @@ class Implementation:
     name: str
     MessagesViaChatStream: MessagesViaChatFactory
     ChatViaMessagesStream: ChatViaMessagesFactory
+    ResponsesViaChatStream: ResponsesStreamFactory
+    ResponsesViaMessagesStream: ResponsesStreamFactory
 
 
-PYTHON = Implementation("python", MessagesViaChatStream, ChatViaMessagesStream)
+PYTHON = Implementation(
+    "python",
+    MessagesViaChatStream,
+    ChatViaMessagesStream,
+    ResponsesViaChatStream=ResponsesViaChatStream,
+    ResponsesViaMessagesStream=ResponsesViaMessagesStream,
+)
 
 
 def native() -> Implementation:
     """The native core's transducers; ImportError when the extension is not built."""
     from . import _native
 
-    return Implementation("native", _native.MessagesViaChatStream, _native.ChatViaMessagesStream)
+    return Implementation(
+        "native",
+        _native.MessagesViaChatStream,
+        _native.ChatViaMessagesStream,
+        ResponsesViaChatStream=_native.ResponsesViaChatStream,
+        ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
+    )
 
 
 def select(requested: str | None = None) -> Implementation:

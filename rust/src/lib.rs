@@ -4,7 +4,7 @@
 //! in python/hydra_proxy/ that produces the same bytes (docs/ARCHITECTURE.md).
 //!
 //! - [`stream`]: the canonical event model and the decoder/encoder composition;
-//! - one module per protocol ([`chat`], [`anthropic`]) with its decoder and encoder;
+//! - one module per protocol ([`chat`], [`anthropic`], [`responses`]) with its decoder and encoder;
 //! - [`transducers`]: the compositions the server runs.
 
 pub mod anthropic;
@@ -12,6 +12,7 @@ pub mod chat;
 pub mod continuation;
 pub mod errors;
 pub mod json;
+pub mod responses;
 pub mod signature;
 pub mod sse;
 pub mod stream;

@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::ANTHROPIC_ERROR_TYPES;
 use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
-use crate::{anthropic, chat, transducers};
+use crate::{anthropic, chat, responses, transducers};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -138,6 +138,115 @@ transducer_methods!(
     }
 );
 
+// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
+
+/// (sent name, client name, namespace, custom): responses.encoder.NameTable.
+type NameTable = Vec<(String, String, Option<String>, bool)>;
+
+fn responses_options<'a>(
+    echo: &'a str,
+    include_encrypted: bool,
+    summary: bool,
+    signing_key: Option<&'a [u8]>,
+    tool_names: Option<NameTable>,
+) -> responses::ResponsesOptions<'a> {
+    let tool_names = tool_names
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(sent, name, namespace, custom)| {
+            let origin = responses::ToolOrigin {
+                name,
+                namespace,
+                custom,
+            };
+            (sent, origin)
+        })
+        .collect();
+    responses::ResponsesOptions {
+        echo,
+        include_encrypted,
+        summary,
+        signing_key,
+        tool_names,
+    }
+}
+
+/// Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaChatStream {
+    inner: transducers::ResponsesViaChatStream,
+}
+
+transducer_methods!(
+    ResponsesViaChatStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaChatStream {
+            inner: transducers::responses_via_chat(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one Anthropic Messages SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaMessagesStream {
+    inner: transducers::ResponsesViaMessagesStream,
+}
+
+transducer_methods!(
+    ResponsesViaMessagesStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaMessagesStream {
+            inner: transducers::responses_via_messages(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+// -- end of OpenAI Responses clients --------------------------------------------------------
+
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in pairs {
@@ -151,6 +260,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<MessagesViaChatStream>()?;
     m.add_class::<ChatViaMessagesStream>()?;
+    m.add_class::<ResponsesViaChatStream>()?;
+    m.add_class::<ResponsesViaMessagesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -165,5 +276,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
+    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
+    let reasons = responses::shared::INCOMPLETE_REASONS;
+    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
     Ok(())
 }

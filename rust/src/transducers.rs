@@ -3,6 +3,7 @@
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
+use crate::responses::{ResponsesEncoder, ResponsesOptions};
 use crate::stream::Transducer;
 
 /// Anthropic Messages clients on an OpenAI Chat Completions upstream.
@@ -42,6 +43,44 @@ pub fn chat_via_messages(
             include_usage,
             continuation_key,
         ),
+        max_event_bytes,
+    )
+}
+
+// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
+
+/// OpenAI Responses clients (Codex CLI) on an OpenAI Chat Completions upstream.
+pub type ResponsesViaChatStream = Transducer<ChatDecoder, ResponsesEncoder>;
+
+/// OpenAI Responses clients (Codex CLI) on an Anthropic Messages upstream.
+pub type ResponsesViaMessagesStream = Transducer<AnthropicDecoder, ResponsesEncoder>;
+
+pub fn responses_via_chat(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaChatStream {
+    Transducer::new(
+        ChatDecoder::new(response_id, options.signing_key),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
+        max_event_bytes,
+    )
+}
+
+pub fn responses_via_messages(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaMessagesStream {
+    Transducer::new(
+        AnthropicDecoder::new(),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
         max_event_bytes,
     )
 }
