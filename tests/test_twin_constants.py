@@ -45,6 +45,7 @@ def test_native_messages() -> None:
         "MSG_INTERLEAVED": chat_decoder.MSG_INTERLEAVED,
         "MSG_UNKNOWN_BLOCK": anthropic_decoder.MSG_UNKNOWN_BLOCK,
         "MSG_UPSTREAM_DEFAULT": errors.MSG_UPSTREAM_DEFAULT,
+        "MSG_UPSTREAM_FAILED": responses_errors.MSG_UPSTREAM_FAILED,
     }
     assert _native.DEFAULT_MAX_EVENT_BYTES == stream.DEFAULT_MAX_EVENT_BYTES
 

@@ -18,6 +18,7 @@ from .anthropic.decoder import AnthropicDecoder
 from .anthropic.encoder import AnthropicEncoder
 from .chat.decoder import ChatDecoder
 from .chat.encoder import ChatEncoder
+from .responses.decoder import ResponsesDecoder
 from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
 from .stream.transducer import Transducer
@@ -204,7 +205,69 @@ class ResponsesStreamFactory(Protocol):
     ) -> StreamTransducer: ...
 
 
-# -- end of OpenAI Responses clients --------------------------------------------------------
+# -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+
+class MessagesViaResponsesStream(Transducer[ResponsesDecoder, AnthropicEncoder]):
+    """Translate one OpenAI Responses SSE body into Anthropic Messages SSE events;
+    `signing_key` signs the upstream reasoning items into the thinking signatures."""
+
+    def __init__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ResponsesDecoder(message_id, signing_key),
+            AnthropicEncoder(message_id, model, input_tokens),
+            max_event_bytes,
+        )
+
+
+class ChatViaResponsesStream(Transducer[ResponsesDecoder, ChatEncoder]):
+    """Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks;
+    `signing_key` signs the upstream reasoning items, `continuation_key` carries them
+    through the Chat client."""
+
+    def __init__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = False,
+        continuation_key: bytes | None = None,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ResponsesDecoder(completion_id, signing_key),
+            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
+            max_event_bytes,
+        )
+
+
+class ChatViaResponsesFactory(Protocol):
+    """The constructor of a ChatViaResponsesStream, either implementation's."""
+
+    def __call__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = ...,
+        continuation_key: bytes | None = ...,
+        signing_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+# -- end of OpenAI Responses ----------------------------------------------------------------
 
 
 class MessagesViaChatFactory(Protocol):
@@ -236,6 +299,10 @@ class ChatViaMessagesFactory(Protocol):
     ) -> StreamTransducer: ...
 
 
+# The same constructor as a MessagesViaChatStream's.
+MessagesViaResponsesFactory = MessagesViaChatFactory
+
+
 @dataclass(frozen=True)
 class Implementation:
     """One implementation's transducer constructors, named as the classes they are."""
@@ -245,6 +312,8 @@ class Implementation:
     ChatViaMessagesStream: ChatViaMessagesFactory
     ResponsesViaChatStream: ResponsesStreamFactory
     ResponsesViaMessagesStream: ResponsesStreamFactory
+    MessagesViaResponsesStream: MessagesViaResponsesFactory
+    ChatViaResponsesStream: ChatViaResponsesFactory
 
 
 PYTHON = Implementation(
@@ -253,6 +322,8 @@ PYTHON = Implementation(
     ChatViaMessagesStream,
     ResponsesViaChatStream=ResponsesViaChatStream,
     ResponsesViaMessagesStream=ResponsesViaMessagesStream,
+    MessagesViaResponsesStream=MessagesViaResponsesStream,
+    ChatViaResponsesStream=ChatViaResponsesStream,
 )
 
 
@@ -266,6 +337,8 @@ def native() -> Implementation:
         _native.ChatViaMessagesStream,
         ResponsesViaChatStream=_native.ResponsesViaChatStream,
         ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
+        MessagesViaResponsesStream=_native.MessagesViaResponsesStream,
+        ChatViaResponsesStream=_native.ChatViaResponsesStream,
     )
 
 

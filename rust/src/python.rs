@@ -245,7 +245,71 @@ transducer_methods!(
     }
 );
 
-// -- end of OpenAI Responses clients --------------------------------------------------------
+// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+/// Translate one OpenAI Responses SSE body into Anthropic Messages SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct MessagesViaResponsesStream {
+    inner: transducers::MessagesViaResponsesStream,
+}
+
+transducer_methods!(
+    MessagesViaResponsesStream,
+    (u64, u64, u64),
+    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        message_id: &str,
+        model: &str,
+        input_tokens: u64,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        MessagesViaResponsesStream {
+            inner: transducers::messages_via_responses(
+                message_id,
+                model,
+                input_tokens,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks.
+#[pyclass(module = "hydra_proxy._native")]
+struct ChatViaResponsesStream {
+    inner: transducers::ChatViaResponsesStream,
+}
+
+transducer_methods!(
+    ChatViaResponsesStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        include_usage: bool,
+        continuation_key: Option<&[u8]>,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        ChatViaResponsesStream {
+            inner: transducers::chat_via_responses(
+                completion_id,
+                model,
+                created,
+                include_usage,
+                continuation_key,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+// -- end of OpenAI Responses ----------------------------------------------------------------
 
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
@@ -262,6 +326,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ChatViaMessagesStream>()?;
     m.add_class::<ResponsesViaChatStream>()?;
     m.add_class::<ResponsesViaMessagesStream>()?;
+    m.add_class::<MessagesViaResponsesStream>()?;
+    m.add_class::<ChatViaResponsesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -274,6 +340,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_INTERLEAVED", chat::decoder::MSG_INTERLEAVED),
         ("MSG_UNKNOWN_BLOCK", anthropic::decoder::MSG_UNKNOWN_BLOCK),
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
+        (
+            "MSG_UPSTREAM_FAILED",
+            responses::shared::MSG_UPSTREAM_FAILED,
+        ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
     let codes = responses::shared::RESPONSE_ERROR_CODES;

@@ -3,7 +3,7 @@
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
-use crate::responses::{ResponsesEncoder, ResponsesOptions};
+use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
 use crate::stream::Transducer;
 
 /// Anthropic Messages clients on an OpenAI Chat Completions upstream.
@@ -81,6 +81,50 @@ pub fn responses_via_messages(
     Transducer::new(
         AnthropicDecoder::new(),
         ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
+        max_event_bytes,
+    )
+}
+
+// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+/// Anthropic Messages clients on an OpenAI Responses upstream.
+pub type MessagesViaResponsesStream = Transducer<ResponsesDecoder, AnthropicEncoder>;
+
+/// OpenAI Chat Completions clients on an OpenAI Responses upstream.
+pub type ChatViaResponsesStream = Transducer<ResponsesDecoder, ChatEncoder>;
+
+pub fn messages_via_responses(
+    message_id: &str,
+    model: &str,
+    input_tokens: u64,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> MessagesViaResponsesStream {
+    Transducer::new(
+        ResponsesDecoder::new(message_id, signing_key),
+        AnthropicEncoder::new(message_id, model, input_tokens),
+        max_event_bytes,
+    )
+}
+
+pub fn chat_via_responses(
+    completion_id: &str,
+    model: &str,
+    created: u64,
+    include_usage: bool,
+    continuation_key: Option<&[u8]>,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> ChatViaResponsesStream {
+    Transducer::new(
+        ResponsesDecoder::new(completion_id, signing_key),
+        ChatEncoder::new(
+            completion_id,
+            model,
+            created,
+            include_usage,
+            continuation_key,
+        ),
         max_event_bytes,
     )
 }

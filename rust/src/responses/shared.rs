@@ -54,3 +54,64 @@ pub fn encode_carrier(blocks: &[Block], key: &[u8]) -> String {
     out.push_str(&continuation::encode(blocks, key));
     out
 }
+
+/// The default message of a failed upstream response (responses.errors.MSG_UPSTREAM_FAILED).
+pub const MSG_UPSTREAM_FAILED: &str = "the upstream failed to generate a response";
+
+/// (Anthropic error type, message) of a Responses `error` object
+/// (responses.errors.upstream_failure).
+pub fn upstream_failure(code: Option<&str>, message: Option<&str>) -> (&'static str, String) {
+    let error_type = match code {
+        None => "api_error",
+        Some("server_error") => "api_error",
+        Some("rate_limit_exceeded") => "rate_limit_error",
+        Some("vector_store_timeout") => "timeout_error",
+        Some(_) => "invalid_request_error",
+    };
+    let message = message
+        .filter(|m| !m.is_empty())
+        .unwrap_or(MSG_UPSTREAM_FAILED);
+    (error_type, message.to_owned())
+}
+
+/// `<namespace>__<name>`, shortened with a hash when too long (responses.tools.flatten,
+/// without the names already taken: a stream has no tool list).
+pub fn flatten(namespace: &str, name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let flat = format!("{namespace}__{name}");
+    if flat.chars().count() <= 64 {
+        return flat;
+    }
+    let digest = Sha256::digest(flat.as_bytes());
+    let mut out: String = flat.chars().take(64 - 9).collect();
+    out.push('_');
+    for byte in &digest[..4] {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// The thinking block signature that carries an upstream OpenAI reasoning item
+/// (responses.reasoning.sign_upstream_item).
+pub fn sign_upstream_item(thinking: &str, item_id: &str, encrypted: &str, key: &[u8]) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    let mut item = Vec::with_capacity(item_id.len() + encrypted.len() + 32);
+    item.extend_from_slice(b"{\"id\":");
+    crate::json::write::write_str(&mut item, item_id);
+    item.extend_from_slice(b",\"encrypted_content\":");
+    crate::json::write::write_str(&mut item, encrypted);
+    item.push(b'}');
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(b"hydra1.rs1\0");
+    mac.update(&item);
+    mac.update(b"\0");
+    mac.update(thinking.as_bytes());
+    let digest = mac.finalize().into_bytes();
+    let mut out = String::from("hydra1.rs1.");
+    URL_SAFE_NO_PAD.encode_string(&item, &mut out);
+    out.push('.');
+    URL_SAFE_NO_PAD.encode_string(&digest[..18], &mut out);
+    out
+}
