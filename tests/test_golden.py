@@ -24,7 +24,14 @@ def test_cases_cover_every_input() -> None:
         f"input:{p.relative_to(GOLDEN / 'inputs')}" for p in (GOLDEN / "inputs").glob("*/*.sse")
     }
     assert stored <= used
-    assert {c["direction"] for c in CASES} == {"messages_via_chat", "chat_via_messages"}
+    assert {c["direction"] for c in CASES} == {
+        "messages_via_chat",
+        "chat_via_messages",
+        "responses_via_chat",
+        "responses_via_messages",
+        "messages_via_responses",
+        "chat_via_responses",
+    }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
 
 

@@ -271,6 +271,8 @@ class ResponsesEncoder:
         return len(self._items)
 
     def _block_start(self, parts: list[bytes], block: int, kind: object) -> None:
+        if self._block is not None and not isinstance(kind, ServerTool):
+            self._block_stop(parts)  # a lenient upstream's overlapping blocks
         match kind:
             case Text():
                 if not isinstance(self._item, _Message):

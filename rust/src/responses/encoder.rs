@@ -186,6 +186,9 @@ impl ResponsesEncoder {
     }
 
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
+        if self.block.is_some() && !matches!(kind, BlockKind::ServerTool { .. }) {
+            self.block_stop(out); // a lenient upstream's overlapping blocks
+        }
         match kind {
             BlockKind::Text => {
                 if !matches!(self.item, Some(Item::Message { .. })) {
