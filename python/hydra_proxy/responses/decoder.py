@@ -110,7 +110,7 @@ class ResponsesDecoder:
         self._texted: int | None = None  # the last output index that had text
         # The reasoning item being read: its output index, text so far, last summary index.
         self._reasoning: int | None = None
-        self._thinking = ""
+        self._thinking: list[str] = []
         self._summary_index: int | None = None
 
     def begin(self, emit: Emit) -> None:
@@ -204,10 +204,10 @@ class ResponsesDecoder:
         if kind == "response.reasoning_summary_text.delta":
             summary = uint(payload.get("summary_index")) or 0
             if self._thinking and summary != self._summary_index:
-                self._thinking += "\n\n"
+                self._thinking.append("\n\n")
                 emit(ThinkingDelta(block, "\n\n"))
             self._summary_index = summary
-        self._thinking += delta
+        self._thinking.append(delta)
         emit(ThinkingDelta(block, delta))
 
     def _arguments_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
@@ -243,7 +243,7 @@ class ResponsesDecoder:
         elif kind == "reasoning":
             self._close(emit)
             self._reasoning = index
-            self._thinking = ""
+            self._thinking = []
             self._summary_index = None
 
     def _item_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
@@ -284,7 +284,7 @@ class ResponsesDecoder:
     def _reasoning_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
         self._reasoning = None
         block = self._is_open(_THINKING, index)
-        text = self._thinking
+        text = "".join(self._thinking)
         encrypted = _str(item, "encrypted_content")
         key = self._key
         if block is None:

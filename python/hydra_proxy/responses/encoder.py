@@ -123,6 +123,15 @@ class _Reasoning:
         self.blocks: list[Block] = []
         self.summaries = 0  # summary parts finished
         self.part_open = False
+        self.pieces: list[str] = []  # the open thinking block's text (joined at its stop)
+
+    def settle(self) -> str:
+        """The open thinking block's text, written into its block."""
+        text = "".join(self.pieces)
+        if self.pieces:
+            self.blocks[-1]["thinking"] = text
+            self.pieces = []
+        return text
 
 
 class _Call:
@@ -315,8 +324,7 @@ class ResponsesEncoder:
         )
 
     def _thinking_delta(self, parts: list[bytes], item: _Reasoning, thinking: str) -> None:
-        block = item.blocks[-1]
-        block["thinking"] += thinking
+        item.pieces.append(thinking)
         if not self._context.summary:
             return
         index = self._index()
@@ -347,32 +355,24 @@ class ResponsesEncoder:
     def _block_stop(self, parts: list[bytes]) -> None:
         self._block = None
         item = self._item
-        if isinstance(item, _Reasoning) and item.part_open:
-            text = item.blocks[-1]["thinking"]
-            index = self._index()
-            parts.append(
-                out.summary_text(
-                    b"response.reasoning_summary_text.done",
-                    b"text",
-                    self._next(),
-                    item.item,
-                    index,
-                    item.summaries,
-                    text,
-                )
-            )
-            parts.append(
-                out.summary_part(
-                    b"response.reasoning_summary_part.done",
-                    self._next(),
-                    item.item,
-                    index,
-                    item.summaries,
-                    text,
-                )
-            )
-            item.part_open = False
-            item.summaries += 1
+        if isinstance(item, _Reasoning):
+            text = item.settle()
+            if item.part_open:
+                index = self._index()
+                for kind, field in (
+                    (b"response.reasoning_summary_text.done", b"text"),
+                    (b"response.reasoning_summary_part.done", b""),
+                ):
+                    seq = self._next()
+                    if field:
+                        event = out.summary_text(
+                            kind, field, seq, item.item, index, item.summaries, text
+                        )
+                    else:
+                        event = out.summary_part(kind, seq, item.item, index, item.summaries, text)
+                    parts.append(event)
+                item.part_open = False
+                item.summaries += 1
         elif isinstance(item, _Call):
             self._close(parts)  # a call is one block
 
@@ -403,6 +403,7 @@ class ResponsesEncoder:
             )
             done = out.message_item(item.item, "incomplete" if incomplete else "completed", text)
         elif isinstance(item, _Reasoning):
+            item.settle()
             done = dumps(reasoning_item(item.blocks, item.item, self._context, self._key))
         else:
             arguments = "".join(item.arguments)
