@@ -259,3 +259,20 @@ def test_arbitrary_bytes(raw: bytes, cuts: list[int]) -> None:
     assert finished
     anthropic_grammar.check(out)
     run_both("chat", raw, cuts, max_event_bytes=64)
+
+
+@pytest.mark.parametrize("depth", [127, 129, 1023, 1024])
+def test_nesting_is_read_as_orjson_reads_it(depth: int) -> None:
+    """serde_json stops at 128 levels, orjson at 1024: the native side follows orjson."""
+    deep = b"[" * depth + b"]" * depth
+    data = (
+        b'data: {"type":"response.output_text.delta","output_index":0,"delta":"x","deep":'
+        + deep
+        + b"}\n\n"
+    )
+    out, state = run_both("anthropic", data, [])
+    invalid = depth + 1 > 1024  # the event object itself is one level
+    assert (
+        state[2] == ("api_error", "the upstream sent an event that is not valid JSON")
+    ) == invalid
+    assert (b"text_delta" in out) != invalid

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::shared::{flatten, sign_upstream_item, upstream_failure};
+use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
 use crate::json::trim_json_ws;
 use crate::json::write::write_str;
 use crate::signature::sign_thinking;
@@ -120,9 +120,8 @@ impl Decoder for ResponsesDecoder {
             return;
         }
         let text = String::from_utf8_lossy(data);
-        let payload = match serde_json::from_str::<Value>(&text) {
-            Ok(payload) => payload,
-            Err(_) => return self.fail("api_error", MSG_INVALID_JSON, emit),
+        let Some(payload) = parse(&text) else {
+            return self.fail("api_error", MSG_INVALID_JSON, emit);
         };
         let Some(payload) = payload.as_object() else {
             return self.fail("api_error", MSG_BAD_SHAPE, emit);

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 
 use super::output::{self as out, ResponseTail};
-use super::shared::{encode_carrier, incomplete_reason, item_id, response_error_code};
+use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
 use crate::continuation::Block;
 use crate::json::trim_json_ws;
 use crate::stream::{BlockKind, Encoder, Event, Usage};
@@ -99,8 +99,8 @@ fn custom_call_input(arguments: &str) -> String {
     if arguments.is_empty() {
         return String::new();
     }
-    match serde_json::from_str::<serde_json::Value>(arguments) {
-        Ok(serde_json::Value::Object(map)) => match map.get("input") {
+    match parse(arguments) {
+        Some(serde_json::Value::Object(map)) => match map.get("input") {
             Some(serde_json::Value::String(input)) => input.clone(),
             _ if map.is_empty() => String::new(),
             _ => arguments.to_owned(),
