@@ -46,6 +46,7 @@ def check(data: bytes) -> dict[str, Any]:
     done: list[dict[str, Any]] = []
     item: dict[str, Any] | None = None
     text = ""  # the open item's streamed text (output text, arguments, summary part)
+    annotations: list[dict[str, Any]] = []
     summary_open = False
     for name, ev in events[2:-1]:
         assert name not in TERMINAL, "the end comes last"
@@ -59,7 +60,7 @@ def check(data: bytes) -> dict[str, Any]:
                 "function_call",
                 "custom_tool_call",
             )
-            text = ""
+            text, annotations = "", []
             continue
         assert item is not None, f"{name} outside an item"
         assert ev["output_index"] == len(done)
@@ -70,10 +71,16 @@ def check(data: bytes) -> dict[str, Any]:
         elif name == "response.output_text.delta":
             assert item["type"] == "message" and ev["delta"]
             text += ev["delta"]
+        elif name == "response.output_text.annotation.added":
+            assert item["type"] == "message" and ev["annotation_index"] == len(annotations)
+            annotation = ev["annotation"]
+            assert annotation["type"] == "url_citation" and annotation["url"]
+            assert 0 <= annotation["start_index"] <= annotation["end_index"] <= len(text)
+            annotations.append(annotation)
         elif name == "response.output_text.done":
             assert ev["text"] == text
         elif name == "response.content_part.done":
-            assert ev["part"]["text"] == text
+            assert ev["part"]["text"] == text and ev["part"]["annotations"] == annotations
         elif name == "response.reasoning_summary_part.added":
             assert item["type"] == "reasoning" and not summary_open
             summary_open, text = True, ""
@@ -101,6 +108,7 @@ def check(data: bytes) -> dict[str, Any]:
             assert not summary_open
             if item["type"] == "message":
                 assert finished["content"][0]["text"] == text
+                assert finished["content"][0]["annotations"] == annotations
             elif item["type"] == "function_call":
                 assert finished["arguments"] == text and finished["status"] == "completed"
                 assert finished["call_id"] == item["call_id"]

@@ -150,7 +150,6 @@ def _comparable(item: dict[str, Any]) -> dict[str, Any]:
         item["arguments"] = orjson.loads(item["arguments"])
     if item["type"] == "message":
         for part in item["content"]:
-            part["annotations"] = []  # citations are not streamed (the text is)
             part.pop("parsed", None)
     return item
 

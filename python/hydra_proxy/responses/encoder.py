@@ -22,8 +22,10 @@ with its ``sequence_number`` (0, 1, 2...):
   arguments, then .done) or, for a custom tool, a ``custom_tool_call`` item (``ctc_``)
   whose ``input`` is the string the model wrote (the arguments' ``input`` member, sent as
   one custom_tool_call_input.delta and .done once the arguments are whole). Item ids are
-  `responses.response.item_id`'s. Server-tool blocks and citations have no form here (the
-  findings are in the text).
+  `responses.response.item_id`'s. A text block's citations that carry a URL become
+  ``url_citation`` annotations spanning the block (output_text.annotation.added when the
+  block ends, as the non-streamed mapping makes them); server-tool blocks have no form
+  here (their findings are in the text).
 - The end: ``response.completed``, or ``response.incomplete`` with
   ``incomplete_details.reason`` for a token limit (`responses.response.response_status`;
   the last message item then has ``status: "incomplete"``), the ``response`` with every
@@ -113,6 +115,10 @@ class _Message:
     def __init__(self, item: str) -> None:
         self.item = item
         self.text: list[str] = []
+        self.length = 0  # characters of text so far
+        self.block_start = 0  # where the open text block's text starts
+        self.citations: list[tuple[str, str]] = []  # the open block's (title, url)
+        self.annotations: list[bytes] = []
 
 
 class _Reasoning:
@@ -145,6 +151,21 @@ class _Call:
 
 
 _Item = _Message | _Reasoning | _Call
+
+
+def _add_citation(item: _Message, citation: str) -> None:
+    """Note a text block's citation that carries a URL (`url_citations` of the non-streamed
+    mapping); it becomes an annotation spanning the block when the block ends."""
+    try:
+        value = loads(citation)
+    except ValueError:
+        return
+    if type(value) is not dict:
+        return
+    url = value.get("url")
+    if type(url) is str and url:
+        title = value.get("title")
+        item.citations.append((title if type(title) is str else "", url))
 
 
 def _thinking(item: _Item | None) -> bool:
@@ -224,6 +245,7 @@ class ResponsesEncoder:
             case TextDelta(block, text):
                 if block == self._block and isinstance(item, _Message):
                     item.text.append(text)
+                    item.length += len(text)
                     parts.append(out.text_delta(self._next(), item.item, self._index(), text))
             case ThinkingDelta(block, thinking):
                 if block == self._block and _thinking(item):
@@ -247,8 +269,9 @@ class ResponsesEncoder:
                                 partial_json,
                             )
                         )
-            case CitationDelta():
-                pass
+            case CitationDelta(block, citation):
+                if block == self._block and isinstance(item, _Message):
+                    _add_citation(item, citation)
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
             case BlockStop(block):
@@ -284,7 +307,10 @@ class ResponsesEncoder:
             self._block_stop(parts)  # a lenient upstream's overlapping blocks
         match kind:
             case Text():
-                if not isinstance(self._item, _Message):
+                message = self._item
+                if isinstance(message, _Message):
+                    message.block_start = message.length
+                else:
                     self._close(parts)
                     item = _Message(item_id("msg", self._response_id, self._index()))
                     self._open(parts, item, out.message_item(item.item, "in_progress", None))
@@ -375,6 +401,16 @@ class ResponsesEncoder:
                 item.summaries += 1
         elif isinstance(item, _Call):
             self._close(parts)  # a call is one block
+        elif isinstance(item, _Message):
+            for title, url in item.citations:
+                annotation = out.url_citation(item.block_start, item.length, title, url)
+                parts.append(
+                    out.annotation_added(
+                        self._next(), item.item, self._index(), len(item.annotations), annotation
+                    )
+                )
+                item.annotations.append(annotation)
+            item.citations = []
 
     def _call_item(self, call: _Call, status: str, text: str) -> bytes:
         origin = call.origin
@@ -398,10 +434,16 @@ class ResponsesEncoder:
             parts.append(
                 out.text_done(self._next(), item.item, index, text)
                 + out.content_part(
-                    b"response.content_part.done", self._next(), item.item, index, text
+                    b"response.content_part.done",
+                    self._next(),
+                    item.item,
+                    index,
+                    text,
+                    item.annotations,
                 )
             )
-            done = out.message_item(item.item, "incomplete" if incomplete else "completed", text)
+            status = "incomplete" if incomplete else "completed"
+            done = out.message_item(item.item, status, text, item.annotations)
         elif isinstance(item, _Reasoning):
             item.settle()
             done = dumps(reasoning_item(item.blocks, item.item, self._context, self._key))

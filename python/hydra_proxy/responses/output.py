@@ -65,14 +65,45 @@ def _in_item(item_id: str, output_index: int) -> bytes:
     return b'"item_id":%s,"output_index":%d' % (dumps(item_id), output_index)
 
 
-def text_part(text: str) -> bytes:
-    return b'{"type":"output_text","annotations":[],"logprobs":[],"text":%s}' % dumps(text)
+def text_part(text: str, annotations: list[bytes] | None = None) -> bytes:
+    return b'{"type":"output_text","annotations":[%s],"logprobs":[],"text":%s}' % (
+        b",".join(annotations or ()),
+        dumps(text),
+    )
+
+
+def url_citation(start: int, end: int, title: str, url: str) -> bytes:
+    return b'{"type":"url_citation","end_index":%d,"start_index":%d,"title":%s,"url":%s}' % (
+        end,
+        start,
+        dumps(title),
+        dumps(url),
+    )
+
+
+def annotation_added(
+    sequence_number: int, item_id: str, output_index: int, index: int, annotation: bytes
+) -> bytes:
+    body = b'%s,"content_index":0,"annotation_index":%d,"annotation":%s' % (
+        _in_item(item_id, output_index),
+        index,
+        annotation,
+    )
+    return _event(b"response.output_text.annotation.added", sequence_number, body)
 
 
 def content_part(
-    kind: bytes, sequence_number: int, item_id: str, output_index: int, text: str
+    kind: bytes,
+    sequence_number: int,
+    item_id: str,
+    output_index: int,
+    text: str,
+    annotations: list[bytes] | None = None,
 ) -> bytes:
-    body = b'%s,"content_index":0,"part":%s' % (_in_item(item_id, output_index), text_part(text))
+    body = b'%s,"content_index":0,"part":%s' % (
+        _in_item(item_id, output_index),
+        text_part(text, annotations),
+    )
     return _event(kind, sequence_number, body)
 
 
@@ -130,9 +161,11 @@ def call_input(
     return _event(kind, sequence_number, body)
 
 
-def message_item(item_id: str, status: str, text: str | None) -> bytes:
+def message_item(
+    item_id: str, status: str, text: str | None, annotations: list[bytes] | None = None
+) -> bytes:
     """An assistant ``message`` item; `text` None for the empty item of output_item.added."""
-    content = b"" if text is None else text_part(text)
+    content = b"" if text is None else text_part(text, annotations)
     return b'{"id":%s,"type":"message","status":"%s","content":[%s],"role":"assistant"}' % (
         dumps(item_id),
         status.encode(),

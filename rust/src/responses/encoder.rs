@@ -42,6 +42,13 @@ enum Item {
     Message {
         id: String,
         text: String,
+        /// Characters of text so far, where the open text block's text starts, its
+        /// citations (title, url), and the annotations made (JSON texts joined, count).
+        length: u64,
+        block_start: u64,
+        citations: Vec<(String, String)>,
+        annotations: Vec<u8>,
+        annotation_count: u64,
     },
     Reasoning {
         id: String,
@@ -106,6 +113,22 @@ fn custom_call_input(arguments: &str) -> String {
             _ => arguments.to_owned(),
         },
         _ => arguments.to_owned(),
+    }
+}
+
+/// Note a text block's citation that carries a URL (the non-streamed mapping's
+/// `url_citations`); it becomes an annotation spanning the block when the block ends.
+fn add_citation(citations: &mut Vec<(String, String)>, citation: &str) {
+    let Some(serde_json::Value::Object(value)) = parse(citation) else {
+        return;
+    };
+    if let Some(url) = value
+        .get("url")
+        .and_then(|u| u.as_str())
+        .filter(|u| !u.is_empty())
+    {
+        let title = value.get("title").and_then(|t| t.as_str()).unwrap_or("");
+        citations.push((title.to_owned(), url.to_owned()));
     }
 }
 
@@ -191,17 +214,29 @@ impl ResponsesEncoder {
         }
         match kind {
             BlockKind::Text => {
-                if !matches!(self.item, Some(Item::Message { .. })) {
+                if let Some(Item::Message {
+                    length,
+                    block_start,
+                    ..
+                }) = &mut self.item
+                {
+                    *block_start = *length;
+                } else {
                     self.close(out, false);
                     let id = item_id("msg", &self.response_id, self.count);
                     let mut added = Vec::new();
-                    out::message_item(&mut added, &id, "in_progress", None);
+                    out::message_item(&mut added, &id, "in_progress", None, b"");
                     let part_id = id.clone();
                     self.open(
                         out,
                         Item::Message {
                             id,
                             text: String::new(),
+                            length: 0,
+                            block_start: 0,
+                            citations: Vec::new(),
+                            annotations: Vec::new(),
+                            annotation_count: 0,
                         },
                         &added,
                     );
@@ -213,6 +248,7 @@ impl ResponsesEncoder {
                         &part_id,
                         self.count,
                         "",
+                        b"",
                     );
                 }
             }
@@ -362,6 +398,27 @@ impl ResponsesEncoder {
                 self.close(out, false); // a call is one block
                 return;
             }
+            Some(Item::Message {
+                id,
+                length,
+                block_start,
+                citations,
+                annotations,
+                annotation_count,
+                ..
+            }) => {
+                for (title, url) in citations.drain(..) {
+                    let mut annotation = Vec::new();
+                    out::url_citation(&mut annotation, *block_start, *length, &title, &url);
+                    out::annotation_added(out, seq, id, index, *annotation_count, &annotation);
+                    seq += 1;
+                    if *annotation_count > 0 {
+                        annotations.push(b',');
+                    }
+                    annotations.extend_from_slice(&annotation);
+                    *annotation_count += 1;
+                }
+            }
             _ => {}
         }
         self.seq = seq;
@@ -376,17 +433,23 @@ impl ResponsesEncoder {
         let index = self.count;
         let mut done = Vec::new();
         match item {
-            Item::Message { id, text } => {
+            Item::Message {
+                id,
+                text,
+                annotations,
+                ..
+            } => {
                 let seq = self.next();
                 out::text_done(out, seq, &id, index, &text);
                 let seq = self.next();
-                out::content_part(out, "response.content_part.done", seq, &id, index, &text);
+                let kind = "response.content_part.done";
+                out::content_part(out, kind, seq, &id, index, &text, &annotations);
                 let status = if incomplete {
                     "incomplete"
                 } else {
                     "completed"
                 };
-                out::message_item(&mut done, &id, status, Some(&text));
+                out::message_item(&mut done, &id, status, Some(&text), &annotations);
             }
             Item::Reasoning { id, blocks, .. } => {
                 let summaries = blocks.iter().filter_map(|block| match block {
@@ -543,8 +606,15 @@ impl Encoder for ResponsesEncoder {
                 if self.block == Some(block) {
                     let index = self.count;
                     let seq = self.seq;
-                    if let Some(Item::Message { id, text: all }) = &mut self.item {
+                    if let Some(Item::Message {
+                        id,
+                        text: all,
+                        length,
+                        ..
+                    }) = &mut self.item
+                    {
                         all.push_str(text);
+                        *length += text.chars().count() as u64;
                         out::text_delta(out, seq, id, index, text);
                         self.seq += 1;
                     }
@@ -597,7 +667,14 @@ impl Encoder for ResponsesEncoder {
                     }
                 }
             }
-            Event::CitationDelta { .. } | Event::MessageStart { .. } => {}
+            Event::CitationDelta { block, citation } => {
+                if self.block == Some(block) {
+                    if let Some(Item::Message { citations, .. }) = &mut self.item {
+                        add_citation(citations, citation);
+                    }
+                }
+            }
+            Event::MessageStart { .. } => {}
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => {
                 if self.block == Some(block) {

@@ -107,14 +107,49 @@ fn in_item(out: &mut Vec<u8>, item_id: &str, output_index: u64) {
     write_u64(out, output_index);
 }
 
-pub fn text_part(out: &mut Vec<u8>, text: &str) {
-    out.extend_from_slice(
-        b"{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],\"text\":",
-    );
+/// An `output_text` part; `annotations` is their JSON texts joined with commas.
+pub fn text_part(out: &mut Vec<u8>, text: &str, annotations: &[u8]) {
+    out.extend_from_slice(b"{\"type\":\"output_text\",\"annotations\":[");
+    out.extend_from_slice(annotations);
+    out.extend_from_slice(b"],\"logprobs\":[],\"text\":");
     write_str(out, text);
     out.push(b'}');
 }
 
+pub fn url_citation(out: &mut Vec<u8>, start: u64, end: u64, title: &str, url: &str) {
+    out.extend_from_slice(b"{\"type\":\"url_citation\",\"end_index\":");
+    write_u64(out, end);
+    out.extend_from_slice(b",\"start_index\":");
+    write_u64(out, start);
+    out.extend_from_slice(b",\"title\":");
+    write_str(out, title);
+    out.extend_from_slice(b",\"url\":");
+    write_str(out, url);
+    out.push(b'}');
+}
+
+pub fn annotation_added(
+    out: &mut Vec<u8>,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    index: u64,
+    annotation: &[u8],
+) {
+    event_start(
+        out,
+        "response.output_text.annotation.added",
+        sequence_number,
+    );
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"content_index\":0,\"annotation_index\":");
+    write_u64(out, index);
+    out.extend_from_slice(b",\"annotation\":");
+    out.extend_from_slice(annotation);
+    out.extend_from_slice(EVENT_END);
+}
+
+#[allow(clippy::too_many_arguments)]
 pub fn content_part(
     out: &mut Vec<u8>,
     kind: &str,
@@ -122,11 +157,12 @@ pub fn content_part(
     item_id: &str,
     output_index: u64,
     text: &str,
+    annotations: &[u8],
 ) {
     event_start(out, kind, sequence_number);
     in_item(out, item_id, output_index);
     out.extend_from_slice(b",\"content_index\":0,\"part\":");
-    text_part(out, text);
+    text_part(out, text, annotations);
     out.extend_from_slice(EVENT_END);
 }
 
@@ -222,14 +258,20 @@ pub fn call_input(
 }
 
 /// An assistant `message` item; `text` None for the empty item of output_item.added.
-pub fn message_item(out: &mut Vec<u8>, item_id: &str, status: &str, text: Option<&str>) {
+pub fn message_item(
+    out: &mut Vec<u8>,
+    item_id: &str,
+    status: &str,
+    text: Option<&str>,
+    annotations: &[u8],
+) {
     out.extend_from_slice(b"{\"id\":");
     write_str(out, item_id);
     out.extend_from_slice(b",\"type\":\"message\",\"status\":\"");
     out.extend_from_slice(status.as_bytes());
     out.extend_from_slice(b"\",\"content\":[");
     if let Some(text) = text {
-        text_part(out, text);
+        text_part(out, text, annotations);
     }
     out.extend_from_slice(b"],\"role\":\"assistant\"}");
 }
