@@ -265,7 +265,9 @@ class Hydra(Server):
             'provider = "mock_anthropic"\n'
         )
         env = _clean_env(str(workdir))
-        env["PYTHONPATH"] = str(REPO / "python")
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])
+        )
         env["HYDRA_SIGNING_KEY_FILE"] = str(workdir / "signing-key")
         argv = [
             sys.executable, "-m", "hydra_proxy", "serve", "--port", str(self.port),
