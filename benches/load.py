@@ -776,8 +776,7 @@ def paced_cpu_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
     )
     ccr = lines.get("claude-code-router", {}).get("cpu_us_per_delta")
     add(
-        "paced: hydra-native >= 4x less CPU per event than claude-code-router "
-        "(ratio native / ccr)",
+        "paced: hydra-native >= 4x less CPU per event than claude-code-router (ratio native / ccr)",
         native / ccr if native and ccr else None,
         0.25,
     )
