@@ -59,6 +59,8 @@ from loadlib_servers import (
 CLIENT = BENCHES / "loadlib_client.py"
 HYDRA_SERVERS = ("hydra-native", "hydra-python")
 PEER_SERVERS = ("claude-code-router", "litellm")
+# Side-by-side variants, only when asked for with --servers: the aiohttp upstream client.
+VARIANT_SERVERS = ("hydra-native-aiohttp", "hydra-python-aiohttp")
 PEER_INSTALL = {"claude-code-router": "ccr", "litellm": "litellm"}
 
 
@@ -220,6 +222,8 @@ def make_server(name: str, mock_url: str) -> Server:
         return Hydra(mock_url, "native")
     if name == "hydra-python":
         return Hydra(mock_url, "python")
+    if name in VARIANT_SERVERS:
+        return Hydra(mock_url, name.split("-")[1], "aiohttp")
     if name == "claude-code-router":
         return ClaudeCodeRouter(mock_url)
     if name == "litellm":
@@ -363,11 +367,11 @@ def throughput_phase(
     if phase == "paced-cpu":
         concurrency = [plan.cpu_streams]
         modes = [m for m in modes if m == "anthropic-in"]
-        names = [n for n in names if n in ("hydra-native", "hydra-python", "claude-code-router")]
+        names = [n for n in names if n not in ("litellm",)]
     elif phase == "ttfb-large":
         concurrency = [1]
         modes = [m for m in modes if m == "anthropic-in"]
-        names = [n for n in names if n in HYDRA_SERVERS]
+        names = [n for n in names if n in HYDRA_SERVERS or n in VARIANT_SERVERS]
     if not modes or not names:
         return []
     mock = Mock(*flags)
@@ -846,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.rounds = max(1, min(args.rounds, 20))
     if args.hold_streams:
         plan.hold_streams = max(1, min(args.hold_streams, 10_000))
-    unknown = set(plan.servers) - {*HYDRA_SERVERS, *PEER_SERVERS}
+    unknown = set(plan.servers) - {*HYDRA_SERVERS, *PEER_SERVERS, *VARIANT_SERVERS}
     if unknown or set(plan.modes) - set(MODES):
         print(f"unknown server or mode: {sorted(unknown | (set(plan.modes) - set(MODES)))}")
         return 2

@@ -243,10 +243,11 @@ class Server(Process):
 
 
 class Hydra(Server):
-    def __init__(self, mock_url: str, impl: str) -> None:
+    def __init__(self, mock_url: str, impl: str, upstream_client: str | None = None) -> None:
         super().__init__(mock_url)
         self.impl = impl
-        self.name = f"hydra-{impl}"
+        self.upstream_client = upstream_client
+        self.name = f"hydra-{impl}" + (f"-{upstream_client}" if upstream_client else "")
 
     def command(self, workdir: Path) -> tuple[list[str], dict[str, str]]:
         config = workdir / "hydra.toml"
@@ -269,6 +270,8 @@ class Hydra(Server):
             filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])
         )
         env["HYDRA_SIGNING_KEY_FILE"] = str(workdir / "signing-key")
+        if self.upstream_client:
+            env["HYDRA_UPSTREAM_CLIENT"] = self.upstream_client
         argv = [
             sys.executable, "-m", "hydra_proxy", "serve", "--port", str(self.port),
             "--config", str(config), "--no-mock", "--impl", self.impl, "--workers", "1",

@@ -15,9 +15,10 @@ from aiohttp import ClientResponse
 from ..config import Settings
 from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
+from .http1 import H1Response
 from .plan import Plan
-from .relay import forward, relay
-from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+from .relay import forward, forward_pushed, relay, relay_pushed
+from .upstream import H1Upstream, Upstream, UpstreamHTTPError, UpstreamUnavailable
 
 _SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
 
@@ -48,9 +49,11 @@ def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyEr
     )
 
 
-async def read_json(response: ClientResponse) -> Any:
+async def read_json(response: ClientResponse | H1Response, limit: int) -> Any:
     """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON)."""
     try:
+        if isinstance(response, H1Response):
+            return orjson.loads(await response.read(limit))
         return orjson.loads(await response.read())
     except orjson.JSONDecodeError:
         raise ProxyError(
@@ -62,7 +65,7 @@ async def read_json(response: ClientResponse) -> Any:
 
 async def run(
     plan: Plan,
-    upstream: Upstream,
+    upstream: Upstream | H1Upstream,
     settings: Settings,
     scope: Scope,
     receive: Receive,
@@ -84,23 +87,26 @@ async def run(
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
     if plan.kind == "forward":
-        await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        if isinstance(response, H1Response):
+            await forward_pushed(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        else:
+            await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
         return
     assert plan.convert is not None
-    reply = plan.convert(await read_json(response))
+    reply = plan.convert(await read_json(response, settings.max_body_bytes))
     await respond(scope, send, 200, orjson.dumps(reply))
 
 
 async def _relay(
     plan: Plan,
-    upstream: Upstream,
+    upstream: Upstream | H1Upstream,
     settings: Settings,
     scope: Scope,
     receive: Receive,
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
 ) -> None:
-    async def connect() -> ClientResponse:
+    async def connect() -> Any:
         try:
             return await upstream.post(plan.url, plan.headers, plan.body)
         except (UpstreamHTTPError, UpstreamUnavailable) as exc:
@@ -115,7 +121,8 @@ async def _relay(
         connecting.cancel()
         raise
     assert plan.transducer is not None
-    transducer = await relay(
+    relay_stream = relay_pushed if isinstance(upstream, H1Upstream) else relay
+    transducer = await relay_stream(
         scope,
         connecting,
         plan.transducer,

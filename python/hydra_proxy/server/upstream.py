@@ -9,11 +9,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Mapping
 
 import aiohttp
 
 from ..config import Settings
+from .http1 import H1Client, H1Error, H1Response
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - exercised on 3.10 only
+    from async_timeout import timeout as _timeout
 
 log = logging.getLogger("hydra_proxy.upstream")
 
@@ -118,6 +125,69 @@ class Upstream:
                 error_body = b""
             finally:
                 response.release()
+            if response.status in RETRY_STATUSES and attempt < settings.retries:
+                delay = _retry_delay(attempt, retry_after)
+                if delay is not None:  # else the client gets the status and retry-after
+                    log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)
+                    attempt += 1
+                    await asyncio.sleep(delay)
+                    continue
+            raise UpstreamHTTPError(response.status, error_body, retry_after)
+
+
+class H1Upstream:
+    """The same policy as Upstream (retries before the first byte, bounded error bodies,
+    first-byte timeout) on the lean HTTP/1.1 client."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client: H1Client | None = None
+
+    def client(self) -> H1Client:
+        if self._client is None:
+            self._client = H1Client(connect_timeout=self._settings.connect_timeout)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    async def post(self, url: str, headers: Mapping[str, str], body: bytes) -> H1Response:
+        """POST and return a 200 response whose body is still to come (see Upstream.post)."""
+        settings = self._settings
+        attempt = 0
+        while True:
+            response: H1Response | None = None
+            try:
+                response = await self.client().send(url, headers, body)
+                async with _timeout(settings.first_byte_timeout):
+                    await response.head
+            except TimeoutError as exc:
+                if response is not None:
+                    response.close()
+                raise UpstreamUnavailable(
+                    f"the upstream did not answer within {settings.first_byte_timeout:g} s",
+                    timeout=True,
+                ) from exc
+            except H1Error as exc:
+                if response is not None and response.reused:
+                    continue  # a kept-alive connection the upstream had closed: not an attempt
+                if attempt < settings.retries:
+                    backoff = _retry_delay(attempt, None) or 0.0
+                    log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
+                    attempt += 1
+                    await asyncio.sleep(backoff)
+                    continue
+                raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+            except BaseException:
+                if response is not None:
+                    response.close()
+                raise
+            if response.status == 200:
+                return response
+            retry_after = response.headers.get("retry-after")
+            error_body = await response.read(MAX_ERROR_BODY)
+            response.release()
             if response.status in RETRY_STATUSES and attempt < settings.retries:
                 delay = _retry_delay(attempt, retry_after)
                 if delay is not None:  # else the client gets the status and retry-after
