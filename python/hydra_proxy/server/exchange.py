@@ -106,8 +106,18 @@ async def _relay(
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
 ) -> None:
+    h1 = upstream if isinstance(upstream, H1Upstream) else None
+    attempt = None
+    if h1 is not None:
+        try:
+            attempt = h1.start(plan.url, plan.headers, plan.body)
+        except UpstreamUnavailable as exc:
+            raise error_from_upstream(exc) from None
+
     async def connect() -> Any:
         try:
+            if h1 is not None:
+                return await h1.post(plan.url, plan.headers, plan.body, attempt)
             return await upstream.post(plan.url, plan.headers, plan.body)
         except (UpstreamHTTPError, UpstreamUnavailable) as exc:
             raise error_from_upstream(exc) from None
@@ -115,24 +125,29 @@ async def _relay(
     # The request goes out first; the transducer (and its token estimate) is built while
     # the upstream works on it.
     connecting = asyncio.ensure_future(connect())
-    try:
-        await asyncio.sleep(0)
-    except asyncio.CancelledError:
-        connecting.cancel()
-        raise
+    if attempt is None or attempt.response is None:
+        try:
+            await asyncio.sleep(0)  # lets the connection (or aiohttp) write the request
+        except asyncio.CancelledError:
+            connecting.cancel()
+            raise
     assert plan.transducer is not None
-    relay_stream = relay_pushed if isinstance(upstream, H1Upstream) else relay
-    transducer = await relay_stream(
-        scope,
-        connecting,
-        plan.transducer,
-        receive,
-        send,
-        _SSE_HEADERS,
-        ping_interval=settings.ping_interval,
-        idle_timeout=settings.idle_timeout,
-        http_error=http_error,
-    )
+    relay_stream = relay_pushed if h1 is not None else relay
+    try:
+        transducer = await relay_stream(
+            scope,
+            connecting,
+            plan.transducer,
+            receive,
+            send,
+            _SSE_HEADERS,
+            ping_interval=settings.ping_interval,
+            idle_timeout=settings.idle_timeout,
+            http_error=http_error,
+        )
+    finally:
+        if connecting.cancelled() and attempt is not None and attempt.response is not None:
+            attempt.response.close()  # written, but its attempt never ran
     details = dict(plan.log)
     details["usage"] = "/".join(map(str, transducer.usage))
     if transducer.stop_reason is not None:

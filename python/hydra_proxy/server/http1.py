@@ -20,6 +20,7 @@ import time
 import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
 
@@ -175,10 +176,11 @@ class _Connection(asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # pragma: no cover - never asked for
             self._fail(H1Error("unexpected protocol upgrade"))
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__  # raised by one of the callbacks below
+            self._fail(cause if isinstance(cause, H1Error) else H1Error(f"{cause!r}"))
         except httptools.HttpParserError as exc:
             self._fail(H1Error(f"invalid HTTP response: {exc}"))
-        except H1Error as exc:
-            self._fail(exc)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -260,6 +262,36 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
+class _Tunnel(asyncio.Protocol):
+    """The proxy's answer to CONNECT (its head only; TLS takes the connection over)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.head: asyncio.Future[bytes] = loop.create_future()
+        self.buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end >= 0 and not self.head.done():
+            self.head.set_result(self.buffer[: end + 4])
+        elif len(self.buffer) > MAX_HEAD_BYTES and not self.head.done():
+            self.head.set_exception(H1Error("the proxy's answer to CONNECT is too long"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.head.done():
+            self.head.set_exception(H1Error("the proxy closed the connection"))
+
+
+@dataclass(frozen=True)
+class Request:
+    origin: str
+    host: str
+    port: int
+    secure: bool
+    proxy: str | None
+    wire: bytes
+
+
 class H1Client:
     """Connections per origin (scheme, host, port), kept alive between requests."""
 
@@ -269,31 +301,40 @@ class H1Client:
         self._idle: dict[str, list[_Connection]] = {}
         self._proxies = urllib.request.getproxies()
 
-    async def send(self, url: str, headers: Mapping[str, str], body: bytes) -> H1Response:
-        """Write a POST and return its response (the head may still be on its way)."""
+    def prepare(self, url: str, headers: Mapping[str, str], body: bytes) -> Request:
+        """A POST as bytes on the wire, and where it goes."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise H1Error(f"unsupported upstream URL {url!r}")
         secure = parts.scheme == "https"
         host = parts.hostname
         port = parts.port or (443 if secure else 80)
-        origin = f"{parts.scheme}://{host}:{port}"
         proxy = self._proxy_for(parts.scheme, host)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         if proxy is not None and not secure:
             target = url  # a plain-HTTP proxy takes the absolute URI
+        name = f"[{host}]" if ":" in host else host
         default_port = port == (443 if secure else 80)
-        host_header = host if default_port else f"{host}:{port}"
-        if ":" in host and not host.startswith("["):
-            host_header = f"[{host}]" if default_port else f"[{host}]:{port}"
-        lines = [f"POST {target} HTTP/1.1", f"host: {host_header}"]
+        lines = [f"POST {target} HTTP/1.1", f"host: {name if default_port else f'{name}:{port}'}"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         lines.append(f"content-length: {len(body)}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-        conn = self._take(origin)
+        wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        return Request(f"{parts.scheme}://{name}:{port}", host, port, secure, proxy, wire)
+
+    def send_now(self, request: Request) -> H1Response | None:
+        """Write `request` on a kept-alive connection before returning, if one is free."""
+        conn = self._take(request.origin)
+        return None if conn is None else conn.begin(request.wire)
+
+    async def send(self, request: Request) -> H1Response:
+        """Write `request` (on a new connection if none is free) and return its response,
+        whose head may still be on its way."""
+        conn = self._take(request.origin)
         if conn is None:
-            conn = await self._connect(origin, host, port, secure, proxy)
-        return conn.begin(request)
+            conn = await self._connect(
+                request.origin, request.host, request.port, request.secure, request.proxy
+            )
+        return conn.begin(request.wire)
 
     def _proxy_for(self, scheme: str, host: str) -> str | None:
         proxy = self._proxies.get(scheme)
@@ -361,19 +402,25 @@ class H1Client:
             )
             return conn
         # https: a CONNECT tunnel, then TLS to the upstream inside it.
-        reader, writer = await asyncio.open_connection(p.hostname, proxy_port)
+        transport, tunnel = await loop.create_connection(
+            lambda: _Tunnel(loop), p.hostname, proxy_port
+        )
         authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        writer.write(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n\r\n".encode("latin-1"))
-        head = await reader.readuntil(b"\r\n\r\n")
+        transport.write(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n\r\n".encode())
+        try:
+            head = await tunnel.head
+        except BaseException:
+            transport.abort()
+            raise
         status_line = head.split(b"\r\n", 1)[0].split()
         if len(status_line) < 2 or status_line[1] != b"200":
-            writer.close()
+            transport.abort()
             raise H1Error(f"the proxy refused the tunnel: {head[:200]!r}")
         conn = _Connection(self, origin)
-        transport = await loop.start_tls(writer.transport, conn, context, server_hostname=host)
-        if transport is None:  # pragma: no cover - start_tls returns None only on close
+        tls = await loop.start_tls(transport, conn, context, server_hostname=host)
+        if tls is None:  # pragma: no cover - start_tls returns None only on close
             raise H1Error("the TLS tunnel closed")
-        conn.connection_made(transport)
+        conn.connection_made(tls)
         return conn
 
     def close(self) -> None:

@@ -11,11 +11,12 @@ import logging
 import random
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import aiohttp
 
 from ..config import Settings
-from .http1 import H1Client, H1Error, H1Response
+from .http1 import H1Client, H1Error, H1Response, Request
 
 if sys.version_info >= (3, 11):
     _timeout = asyncio.timeout
@@ -135,6 +136,13 @@ class Upstream:
             raise UpstreamHTTPError(response.status, error_body, retry_after)
 
 
+@dataclass(frozen=True)
+class H1Attempt:
+    request: Request
+    response: H1Response | None
+    """Already written, when a kept-alive connection was free."""
+
+
 class H1Upstream:
     """The same policy as Upstream (retries before the first byte, bounded error bodies,
     first-byte timeout) on the lean HTTP/1.1 client."""
@@ -152,14 +160,29 @@ class H1Upstream:
         if self._client is not None:
             self._client.close()
 
-    async def post(self, url: str, headers: Mapping[str, str], body: bytes) -> H1Response:
+    def start(self, url: str, headers: Mapping[str, str], body: bytes) -> H1Attempt:
+        """The request, written at once when a kept-alive connection is free: what runs
+        next overlaps with the upstream's work. `post` then completes the attempt."""
+        try:
+            request = self.client().prepare(url, headers, body)
+        except H1Error as exc:
+            raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+        return H1Attempt(request, self.client().send_now(request))
+
+    async def post(
+        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: H1Attempt | None = None
+    ) -> H1Response:
         """POST and return a 200 response whose body is still to come (see Upstream.post)."""
         settings = self._settings
+        started = attempt_ or self.start(url, headers, body)
+        request, first = started.request, started.response
         attempt = 0
         while True:
-            response: H1Response | None = None
+            response: H1Response | None = first
+            first = None
             try:
-                response = await self.client().send(url, headers, body)
+                if response is None:
+                    response = await self.client().send(request)
                 async with _timeout(settings.first_byte_timeout):
                     await response.head
             except TimeoutError as exc:
