@@ -59,8 +59,10 @@ from loadlib_servers import (
 CLIENT = BENCHES / "loadlib_client.py"
 HYDRA_SERVERS = ("hydra-native", "hydra-python")
 PEER_SERVERS = ("claude-code-router", "litellm")
-# Side-by-side variants, only when asked for with --servers: the aiohttp upstream client.
-VARIANT_SERVERS = ("hydra-native-aiohttp", "hydra-python-aiohttp")
+# Another checkout's python/ directory, side by side with this one (--alt-python DIR):
+# the same servers, named with an "-alt" suffix, only when asked for with --servers.
+VARIANT_SERVERS = ("hydra-native-alt", "hydra-python-alt")
+ALT_PYTHON: Path | None = None
 PEER_INSTALL = {"claude-code-router": "ccr", "litellm": "litellm"}
 
 
@@ -223,7 +225,9 @@ def make_server(name: str, mock_url: str) -> Server:
     if name == "hydra-python":
         return Hydra(mock_url, "python")
     if name in VARIANT_SERVERS:
-        return Hydra(mock_url, name.split("-")[1], "aiohttp")
+        if ALT_PYTHON is None:
+            raise ValueError(f"{name} needs --alt-python DIR")
+        return Hydra(mock_url, name.split("-")[1], ALT_PYTHON, name)
     if name == "claude-code-router":
         return ClaudeCodeRouter(mock_url)
     if name == "litellm":
@@ -814,6 +818,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-install", action="store_true", help="do not run the peers' install scripts"
     )
     p.add_argument(
+        "--alt-python",
+        type=Path,
+        metavar="DIR",
+        help="another checkout's python/ directory, measured as hydra-*-alt (see --servers)",
+    )
+    p.add_argument(
         "--report-only",
         type=Path,
         metavar="JSON",
@@ -835,6 +845,8 @@ def rewrite_report(path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    global ALT_PYTHON
+    ALT_PYTHON = args.alt_python
     if args.report_only:
         return rewrite_report(args.report_only)
     plan = Plan.quick_plan() if args.quick else Plan()

@@ -243,11 +243,13 @@ class Server(Process):
 
 
 class Hydra(Server):
-    def __init__(self, mock_url: str, impl: str, upstream_client: str | None = None) -> None:
+    def __init__(
+        self, mock_url: str, impl: str, python_dir: Path | None = None, name: str | None = None
+    ) -> None:
         super().__init__(mock_url)
         self.impl = impl
-        self.upstream_client = upstream_client
-        self.name = f"hydra-{impl}" + (f"-{upstream_client}" if upstream_client else "")
+        self.python_dir = python_dir or REPO / "python"
+        self.name = name or f"hydra-{impl}"
 
     def command(self, workdir: Path) -> tuple[list[str], dict[str, str]]:
         config = workdir / "hydra.toml"
@@ -267,11 +269,9 @@ class Hydra(Server):
         )
         env = _clean_env(str(workdir))
         env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")])
+            filter(None, [str(self.python_dir), os.environ.get("PYTHONPATH")])
         )
         env["HYDRA_SIGNING_KEY_FILE"] = str(workdir / "signing-key")
-        if self.upstream_client:
-            env["HYDRA_UPSTREAM_CLIENT"] = self.upstream_client
         argv = [
             sys.executable, "-m", "hydra_proxy", "serve", "--port", str(self.port),
             "--config", str(config), "--no-mock", "--impl", self.impl, "--workers", "1",
