@@ -16,7 +16,7 @@ import pytest
 
 from hydra_proxy.config import Settings
 from hydra_proxy.server.http1 import MAX_HEAD_BYTES, H1Client, H1Error, H1Response
-from hydra_proxy.server.upstream import H1Upstream, UpstreamHTTPError
+from hydra_proxy.server.upstream import Upstream, UpstreamHTTPError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -112,14 +112,14 @@ def test_a_pooled_connection_closed_by_the_upstream_is_replaced() -> None:
 
     async def run() -> None:
         server = await serve(handler)
-        upstream = H1Upstream(Settings(retries=0))
+        upstream = Upstream(Settings(retries=0))
         url = f"http://127.0.0.1:{port(server)}/x"
         for _ in range(3):
             response = await upstream.post(url, {}, b"{}")
             assert await response.read(100) == b"ok"
             response.release()
             await asyncio.sleep(0.05)  # the upstream's FIN arrives
-        await upstream.close()
+        upstream.close()
         server.close()
 
     asyncio.run(run())
@@ -141,13 +141,13 @@ def test_error_body_gzip_decoded_and_bounded() -> None:
 
     async def run() -> UpstreamHTTPError:
         server = await serve(handler)
-        upstream = H1Upstream(Settings(retries=0))
+        upstream = Upstream(Settings(retries=0))
         try:
             await upstream.post(f"http://127.0.0.1:{port(server)}/x", {}, b"{}")
         except UpstreamHTTPError as exc:
             return exc
         finally:
-            await upstream.close()
+            upstream.close()
             server.close()
         raise AssertionError("no error")
 

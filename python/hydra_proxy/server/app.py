@@ -35,7 +35,7 @@ from .asgi import (
 )
 from .ingress import Context, chat, messages, parse_request, resolve
 from .plan import Plan
-from .upstream import H1Upstream, Upstream
+from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
@@ -55,11 +55,7 @@ def _anthropic_client(scope: Scope) -> bool:
 class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        # The upstream client: the lean HTTP/1.1 one, or aiohttp (HYDRA_UPSTREAM_CLIENT).
-        client = os.environ.get("HYDRA_UPSTREAM_CLIENT", "h1")
-        self.upstream: Upstream | H1Upstream = (
-            Upstream(settings) if client == "aiohttp" else H1Upstream(settings)
-        )
+        self.upstream = Upstream(settings)
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
         self.context = Context(settings, self.impl, self.signing_key)
@@ -88,7 +84,7 @@ class App:
                 )
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.upstream.close()
+                self.upstream.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

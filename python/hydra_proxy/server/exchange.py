@@ -10,15 +10,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from aiohttp import ClientResponse
 
 from ..config import Settings
 from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Response
 from .plan import Plan
-from .relay import forward, forward_pushed, relay, relay_pushed
-from .upstream import H1Upstream, Upstream, UpstreamHTTPError, UpstreamUnavailable
+from .relay import forward, relay
+from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
 _SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
 
@@ -49,12 +48,10 @@ def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyEr
     )
 
 
-async def read_json(response: ClientResponse | H1Response, limit: int) -> Any:
+async def read_json(response: H1Response, limit: int) -> Any:
     """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON)."""
     try:
-        if isinstance(response, H1Response):
-            return orjson.loads(await response.read(limit))
-        return orjson.loads(await response.read())
+        return orjson.loads(await response.read(limit))
     except orjson.JSONDecodeError:
         raise ProxyError(
             502, "the upstream sent a response that is not JSON", error_type="api_error"
@@ -65,7 +62,7 @@ async def read_json(response: ClientResponse | H1Response, limit: int) -> Any:
 
 async def run(
     plan: Plan,
-    upstream: Upstream | H1Upstream,
+    upstream: Upstream,
     settings: Settings,
     scope: Scope,
     receive: Receive,
@@ -87,10 +84,7 @@ async def run(
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
     if plan.kind == "forward":
-        if isinstance(response, H1Response):
-            await forward_pushed(scope, response, receive, send, idle_timeout=settings.idle_timeout)
-        else:
-            await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
         return
     assert plan.convert is not None
     reply = plan.convert(await read_json(response, settings.max_body_bytes))
@@ -99,42 +93,36 @@ async def run(
 
 async def _relay(
     plan: Plan,
-    upstream: Upstream | H1Upstream,
+    upstream: Upstream,
     settings: Settings,
     scope: Scope,
     receive: Receive,
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
 ) -> None:
-    h1 = upstream if isinstance(upstream, H1Upstream) else None
-    attempt = None
-    if h1 is not None:
-        try:
-            attempt = h1.start(plan.url, plan.headers, plan.body)
-        except UpstreamUnavailable as exc:
-            raise error_from_upstream(exc) from None
+    try:
+        attempt = upstream.start(plan.url, plan.headers, plan.body)
+    except UpstreamUnavailable as exc:
+        raise error_from_upstream(exc) from None
 
-    async def connect() -> Any:
+    async def connect() -> H1Response:
         try:
-            if h1 is not None:
-                return await h1.post(plan.url, plan.headers, plan.body, attempt)
-            return await upstream.post(plan.url, plan.headers, plan.body)
+            return await upstream.post(plan.url, plan.headers, plan.body, attempt)
         except (UpstreamHTTPError, UpstreamUnavailable) as exc:
             raise error_from_upstream(exc) from None
 
-    # The request goes out first; the transducer (and its token estimate) is built while
-    # the upstream works on it.
+    # The request goes out first (already written when a kept-alive connection was free);
+    # the transducer, and its token estimate, is built while the upstream works on it.
     connecting = asyncio.ensure_future(connect())
-    if attempt is None or attempt.response is None:
+    if attempt.response is None:
         try:
-            await asyncio.sleep(0)  # lets the connection (or aiohttp) write the request
+            await asyncio.sleep(0)  # lets a new connection start
         except asyncio.CancelledError:
             connecting.cancel()
             raise
     assert plan.transducer is not None
-    relay_stream = relay_pushed if h1 is not None else relay
     try:
-        transducer = await relay_stream(
+        transducer = await relay(
             scope,
             connecting,
             plan.transducer,
@@ -146,7 +134,7 @@ async def _relay(
             http_error=http_error,
         )
     finally:
-        if connecting.cancelled() and attempt is not None and attempt.response is not None:
+        if connecting.cancelled() and attempt.response is not None:
             attempt.response.close()  # written, but its attempt never ran
     details = dict(plan.log)
     details["usage"] = "/".join(map(str, transducer.usage))

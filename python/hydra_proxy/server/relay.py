@@ -1,15 +1,18 @@
 """Relaying an upstream stream to the client: translated (relay) or unchanged (forward).
 
 Raw upstream chunks (not lines) go into the transducer; whatever it returns for one read is
-sent as one ASGI body message, so events are batched as they arrive. The per-chunk path is
-kept short on purpose: one read, one feed, one send. No timeout context per read: one
-watchdog per stream (a timer re-armed only when it fires) interrupts a read that has waited
-one ping interval, and the loop answers with a ping, or with an error past the idle timeout.
+sent as one ASGI body message, so events are batched as they arrive. Once the client's
+response has started (and the server's send acts at once, as granian's does), each
+upstream read is fed and sent from the upstream connection's parser callback: no future,
+no task switch and no timeout context per chunk. One timer per stream, re-armed only when
+it fires, watches for silence: a ping after one ping interval, an error event past the
+idle timeout.
 
 Before the client's response starts, an upstream failure is answered as an HTTP error
-(status, retry-after). The response starts as soon as there is something to say, or after
-one ping interval of upstream silence; past that point a failure becomes an in-stream error
-event. A client disconnect cancels the upstream request at once.
+(status, retry-after), and so is an upstream error event seen before any content. The
+response starts as soon as there is something to say, or after one ping interval of
+upstream silence; past that point a failure becomes an in-stream error event. A client
+disconnect drops the upstream request at once (its connection is closed, not reused).
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
-import aiohttp
-
 from ..errors import ProxyError, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import Headers, Receive, Scope, Send, start
@@ -29,28 +30,20 @@ from .http1 import H1Error, H1Response
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
 
 
-class _Watch:
-    """Client disconnect and upstream silence, for one stream, without a per-read cost.
+class _Disconnect:
+    """Cancels the relaying task when the client goes away."""
 
-    `last` is bumped by the reader on every chunk; the timer fires at most once per
-    `interval` and interrupts the reading task only when nothing came in that long.
-    """
+    __slots__ = ("gone", "loop", "task", "watcher")
 
-    __slots__ = ("gone", "interval", "last", "loop", "silent", "task", "timer", "watcher")
-
-    def __init__(self, receive: Receive, interval: float) -> None:
+    def __init__(self, receive: Receive) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.task = task
         self.loop = asyncio.get_running_loop()
-        self.interval = interval
-        self.last = self.loop.time()
-        self.silent = False
         self.gone = False
-        self.timer: asyncio.TimerHandle | None = None
-        self.watcher = asyncio.ensure_future(self._watch_disconnect(receive))
+        self.watcher = asyncio.ensure_future(self._watch(receive))
 
-    async def _watch_disconnect(self, receive: Receive) -> None:
+    async def _watch(self, receive: Receive) -> None:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -58,191 +51,17 @@ class _Watch:
                 self.task.cancel()
                 return
 
-    def arm(self) -> None:
-        self.timer = self.loop.call_at(self.last + self.interval, self._tick)
-
-    def _tick(self) -> None:
-        due = self.last + self.interval
-        if self.loop.time() >= due:
-            self.silent = True
-            self.task.cancel()
-        else:
-            self.timer = self.loop.call_at(due, self._tick)
-
-    def interrupted(self) -> bool:
-        """After a CancelledError: True when it was the silence timer (and the cancellation
-        is withdrawn), False when the client left or the task is really being cancelled."""
-        if not self.silent or self.gone:
-            return False
-        self.silent = False
-        if sys.version_info >= (3, 11):
-            self.task.uncancel()
-        return True
-
     def client_left(self) -> bool:
+        """After a CancelledError: True when the client left (the cancellation is then
+        withdrawn), False when the task itself is being cancelled."""
         if self.gone and sys.version_info >= (3, 11):
             self.task.uncancel()
         return self.gone
 
     async def close(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
         self.watcher.cancel()
         with suppress(asyncio.CancelledError):
             await self.watcher
-
-
-async def relay(
-    scope: Scope,
-    connecting: asyncio.Future[aiohttp.ClientResponse],
-    make_transducer: Callable[[], StreamTransducer],
-    receive: Receive,
-    send: Send,
-    headers: Headers,
-    *,
-    ping_interval: float,
-    idle_timeout: float,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-) -> StreamTransducer:
-    """Stream the upstream response that `connecting` yields to the client, translated.
-
-    `connecting` raises ProxyError for an upstream failure; `http_error` answers one before
-    the response has started, and also an upstream error event seen before any content.
-    The transducer is built while the upstream works on the request.
-    """
-    watch = _Watch(receive, ping_interval)
-    response: aiohttp.ClientResponse | None = None
-    started = False
-    transducer = make_transducer()
-    try:
-        # 1. The upstream's response headers (upstream.post bounds the wait).
-        while not connecting.done():
-            await asyncio.wait((connecting,), timeout=ping_interval)
-            if not connecting.done():
-                if not started:
-                    started = True
-                    await send(start(scope, 200, headers))
-                await send(
-                    {"type": "http.response.body", "body": transducer.ping(), "more_body": True}
-                )
-        try:
-            response = connecting.result()
-        except ProxyError as exc:
-            if not started:
-                await http_error(exc)
-                return transducer
-            out = transducer.fail(exc.error_type, exc.message)
-            await send({"type": "http.response.body", "body": out, "more_body": True})
-            await send(_END)
-            return transducer
-        # 2. The body: one read, one feed, one send.
-        readany = response.content.readany
-        feed = transducer.feed
-        loop_time = watch.loop.time
-        idle_since = watch.last = loop_time()
-        watch.arm()
-        while True:
-            try:
-                chunk = await readany()
-            except asyncio.CancelledError:
-                if not watch.interrupted():
-                    raise
-                now = loop_time()
-                if now - idle_since >= idle_timeout:
-                    out = transducer.fail(
-                        "timeout_error", f"the upstream sent nothing for {idle_timeout:g} s"
-                    )
-                else:
-                    out = transducer.ping()
-                    watch.last = now
-                    watch.arm()
-            except aiohttp.ClientError:
-                out = transducer.finish()  # a cut-off stream ends in an error event
-            else:
-                idle_since = watch.last = loop_time()
-                out = feed(chunk) if chunk else transducer.finish()
-            if not started:
-                if transducer.error is not None and not transducer.has_content:
-                    error_type, message = transducer.error
-                    status = status_for_anthropic_type(error_type)
-                    await http_error(ProxyError(status, message, error_type=error_type))
-                    return transducer
-                if not out and not transducer.finished:
-                    continue
-                started = True
-                await send(start(scope, 200, headers))
-            if out:
-                await send({"type": "http.response.body", "body": out, "more_body": True})
-            if transducer.finished:
-                break
-        await send(_END)
-    except asyncio.CancelledError:
-        if not watch.client_left():
-            raise
-        # The client went away: nothing more to send; the upstream request is dropped below.
-    finally:
-        await watch.close()
-        connecting.cancel()
-        if response is not None:
-            if transducer.finished:
-                response.release()
-            else:
-                response.close()
-    return transducer
-
-
-async def forward(
-    scope: Scope,
-    response: aiohttp.ClientResponse,
-    receive: Receive,
-    send: Send,
-    *,
-    idle_timeout: float,
-) -> None:
-    """Pass an upstream 200 response through unchanged (same protocol on both sides).
-
-    An upstream silent past `idle_timeout` is dropped and the response ends without its
-    terminator, so the client sees a broken transfer, never a complete one.
-    """
-    watch = _Watch(receive, idle_timeout)
-    complete = False
-    try:
-        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
-        await send(
-            start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
-        )
-        readany = response.content.readany
-        loop_time = watch.loop.time
-        watch.arm()
-        while True:
-            try:
-                chunk = await readany()
-            except asyncio.CancelledError:
-                if watch.interrupted():
-                    return
-                raise
-            if not chunk:
-                break
-            watch.last = loop_time()
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        complete = True
-        await send(_END)
-    except aiohttp.ClientError:
-        # Cut mid-body: end the response without its terminator so the client sees a
-        # broken transfer, not a complete one.
-        return
-    except asyncio.CancelledError:
-        if not watch.client_left():
-            raise
-    finally:
-        await watch.close()
-        if complete:
-            response.release()
-        else:
-            response.close()
-
-
-# -- the lean HTTP/1.1 client: body chunks pushed by the connection's parser -------------
 
 
 def _sync_send(awaitable: object) -> bool:
@@ -251,7 +70,7 @@ def _sync_send(awaitable: object) -> bool:
     return type(awaitable).__name__ == "PyEmptyAwaitable"
 
 
-class _Pushed:
+class _Body:
     """Upstream chunks (None: a silence tick) waiting for the relay task, and the end."""
 
     __slots__ = ("chunks", "ended", "failure", "loop", "waiter")
@@ -340,7 +159,7 @@ def _finished(transducer: StreamTransducer) -> bool:
     return transducer.finished
 
 
-async def relay_pushed(
+async def relay(
     scope: Scope,
     connecting: asyncio.Future[H1Response],
     make_transducer: Callable[[], StreamTransducer],
@@ -352,10 +171,13 @@ async def relay_pushed(
     idle_timeout: float,
     http_error: Callable[[ProxyError], Awaitable[None]],
 ) -> StreamTransducer:
-    """`relay` for the lean client, with the same answers byte for byte: once the client's
-    response has started (and the server's send is synchronous), each upstream chunk is
-    fed and sent from the connection's parser callback, with no task switch."""
-    watch = _Watch(receive, ping_interval)
+    """Stream the upstream response that `connecting` yields to the client, translated.
+
+    `connecting` raises ProxyError for an upstream failure; `http_error` answers one before
+    the response has started, and also an upstream error event seen before any content.
+    The transducer is built while the upstream works on the request.
+    """
+    disconnect = _Disconnect(receive)
     response: H1Response | None = None
     transducer = make_transducer()
     client = _ClientSide()
@@ -397,8 +219,8 @@ async def relay_pushed(
             await send(_END)
             return transducer
         # 2. The body.
-        loop = watch.loop
-        body = _Pushed(loop)
+        loop = disconnect.loop
+        body = _Body(loop)
         last_bytes = loop.time()
         pushing = False
         feed = transducer.feed
@@ -464,12 +286,12 @@ async def relay_pushed(
                 return transducer
         await send(_END)
     except asyncio.CancelledError:
-        if not watch.client_left():
+        if not disconnect.client_left():
             raise
     finally:
         if ticker is not None:
             ticker.cancel()
-        await watch.close()
+        await disconnect.close()
         connecting.cancel()
         if response is not None:
             if transducer.finished:
@@ -479,7 +301,7 @@ async def relay_pushed(
     return transducer
 
 
-async def forward_pushed(
+async def forward(
     scope: Scope,
     response: H1Response,
     receive: Receive,
@@ -487,11 +309,15 @@ async def forward_pushed(
     *,
     idle_timeout: float,
 ) -> None:
-    """`forward` for the lean client: the upstream's bytes, unchanged, sent from the
-    parser's callback (no task switch per chunk)."""
-    watch = _Watch(receive, idle_timeout)
-    loop = watch.loop
-    body = _Pushed(loop)
+    """Pass an upstream 200 response through unchanged (same protocol on both sides).
+
+    An upstream cut mid-body or silent past `idle_timeout` is dropped and the response
+    ends without its terminator, so the client sees a broken transfer, never a complete
+    one.
+    """
+    disconnect = _Disconnect(receive)
+    loop = disconnect.loop
+    body = _Body(loop)
     complete = False
     ticker: _Ticker | None = None
     try:
@@ -528,12 +354,12 @@ async def forward_pushed(
         complete = True
         await send(_END)
     except asyncio.CancelledError:
-        if not watch.client_left():
+        if not disconnect.client_left():
             raise
     finally:
         if ticker is not None:
             ticker.cancel()
-        await watch.close()
+        await disconnect.close()
         if complete:
             response.release()
         else:

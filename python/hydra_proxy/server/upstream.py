@@ -1,4 +1,5 @@
-"""The upstream client: one aiohttp session per worker, retries before the first byte.
+"""The upstream client policy: retries before the first byte, bounded error bodies, the
+first-byte timeout; on the lean HTTP/1.1 client (http1.py), one per worker.
 
 Only HTTP concerns live here (connections, timeouts, retry policy, bounded error bodies);
 what the bytes mean is the transducers' business.
@@ -12,8 +13,6 @@ import random
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import aiohttp
 
 from ..config import Settings
 from .http1 import H1Client, H1Error, H1Response, Request
@@ -62,91 +61,14 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
     return backoff
 
 
-class Upstream:
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
-
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=0,  # streams are bounded by the server's backpressure, not here
-                ttl_dns_cache=300,
-                keepalive_timeout=30,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, connect=self._settings.connect_timeout, sock_read=None
-                ),
-                auto_decompress=True,
-                skip_auto_headers=("User-Agent",),
-            )
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-    async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes
-    ) -> aiohttp.ClientResponse:
-        """POST and return a 200 response whose body is still to be read.
-
-        Retries connection failures and retryable statuses with backoff (nothing has been
-        sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
-        """
-        settings = self._settings
-        attempt = 0
-        while True:
-            try:
-                response = await asyncio.wait_for(
-                    self.session().post(url, data=body, headers=headers, allow_redirects=False),
-                    settings.first_byte_timeout,
-                )
-            except asyncio.TimeoutError as exc:
-                raise UpstreamUnavailable(
-                    f"the upstream did not answer within {settings.first_byte_timeout:g} s",
-                    timeout=True,
-                ) from exc
-            except aiohttp.ClientError as exc:
-                if attempt < settings.retries:
-                    backoff = _retry_delay(attempt, None) or 0.0
-                    log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
-                    attempt += 1
-                    await asyncio.sleep(backoff)
-                    continue
-                raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
-            if response.status == 200:
-                return response
-            retry_after = response.headers.get("retry-after")
-            try:
-                error_body = await response.content.read(MAX_ERROR_BODY)
-            except aiohttp.ClientError:
-                error_body = b""
-            finally:
-                response.release()
-            if response.status in RETRY_STATUSES and attempt < settings.retries:
-                delay = _retry_delay(attempt, retry_after)
-                if delay is not None:  # else the client gets the status and retry-after
-                    log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)
-                    attempt += 1
-                    await asyncio.sleep(delay)
-                    continue
-            raise UpstreamHTTPError(response.status, error_body, retry_after)
-
-
 @dataclass(frozen=True)
-class H1Attempt:
+class Attempt:
     request: Request
     response: H1Response | None
     """Already written, when a kept-alive connection was free."""
 
 
-class H1Upstream:
-    """The same policy as Upstream (retries before the first byte, bounded error bodies,
-    first-byte timeout) on the lean HTTP/1.1 client."""
-
+class Upstream:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._client: H1Client | None = None
@@ -156,23 +78,27 @@ class H1Upstream:
             self._client = H1Client(connect_timeout=self._settings.connect_timeout)
         return self._client
 
-    async def close(self) -> None:
+    def close(self) -> None:
         if self._client is not None:
             self._client.close()
 
-    def start(self, url: str, headers: Mapping[str, str], body: bytes) -> H1Attempt:
+    def start(self, url: str, headers: Mapping[str, str], body: bytes) -> Attempt:
         """The request, written at once when a kept-alive connection is free: what runs
         next overlaps with the upstream's work. `post` then completes the attempt."""
         try:
             request = self.client().prepare(url, headers, body)
         except H1Error as exc:
             raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
-        return H1Attempt(request, self.client().send_now(request))
+        return Attempt(request, self.client().send_now(request))
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: H1Attempt | None = None
+        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: Attempt | None = None
     ) -> H1Response:
-        """POST and return a 200 response whose body is still to come (see Upstream.post)."""
+        """POST and return a 200 response whose body is still to come.
+
+        Retries connection failures and retryable statuses with backoff (nothing has been
+        sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
+        """
         settings = self._settings
         started = attempt_ or self.start(url, headers, body)
         request, first = started.request, started.response
