@@ -97,6 +97,37 @@ def test_chunked_body_split_anywhere_arrives_whole_and_the_connection_is_reused(
     assert requests[0].endswith(b"content-length: 7\r\n\r\n" + b'{"a":1}')
 
 
+def test_the_chunks_of_one_read_reach_the_sink_as_one_piece() -> None:
+    """One transducer feed (and one client send) per upstream read, however many HTTP
+    chunks it framed."""
+    events = [b'data: {"n":%d}\n\n' % i for i in range(200)]
+    wire = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+    wire += b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events) + b"0\r\n\r\n"
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(wire)  # one write: a few reads at most on the other side
+        await writer.drain()
+        writer.close()
+
+    async def run() -> list[bytes]:
+        server = await serve(handler)
+        client = H1Client(connect_timeout=5)
+        response = await client.send(client.prepare(f"http://127.0.0.1:{port(server)}/", {}, b""))
+        await response.head
+        parts: list[bytes] = []
+        ended = asyncio.get_running_loop().create_future()
+        response.stream(parts.append, ended.set_result)
+        assert await ended is None
+        client.close()
+        server.close()
+        return parts
+
+    parts = asyncio.run(run())
+    assert b"".join(parts) == b"".join(events)
+    assert len(parts) < len(events) // 10
+
+
 def test_a_pooled_connection_closed_by_the_upstream_is_replaced() -> None:
     """The upstream closes after each reply without saying so: the next request still
     succeeds (a fresh connection), and that costs no retry attempt."""

@@ -165,7 +165,9 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.idle_since = 0.0
         self.reused = False
-        self._name = b""
+        # Body pieces of one read (one per HTTP chunk), handed on as one: one transducer
+        # feed and one client send per upstream read, however many chunks it framed.
+        self._pieces: list[bytes] = []
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -174,6 +176,8 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         try:
             self.parser.feed_data(data)
+            if self._pieces:
+                self._flush()
         except httptools.HttpParserUpgrade:  # pragma: no cover - never asked for
             self._fail(H1Error("unexpected protocol upgrade"))
         except httptools.HttpParserCallbackError as exc:
@@ -217,13 +221,19 @@ class _Connection(asyncio.Protocol):
             response.head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
-        assert self.response is not None
-        self.response._body(body)
+        self._pieces.append(body)
 
     def on_message_complete(self) -> None:
         self.complete = True
         assert self.response is not None
+        if self._pieces:
+            self._flush()
         self.response._end(None)
+
+    def _flush(self) -> None:
+        pieces, self._pieces = self._pieces, []
+        assert self.response is not None
+        self.response._body(pieces[0] if len(pieces) == 1 else b"".join(pieces))
 
     # helpers
     def _framed(self) -> bool:
@@ -233,6 +243,8 @@ class _Connection(asyncio.Protocol):
     def _fail(self, exc: H1Error) -> None:
         response = self.response
         if response is not None:
+            if self._pieces:
+                self._flush()  # what arrived intact before the failure still counts
             if not response.head.done():
                 response.head.set_exception(exc)
                 response.head.exception()
@@ -242,6 +254,7 @@ class _Connection(asyncio.Protocol):
     def begin(self, request: bytes) -> H1Response:
         assert self.transport is not None
         self.parser = httptools.HttpResponseParser(self)
+        self._pieces = []
         self.head_bytes = 0
         self.complete = False
         self.response = H1Response(self)
