@@ -823,6 +823,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="DIR",
         help="another checkout's python/ directory, measured as hydra-*-alt (see --servers)",
     )
+    p.add_argument("--alt-label", help="what the --alt-python checkout is, for the report")
     p.add_argument(
         "--report-only",
         type=Path,
@@ -889,6 +890,8 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "plan": asdict(plan),
         "modes": {name: m.description for name, m in MODES.items() if name in plan.modes},
+        "alt_python": str(ALT_PYTHON) if ALT_PYTHON else None,
+        "alt_label": args.alt_label,
     }  # fmt: skip
     log(f"plan: servers {plan.servers}, phases {plan.phases}, concurrency {plan.concurrency}")
     rows: list[dict[str, Any]] = []

@@ -239,6 +239,13 @@ def markdown(data: dict[str, Any]) -> str:
         "uvicorn, `--num_workers 1`, access log off; claude-code-router: one node process).",
         "",
     ]
+    if meta.get("alt_python"):
+        out += [
+            f"**hydra-native-alt / hydra-python-alt**: {meta.get('alt_label') or 'another checkout'}"
+            f" (`{meta['alt_python']}`), measured side by side with this checkout in the same "
+            "run, against the same mock.",
+            "",
+        ]
     phases = {
         "instant": f"## Instant upstream ({plan['instant_chunks']} text deltas written at once; "
         f"warm-up {plan['instant_warmup_s']:g} s, window {plan['instant_window_s']:g} s)",

@@ -330,3 +330,30 @@ def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.prepare("https://api.example.test/x", {}, b"").proxy == "http://127.0.0.1:9"
     via = client.prepare("http://api.example.test/v1/x?q=1", {}, b"")
     assert via.wire.startswith(b"POST http://api.example.test/v1/x?q=1 HTTP/1.1\r\n")
+
+
+def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
+    from hydra_proxy.errors import ProxyError
+    from hydra_proxy.server.exchange import read_json
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b'HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{"id":"chatcmpl-1",')
+        await writer.drain()
+        writer.close()
+
+    async def run() -> ProxyError:
+        server = await serve(handler)
+        upstream = Upstream(Settings(retries=0))
+        response = await upstream.post(f"http://127.0.0.1:{port(server)}/x", {}, b"{}")
+        try:
+            await read_json(response, 1 << 20)
+        except ProxyError as exc:
+            return exc
+        finally:
+            upstream.close()
+            server.close()
+        raise AssertionError("no error")
+
+    exc = asyncio.run(run())
+    assert exc.status == 502 and "broke off" in str(exc)

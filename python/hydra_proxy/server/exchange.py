@@ -14,7 +14,7 @@ import orjson
 from ..config import Settings
 from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
-from .http1 import H1Response
+from .http1 import H1Error, H1Response
 from .plan import Plan
 from .relay import forward, relay
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
@@ -55,6 +55,10 @@ async def read_json(response: H1Response, limit: int) -> Any:
     except orjson.JSONDecodeError:
         raise ProxyError(
             502, "the upstream sent a response that is not JSON", error_type="api_error"
+        ) from None
+    except H1Error as exc:
+        raise ProxyError(
+            502, f"the upstream's reply broke off: {exc}", error_type="api_error"
         ) from None
     finally:
         response.release()

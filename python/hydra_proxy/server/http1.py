@@ -88,15 +88,16 @@ class H1Response:
         if self.done.done():
             on_end(self.done.exception())
 
-    async def read(self, limit: int) -> bytes:
-        """The whole body, at most `limit` bytes (the rest is dropped with the connection)."""
+    async def read(self, limit: int, *, partial: bool = False) -> bytes:
+        """The whole body, at most `limit` bytes (the rest is dropped with the connection).
+        A body cut short raises H1Error, unless `partial` asks for what did arrive."""
         self._limit = limit
         if self._size > limit:
             self._truncate()
         try:
             await self.done
         except H1Error:
-            if not self._chunks:
+            if not partial:
                 raise
         return b"".join(self._chunks)
 

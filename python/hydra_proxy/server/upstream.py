@@ -135,8 +135,12 @@ class Upstream:
             if response.status == 200:
                 return response
             retry_after = response.headers.get("retry-after")
-            error_body = await response.read(MAX_ERROR_BODY)
-            response.release()
+            try:
+                error_body = await response.read(MAX_ERROR_BODY, partial=True)
+            except H1Error:
+                error_body = b""
+            finally:
+                response.release()
             if response.status in RETRY_STATUSES and attempt < settings.retries:
                 delay = _retry_delay(attempt, retry_after)
                 if delay is not None:  # else the client gets the status and retry-after
