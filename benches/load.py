@@ -14,6 +14,18 @@ the same window, in three modes: Anthropic in / OpenAI out, OpenAI in / Anthropi
 and same-protocol passthrough (the ceiling). Then it holds 2,000 long streams open
 through each server and reads its memory from /proc.
 
+Two more phases measure the per-chunk and per-request cost. paced-cpu: 200 streams at once
+(Anthropic in, OpenAI out), the mock writing one SSE event per chunk 10 ms apart; the CPU
+time of the proxy's process tree and of the mock over the window, per upstream event
+relayed (the client counts content deltas: one per upstream event). ttfb-large: c=1 with
+the real ~50 KB Claude Code request (tests/fixtures/claude-code), straight at the mock and
+through each proxy: the added time to first byte.
+
+    .venv/bin/python benches/load.py --phases paced-cpu,ttfb-large \
+        --alt-python ../main/python --servers hydra-native,hydra-native-alt
+
+measures this checkout against another one side by side, in the same run.
+
 Writes benches/results/load.json (raw), load.md (tables and legend) and load.png (plot).
 Benchmarks report; nothing here asserts a time. All traffic stays on 127.0.0.1.
 """
