@@ -332,6 +332,15 @@ def test_no_proxy_bypasses_the_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert via.wire.startswith(b"POST http://api.example.test/v1/x?q=1 HTTP/1.1\r\n")
 
 
+def test_proxy_credentials_and_header_line_breaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://user:p%40ss@127.0.0.1:9")
+    client = H1Client(connect_timeout=1)
+    wire = client.prepare("http://api.example.test/x", {}, b"").wire
+    assert b"proxy-authorization: Basic dXNlcjpwQHNz\r\n" in wire  # user:p@ss
+    with pytest.raises(H1Error, match="line break"):
+        client.prepare("http://api.example.test/x", {"anthropic-beta": "a\r\nx-evil: 1"}, b"")
+
+
 def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
     from hydra_proxy.errors import ProxyError
     from hydra_proxy.server.exchange import read_json

@@ -14,6 +14,7 @@ free, so work done after it overlaps with the upstream's.
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 import sys
 import time
@@ -22,7 +23,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httptools
 
@@ -276,6 +277,15 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
 
+def _proxy_authorization(proxy: str) -> str | None:
+    """Basic credentials for a proxy URL with user:password@ in it (HTTPS_PROXY style)."""
+    p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if p.username is None:
+        return None
+    raw = f"{unquote(p.username)}:{unquote(p.password or '')}".encode()
+    return "Basic " + base64.b64encode(raw).decode("ascii")
+
+
 class _Tunnel(asyncio.Protocol):
     """The proxy's answer to CONNECT (its head only; TLS takes the connection over)."""
 
@@ -330,8 +340,15 @@ class H1Client:
         name = f"[{host}]" if ":" in host else host
         default_port = port == (443 if secure else 80)
         lines = [f"POST {target} HTTP/1.1", f"host: {name if default_port else f'{name}:{port}'}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
+        for key, value in headers.items():
+            if "\r" in value or "\n" in value or "\r" in key or "\n" in key:
+                raise H1Error(f"header {key!r}: a line break in a header")  # never smuggled
+            lines.append(f"{key}: {value}")
         lines.append(f"content-length: {len(body)}")
+        if proxy is not None and not secure:
+            credentials = _proxy_authorization(proxy)
+            if credentials:
+                lines.append(f"proxy-authorization: {credentials}")
         wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
         return Request(f"{parts.scheme}://{name}:{port}", host, port, secure, proxy, wire)
 
@@ -420,7 +437,11 @@ class H1Client:
             lambda: _Tunnel(loop), p.hostname, proxy_port
         )
         authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        transport.write(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n\r\n".encode())
+        connect = f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n"
+        credentials = _proxy_authorization(proxy)
+        if credentials:
+            connect += f"proxy-authorization: {credentials}\r\n"
+        transport.write((connect + "\r\n").encode("latin-1"))
         try:
             head = await tunnel.head
         except BaseException:
