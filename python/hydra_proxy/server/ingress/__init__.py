@@ -12,7 +12,7 @@ import orjson
 
 from ...config import Provider, Route, Settings
 from ...errors import ProxyError, invalid_request
-from ...transducers import _Implementation
+from ...transducers import Implementation
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Context:
     """What every ingress needs from the running server (no I/O handles)."""
 
     settings: Settings
-    impl: _Implementation
+    impl: Implementation
     signing_key: bytes
 
 

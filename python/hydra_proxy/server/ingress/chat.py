@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 
 from ... import ids
-from ...chat_via_messages.request import MessagesTarget, messages_request_from_chat
-from ...chat_via_messages.response import chat_completion_from_message
+from ...chat.request.reader import MessagesTarget, messages_request_from_chat
+from ...chat.response.writer import chat_completion_from_message
 from ...config import Provider, Route
 from ...transducers import StreamTransducer
 from ..asgi import Scope, header

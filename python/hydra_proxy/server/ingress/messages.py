@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...chat.request.writer import ChatTarget, chat_request_from_messages
+from ...chat.response.reader import message_from_chat_completion
 from ...config import Provider, Route
-from ...messages_via_chat.request import ChatTarget, chat_request_from_messages
-from ...messages_via_chat.response import message_from_chat_completion
 from ...signature import is_proxy_signature
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
