@@ -337,7 +337,8 @@ def _read_chunk(chunk: object) -> _Chunk:
         raise BadShape
     usage = chunk.get("usageMetadata")
     feedback = chunk.get("promptFeedback")
-    blocked = type(feedback) is dict and bool(feedback.get("blockReason"))
+    reason = feedback.get("blockReason") if type(feedback) is dict else None
+    blocked = type(reason) is str and reason != ""
     parts: list[_Part] = []
     finish_reason = finish_message = None
     candidates = opt_list(chunk, "candidates")
@@ -444,12 +445,12 @@ def _assign(root: dict[str, Any], path: str, value: object) -> None:
         elif type(node) is not dict or isinstance(step, int):
             raise BadShape
         if following is None:
-            current = node[step] if type(node) is list else node.get(step)
+            current = node.get(step) if isinstance(node, dict) else node[step]
             if type(value) is str and type(current) is str:
                 value = current + value
             node[step] = value
             return
-        child = node[step] if type(node) is list else node.get(step)
+        child = node.get(step) if isinstance(node, dict) else node[step]
         if child is None:
             child = [] if isinstance(following, int) else {}
             node[step] = child

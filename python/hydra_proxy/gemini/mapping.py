@@ -1,5 +1,5 @@
 """Gemini finish reasons and usage in Anthropic terms: ONE table for the non-streamed
-reader (`response`) and the stream decoder.
+reader (`response`) and the stream decoder (twin of rust/src/gemini/mapping.rs).
 
 Finish reasons (``Candidate.finishReason``):
 
