@@ -1,17 +1,14 @@
 //! Reading one Gemini `GenerateContentResponse` chunk, the Gemini decoder's reader (twin of
 //! `_read_chunk` in python/hydra_proxy/gemini/decoder.py, which reads what orjson.loads
-//! built): typed serde visitors over the text, strings borrowed unless they hold escapes,
-//! only `candidates[0]` read, the whole chunk checked before any of it is acted on. A
-//! field that is present and not null must have its type (else the chunk is "of an
-//! unexpected shape"); `usageMetadata` and `promptFeedback` are read leniently.
+//! built): one pass of the validating scanner of rust/src/json/scan.rs (as the Chat reader,
+//! rust/src/chat/chunk.rs), strings borrowed unless they hold escapes, only `candidates[0]`
+//! read, the whole chunk checked before any of it is acted on. A field that is present and
+//! not null must have its type (else the chunk is "of an unexpected shape"), judged on its
+//! last occurrence; `usageMetadata` and `promptFeedback` are read leniently.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
-
-use crate::json::read::{Fields, Key, LenientCount, LenientStr, Obj, Objects, OptStr};
+use crate::json::scan::{Result, Scanner, Syntax, MAX_DEPTH};
 
 #[derive(Default)]
 pub struct Chunk<'a> {
@@ -122,229 +119,6 @@ impl Part<'_> {
     }
 }
 
-// -- objects -----------------------------------------------------------------------------
-
-#[derive(Default)]
-struct ChunkFields<'a> {
-    chunk: Chunk<'a>,
-    candidate: Option<Candidate<'a>>,
-}
-
-#[derive(Default)]
-struct Candidate<'a> {
-    finish_reason: Option<Cow<'a, str>>,
-    finish_message: Option<Cow<'a, str>>,
-    content: Option<Content<'a>>,
-}
-
-#[derive(Default)]
-struct Content<'a> {
-    parts: Vec<Part<'a>>,
-}
-
-#[derive(Default)]
-struct Feedback {
-    blocked: bool,
-}
-
-impl<'de> Fields<'de> for ChunkFields<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "error" => {
-                let raw = map.next_value::<&RawValue>()?;
-                self.chunk.has_error = raw.get().starts_with('{');
-            }
-            "usageMetadata" => self.chunk.usage = map.next_value::<Obj<UsageMetadata>>()?.0,
-            "promptFeedback" => {
-                self.chunk.blocked = map
-                    .next_value::<Obj<Feedback>>()?
-                    .0
-                    .is_some_and(|f| f.blocked);
-            }
-            "candidates" => self.candidate = map.next_value::<FirstCandidate>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for UsageMetadata {
-    const LENIENT: bool = true;
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        let slot = match key {
-            "promptTokenCount" => &mut self.prompt,
-            "cachedContentTokenCount" => &mut self.cached,
-            "candidatesTokenCount" => &mut self.candidates,
-            "thoughtsTokenCount" => &mut self.thoughts,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-                return Ok(());
-            }
-        };
-        *slot = map.next_value::<LenientCount>()?.0;
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Feedback {
-    const LENIENT: bool = true;
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "blockReason" {
-            let reason = map.next_value::<LenientStr>()?.0;
-            self.blocked = reason.is_some_and(|r| !r.is_empty());
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-/// `candidates`: null or an array whose first element (if any) is a candidate object;
-/// the other elements are skipped unread, as the Python twin never looks at them.
-struct FirstCandidate<'a>(Option<Candidate<'a>>);
-
-impl<'de> Deserialize<'de> for FirstCandidate<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = FirstCandidate<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array of candidates or null")
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(FirstCandidate(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let first = match seq.next_element::<Obj<Candidate>>()? {
-                    None => None,
-                    Some(Obj(None)) => {
-                        return Err(de::Error::invalid_type(de::Unexpected::Unit, &self))
-                    }
-                    Some(Obj(Some(candidate))) => Some(candidate),
-                };
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(FirstCandidate(first))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl<'de> Fields<'de> for Candidate<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "finishReason" => self.finish_reason = map.next_value::<OptStr>()?.0,
-            "finishMessage" => self.finish_message = map.next_value::<OptStr>()?.0,
-            "content" => self.content = map.next_value::<Obj<Content>>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Content<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "parts" {
-            self.parts = map.next_value::<Objects<Part>>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Part<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "thought" => self.thought = map.next_value::<Option<bool>>()? == Some(true),
-            "text" => self.text = map.next_value::<OptStr>()?.0,
-            "thoughtSignature" => self.thought_signature = map.next_value::<OptStr>()?.0,
-            "functionCall" => self.call = map.next_value::<Obj<Call>>()?.0,
-            "executableCode" => self.code = map.next_value::<Obj<Code>>()?.0,
-            "codeExecutionResult" => self.code_result = map.next_value::<Obj<CodeResult>>()?.0,
-            "inlineData" => self.inline_data = map.next_value::<Obj<Media>>()?.0,
-            "fileData" => self.file_data = map.next_value::<Obj<Media>>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Call<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "name" => self.name = map.next_value::<OptStr>()?.0,
-            "id" => self.id = map.next_value::<OptStr>()?.0,
-            "args" => self.args = map.next_value::<Node>().map(Node::not_null)?,
-            "partialArgs" => self.partial_args = map.next_value::<Objects<PartialArg>>()?.0,
-            "willContinue" => self.will_continue = map.next_value::<Option<bool>>()? == Some(true),
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for PartialArg<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "jsonPath" => self.json_path = map.next_value::<OptStr>()?.0,
-            "stringValue" => self.string = map.next_value::<OptStr>()?.0,
-            "numberValue" => self.number = map.next_value::<OptNumber>()?.0,
-            "boolValue" => self.flag = map.next_value::<Option<bool>>()?,
-            "willContinue" => {
-                map.next_value::<Option<bool>>()?;
-            }
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Code<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "code" => self.code = map.next_value::<OptStr>()?.0,
-            "language" => self.language = map.next_value::<OptStr>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for CodeResult<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "output" {
-            self.output = map.next_value::<OptStr>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-impl<'de> Fields<'de> for Media<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "mimeType" {
-            self.mime_type = map.next_value::<OptStr>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
 // -- JSON values: function-call arguments -------------------------------------------------
 
 /// A JSON value as Python's orjson holds it: objects keep their keys in first-seen order
@@ -361,10 +135,6 @@ pub enum Node {
 }
 
 impl Node {
-    fn not_null(self) -> Option<Node> {
-        (self != Node::Null).then_some(self)
-    }
-
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
             Node::Null => out.extend_from_slice(b"null"),
@@ -400,68 +170,6 @@ impl Node {
         match members.iter_mut().find(|(k, _)| k == key) {
             Some(member) => member.1 = value,
             None => members.push((key.to_owned(), value)),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Node;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Node, E> {
-                Ok(Node::Null)
-            }
-            fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
-                Ok(Node::Raw(if v { "true" } else { "false" }.to_owned()))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
-                Ok(Node::Raw(itoa::Buffer::new().format(v).to_owned()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
-                Ok(Node::Raw(itoa::Buffer::new().format(v).to_owned()))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Node, E> {
-                Ok(Node::Raw(orjson_float(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Node, E> {
-                Ok(Node::Str(v.to_owned()))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element::<Node>()? {
-                    items.push(item);
-                }
-                Ok(Node::Array(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-                let mut members = Vec::new();
-                while let Some(Key(key)) = map.next_key::<Key>()? {
-                    let value = map.next_value::<Node>()?;
-                    Node::set(&mut members, &key, value);
-                }
-                Ok(Node::Object(members))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// A number (its JSON text as orjson writes it back) or null; other types are an error.
-struct OptNumber(Option<String>);
-
-impl<'de> Deserialize<'de> for OptNumber {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match Node::deserialize(d)? {
-            Node::Null => Ok(OptNumber(None)),
-            Node::Raw(text) if text != "true" && text != "false" => Ok(OptNumber(Some(text))),
-            _ => Err(de::Error::invalid_type(
-                de::Unexpected::Other("not a number"),
-                &"a number or null",
-            )),
         }
     }
 }
@@ -511,19 +219,504 @@ pub fn orjson_float(v: f64) -> String {
     out
 }
 
-/// Parse one chunk; `Err` carries serde_json's error (syntax vs unexpected shape).
-pub fn read_chunk(json: &str) -> Result<Chunk<'_>, serde_json::Error> {
-    let Obj(fields) = serde_json::from_str::<Obj<ChunkFields>>(json)?;
-    let Some(fields) = fields else {
-        return Err(de::Error::invalid_type(de::Unexpected::Unit, &"an object"));
+// -- the reader ----------------------------------------------------------------------------
+// One forward pass of the validating scanner (crate::json::scan, what orjson accepts). Every
+// value is read or validated even after a wrong type was seen, so invalid JSON is always
+// reported as such. `depth` arguments count the containers enclosing a value (the top-level
+// object's members: 1). A field is judged on its last occurrence (a repeated key keeps its
+// last value, as a Python dict does); a wrong type anywhere the Python twin checks makes the
+// chunk "of an unexpected shape".
+
+/// Why a chunk was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// Not valid JSON (as orjson judges it).
+    InvalidJson,
+    /// Valid JSON of an unexpected shape; `has_error`: the top level is an object whose
+    /// `error` is an object (reported as the upstream's error rather than as a bad shape).
+    BadShape { has_error: bool },
+}
+
+/// A value of the wrong type.
+struct Bad;
+
+type Shaped<T> = std::result::Result<T, Bad>;
+
+/// Parse one chunk.
+pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
+    let mut s = Scanner::new(json);
+    match read_top(&mut s, json) {
+        Err(Syntax) => Err(ReadError::InvalidJson),
+        Ok((chunk, true)) => Ok(chunk),
+        Ok((chunk, false)) => Err(ReadError::BadShape {
+            has_error: chunk.has_error,
+        }),
+    }
+}
+
+/// The chunk and whether its shape is right.
+fn read_top<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<(Chunk<'a>, bool)> {
+    let mut chunk = Chunk::default();
+    if s.ws() != b'{' {
+        s.skip_value(0)?;
+        s.end()?;
+        return Ok((chunk, false));
+    }
+    s.pos += 1;
+    let mut candidate: Shaped<Option<Candidate<'a>>> = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "error" => {
+                chunk.has_error = s.ws() == b'{';
+                s.skip_value(1)?;
+            }
+            "usageMetadata" => chunk.usage = usage(s)?,
+            "promptFeedback" => chunk.blocked = blocked(s)?,
+            "candidates" => candidate = candidates(s, json)?,
+            _ => s.skip_value(1)?,
+        }
+        Ok(())
+    })?;
+    s.end()?;
+    let Ok(candidate) = candidate else {
+        return Ok((chunk, false));
     };
-    let mut chunk = fields.chunk;
-    if let Some(candidate) = fields.candidate {
+    if let Some(candidate) = candidate {
         chunk.finish_reason = candidate.finish_reason;
         chunk.finish_message = candidate.finish_message;
-        chunk.parts = candidate.content.map(|c| c.parts).unwrap_or_default();
+        chunk.parts = candidate.parts;
     }
-    Ok(chunk)
+    Ok((chunk, true))
+}
+
+struct Candidate<'a> {
+    finish_reason: Option<Cow<'a, str>>,
+    finish_message: Option<Cow<'a, str>>,
+    parts: Vec<Part<'a>>,
+}
+
+/// `usageMetadata`, leniently (not an object: absent; a count that is not a non-negative
+/// integer: absent).
+fn usage(s: &mut Scanner<'_>) -> Result<Option<UsageMetadata>> {
+    if s.ws() != b'{' {
+        s.skip_value(1)?;
+        return Ok(None);
+    }
+    s.pos += 1;
+    let mut usage = UsageMetadata::default();
+    s.members(|s, key| {
+        let slot = match key {
+            "promptTokenCount" => &mut usage.prompt,
+            "cachedContentTokenCount" => &mut usage.cached,
+            "candidatesTokenCount" => &mut usage.candidates,
+            "thoughtsTokenCount" => &mut usage.thoughts,
+            _ => return s.skip_value(2),
+        };
+        *slot = match s.ws() {
+            b'-' | b'0'..=b'9' => s.number()?,
+            _ => {
+                s.skip_value(2)?;
+                None
+            }
+        };
+        Ok(())
+    })?;
+    Ok(Some(usage))
+}
+
+/// Whether `promptFeedback.blockReason` is a non-empty string (read leniently).
+fn blocked(s: &mut Scanner<'_>) -> Result<bool> {
+    if s.ws() != b'{' {
+        s.skip_value(1)?;
+        return Ok(false);
+    }
+    s.pos += 1;
+    let mut blocked = false;
+    s.members(|s, key| {
+        if key != "blockReason" {
+            return s.skip_value(2);
+        }
+        blocked = if s.ws() == b'"' {
+            s.pos += 1;
+            !s.string()?.is_empty()
+        } else {
+            s.skip_value(2)?;
+            false
+        };
+        Ok(())
+    })?;
+    Ok(blocked)
+}
+
+/// `candidates`: null or an array whose first element (if any) must be a candidate object;
+/// the others are validated, not read (the Python twin never looks at them).
+fn candidates<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Option<Candidate<'a>>>> {
+    match s.ws() {
+        b'[' => {
+            s.pos += 1;
+            let mut first = Ok(None);
+            let mut index = 0;
+            s.elements(|s| {
+                index += 1;
+                if index > 1 {
+                    return s.skip_value(2);
+                }
+                if s.ws() == b'{' {
+                    s.pos += 1;
+                    first = candidate(s, json)?.map(Some);
+                } else {
+                    s.skip_value(2)?;
+                    first = Err(Bad);
+                }
+                Ok(())
+            })?;
+            Ok(first)
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(1)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A candidate's members (the cursor is past its `{`; they are at depth 3).
+fn candidate<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Candidate<'a>>> {
+    let mut finish_reason = Ok(None);
+    let mut finish_message = Ok(None);
+    let mut parts = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "finishReason" => finish_reason = opt_str(s, 3)?,
+            "finishMessage" => finish_message = opt_str(s, 3)?,
+            "content" => parts = object(s, 3, |s| content(s, json))?.map(Option::flatten),
+            _ => s.skip_value(3)?,
+        }
+        Ok(())
+    })?;
+    let (Ok(finish_reason), Ok(finish_message), Ok(parts)) = (finish_reason, finish_message, parts)
+    else {
+        return Ok(Err(Bad));
+    };
+    Ok(Ok(Candidate {
+        finish_reason,
+        finish_message,
+        parts: parts.unwrap_or_default(),
+    }))
+}
+
+/// A content object's members (depth 4): its `parts`.
+fn content<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Option<Vec<Part<'a>>>>> {
+    let mut parts = Ok(None);
+    s.members(|s, key| {
+        if key == "parts" {
+            parts = objects(s, 4, |s| part(s, json))?.map(Some);
+        } else {
+            s.skip_value(4)?;
+        }
+        Ok(())
+    })?;
+    Ok(parts)
+}
+
+/// A part's members (depth 6).
+fn part<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Part<'a>>> {
+    const D: u32 = 6;
+    let mut thought = Ok(None);
+    let mut text = Ok(None);
+    let mut signature = Ok(None);
+    let mut call = Ok(None);
+    let mut code = Ok(None);
+    let mut code_result = Ok(None);
+    let mut inline_data = Ok(None);
+    let mut file_data = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "thought" => thought = opt_bool(s, D)?,
+            "text" => text = opt_str(s, D)?,
+            "thoughtSignature" => signature = opt_str(s, D)?,
+            "functionCall" => call = object(s, D, |s| function_call(s, json, D + 1))?,
+            "executableCode" => code = object(s, D, |s| executable_code(s, D + 1))?,
+            "codeExecutionResult" => code_result = object(s, D, |s| code_output(s, D + 1))?,
+            "inlineData" => inline_data = object(s, D, |s| media(s, D + 1))?,
+            "fileData" => file_data = object(s, D, |s| media(s, D + 1))?,
+            _ => s.skip_value(D)?,
+        }
+        Ok(())
+    })?;
+    let shaped = (|| {
+        Ok(Part {
+            thought: thought? == Some(true),
+            text: text?,
+            thought_signature: signature?,
+            call: call?,
+            code: code?,
+            code_result: code_result?,
+            inline_data: inline_data?,
+            file_data: file_data?,
+        })
+    })();
+    Ok(shaped)
+}
+
+fn function_call<'a>(s: &mut Scanner<'a>, json: &'a str, d: u32) -> Result<Shaped<Call<'a>>> {
+    let mut name = Ok(None);
+    let mut id = Ok(None);
+    let mut args = None;
+    let mut partial_args = Ok(Vec::new());
+    let mut will_continue = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "name" => name = opt_str(s, d)?,
+            "id" => id = opt_str(s, d)?,
+            "args" => args = Some(node(s, json, d)?).filter(|n| *n != Node::Null),
+            "partialArgs" => partial_args = objects(s, d, |s| partial_arg(s, json, d + 2))?,
+            "willContinue" => will_continue = opt_bool(s, d)?,
+            _ => s.skip_value(d)?,
+        }
+        Ok(())
+    })?;
+    let shaped = (|| {
+        Ok(Call {
+            name: name?,
+            id: id?,
+            args,
+            partial_args: partial_args?,
+            will_continue: will_continue? == Some(true),
+        })
+    })();
+    Ok(shaped)
+}
+
+fn partial_arg<'a>(s: &mut Scanner<'a>, json: &'a str, d: u32) -> Result<Shaped<PartialArg<'a>>> {
+    let mut json_path = Ok(None);
+    let mut string = Ok(None);
+    let mut number = Ok(None);
+    let mut flag = Ok(None);
+    let mut will_continue = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "jsonPath" => json_path = opt_str(s, d)?,
+            "stringValue" => string = opt_str(s, d)?,
+            "numberValue" => {
+                number = match node(s, json, d)? {
+                    Node::Null => Ok(None),
+                    Node::Raw(text) if text != "true" && text != "false" => Ok(Some(text)),
+                    _ => Err(Bad),
+                }
+            }
+            "boolValue" => flag = opt_bool(s, d)?,
+            "willContinue" => will_continue = opt_bool(s, d)?,
+            _ => s.skip_value(d)?,
+        }
+        Ok(())
+    })?;
+    let shaped = (|| {
+        will_continue?;
+        Ok(PartialArg {
+            json_path: Some(json_path?.ok_or(Bad)?),
+            string: string?,
+            number: number?,
+            flag: flag?,
+        })
+    })();
+    Ok(shaped)
+}
+
+fn executable_code<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Code<'a>>> {
+    let mut code = Ok(None);
+    let mut language = Ok(None);
+    s.members(|s, key| {
+        match key {
+            "code" => code = opt_str(s, d)?,
+            "language" => language = opt_str(s, d)?,
+            _ => s.skip_value(d)?,
+        }
+        Ok(())
+    })?;
+    Ok((|| {
+        Ok(Code {
+            code: code?,
+            language: language?,
+        })
+    })())
+}
+
+fn code_output<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<CodeResult<'a>>> {
+    let mut output = Ok(None);
+    s.members(|s, key| {
+        if key == "output" {
+            output = opt_str(s, d)?;
+        } else {
+            s.skip_value(d)?;
+        }
+        Ok(())
+    })?;
+    Ok(output.map(|output| CodeResult { output }))
+}
+
+fn media<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Media<'a>>> {
+    let mut mime_type = Ok(None);
+    s.members(|s, key| {
+        if key == "mimeType" {
+            mime_type = opt_str(s, d)?;
+        } else {
+            s.skip_value(d)?;
+        }
+        Ok(())
+    })?;
+    Ok(mime_type.map(|mime_type| Media { mime_type }))
+}
+
+// -- values ------------------------------------------------------------------------------------
+
+/// An object read by `members` (its members are at `depth + 1`), or null.
+fn object<'a, T>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+    members: impl FnOnce(&mut Scanner<'a>) -> Result<Shaped<T>>,
+) -> Result<Shaped<Option<T>>> {
+    match s.ws() {
+        b'{' => {
+            s.pos += 1;
+            Ok(members(s)?.map(Some))
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// An array of objects (their members at `depth + 2`), or null (empty); null elements
+/// and other types are wrong.
+fn objects<'a, T>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+    mut members: impl FnMut(&mut Scanner<'a>) -> Result<Shaped<T>>,
+) -> Result<Shaped<Vec<T>>> {
+    match s.ws() {
+        b'[' => {
+            s.pos += 1;
+            let mut items = Ok(Vec::new());
+            s.elements(|s| {
+                if s.ws() == b'{' {
+                    s.pos += 1;
+                    match (members(s)?, &mut items) {
+                        (Ok(item), Ok(list)) => list.push(item),
+                        (Err(Bad), _) => items = Err(Bad),
+                        _ => {}
+                    }
+                } else {
+                    s.skip_value(depth + 1)?;
+                    items = Err(Bad);
+                }
+                Ok(())
+            })?;
+            Ok(items)
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(Vec::new()))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A string or null.
+#[inline]
+fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    match s.ws() {
+        b'"' => {
+            s.pos += 1;
+            Ok(Ok(Some(s.string()?)))
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// A bool or null.
+#[inline]
+fn opt_bool(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<bool>>> {
+    match s.ws() {
+        b't' => s.literal(b"true").map(|()| Ok(Some(true))),
+        b'f' => s.literal(b"false").map(|()| Ok(Some(false))),
+        b'n' => s.null().map(|()| Ok(None)),
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
+/// Any value, as orjson would hold it (`depth`: the containers enclosing it).
+fn node(s: &mut Scanner<'_>, json: &str, depth: u32) -> Result<Node> {
+    match s.ws() {
+        b'{' => {
+            if depth >= MAX_DEPTH {
+                return Err(Syntax);
+            }
+            s.pos += 1;
+            let mut members = Vec::new();
+            s.members(|s, key| {
+                let value = node(s, json, depth + 1)?;
+                Node::set(&mut members, key, value);
+                Ok(())
+            })?;
+            Ok(Node::Object(members))
+        }
+        b'[' => {
+            if depth >= MAX_DEPTH {
+                return Err(Syntax);
+            }
+            s.pos += 1;
+            let mut items = Vec::new();
+            s.elements(|s| {
+                items.push(node(s, json, depth + 1)?);
+                Ok(())
+            })?;
+            Ok(Node::Array(items))
+        }
+        b'"' => {
+            s.pos += 1;
+            Ok(Node::Str(s.string()?.into_owned()))
+        }
+        b'-' | b'0'..=b'9' => {
+            let start = s.pos;
+            if let Some(n) = s.number()? {
+                return Ok(Node::Raw(itoa::Buffer::new().format(n).to_owned()));
+            }
+            let text = &json[start..s.pos];
+            if !text.contains(['.', 'e', 'E']) {
+                if let Ok(n) = text.parse::<i64>() {
+                    return Ok(Node::Raw(itoa::Buffer::new().format(n).to_owned()));
+                }
+            }
+            // (The scanner rejects numbers that overflow an f64, as orjson does.)
+            let value: f64 = text.parse().map_err(|_| Syntax)?;
+            Ok(Node::Raw(orjson_float(value)))
+        }
+        b't' => s.literal(b"true").map(|()| Node::Raw("true".to_owned())),
+        b'f' => s.literal(b"false").map(|()| Node::Raw("false".to_owned())),
+        _ => s.null().map(|()| Node::Null),
+    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::chunk::{read_chunk, Call, Chunk, Node, Part};
+use super::chunk::{read_chunk, Call, Chunk, Node, Part, ReadError};
 use super::mapping;
 use crate::errors::anthropic_error_type;
 use crate::json::trim_json_ws;
@@ -103,17 +103,13 @@ impl Decoder for GeminiDecoder {
         };
         match read_chunk(&text) {
             Ok(chunk) if chunk.has_error => self.upstream_error(&text, emit),
-            Ok(chunk) if has_pathless_piece(&chunk) => self.fail("api_error", MSG_BAD_SHAPE, emit),
             Ok(chunk) => self.chunk(chunk, emit),
-            // The typed reader may stop at a wrong type before a later syntax error, so
-            // the text is parsed again to tell the two apart.
-            Err(_) => match serde_json::from_str::<Value>(&text) {
-                Err(_) => self.fail("api_error", MSG_INVALID_JSON, emit),
-                Ok(value) if value.get("error").is_some_and(Value::is_object) => {
-                    self.upstream_error(&text, emit)
-                }
-                Ok(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
-            },
+            // An error object is reported as such even when the rest of the chunk is odd.
+            Err(ReadError::BadShape { has_error: true }) => self.upstream_error(&text, emit),
+            Err(ReadError::BadShape { has_error: false }) => {
+                self.fail("api_error", MSG_BAD_SHAPE, emit)
+            }
+            Err(ReadError::InvalidJson) => self.fail("api_error", MSG_INVALID_JSON, emit),
         }
     }
 
@@ -124,14 +120,6 @@ impl Decoder for GeminiDecoder {
             self.fail("api_error", MSG_CUT_OFF, emit);
         }
     }
-}
-
-fn has_pathless_piece(chunk: &Chunk<'_>) -> bool {
-    chunk.parts.iter().any(|part| {
-        part.call
-            .as_ref()
-            .is_some_and(|call| call.partial_args.iter().any(|arg| arg.json_path.is_none()))
-    })
 }
 
 /// The tool_use id for the function call at part `index` of a reply (as
@@ -357,6 +345,8 @@ impl GeminiDecoder {
     }
 
     fn upstream_error<S: Sink>(&mut self, text: &str, emit: &mut S) {
+        // (The reader validated the text; serde_json only fails on nesting deeper than its
+        // 128 levels, where orjson allows 1024.)
         let value = serde_json::from_str::<Value>(text).unwrap_or(Value::Null);
         let (kind, message) = gemini_error(&value);
         self.fail(kind, &message, emit);
