@@ -86,6 +86,10 @@ def corners() -> dict[str, bytes]:
         "escapes": frame(chunk({"text": "q\"\\\n\x00\u2028 \U0001f600"}), stop),
         "whitespace-text": frame(chunk({"text": "\n\n"}), chunk({"text": "Hi"}), chunk({"text": "  "}), stop),
         "oversize-event": frame(chunk({"text": "x" * 200}), stop),
+        "repeated-keys-last-wins": frame(b'{"candidates":[{"content":{"parts":[{"text":5,"text":"ok","thought":1,"thought":false}]}}],"error":{},"error":null}', stop),
+        "repeated-arg-keys": frame(b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"A","args":{"x":1,"y":2,"x":[1.0,1E2]}}}]}}]}', b'{"candidates":[{"content":{"parts":[{"functionCall":{"name":"B","args":{"x":1,"y":2,"x":{"z":-0}}}}]}}]}', stop),
+        "deep-args": frame(chunk({"functionCall": {"name": "D", "args": {"a": [[[[[[[[[[[]]]]]]]]]]], "b": 12345678901234567890123}}}), stop),
+        "other-candidates-unread": frame(b'{"candidates":[{"content":{"parts":[{"text":"first"}]}},{"content":7},null]}', stop),
     }  # fmt: skip
 
 
