@@ -19,6 +19,8 @@ from conftest import (
     messages_via_chat_class,
     openai_stream,
 )
+from gemini_golden import GEMINI_DIRECTIONS, make_gemini
+from gemini_streams import gemini_stream
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -318,6 +320,8 @@ def load_input(source: str) -> bytes:
     if kind == "input":
         return (GOLDEN / "inputs" / name).read_bytes()
     folder, _, fixture = name.partition("/")
+    if folder == "gemini":
+        return gemini_stream(fixture)
     return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
 
 
@@ -328,6 +332,8 @@ def make(case: dict[str, Any], impl: str) -> Any:
             options[key] = options[key].encode()
     if case["direction"] == "messages_via_chat":
         return messages_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
+    if case["direction"] in GEMINI_DIRECTIONS:
+        return make_gemini(case["direction"], impl, options)
     return chat_via_messages_class(impl)("chatcmpl-golden", "claude-golden", 1764547200, **options)
 
 

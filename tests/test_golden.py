@@ -24,7 +24,12 @@ def test_cases_cover_every_input() -> None:
         f"input:{p.relative_to(GOLDEN / 'inputs')}" for p in (GOLDEN / "inputs").glob("*/*.sse")
     }
     assert stored <= used
-    assert {c["direction"] for c in CASES} == {"messages_via_chat", "chat_via_messages"}
+    assert {c["direction"] for c in CASES} == {
+        "messages_via_chat",
+        "chat_via_messages",
+        "messages_via_gemini",
+        "chat_via_gemini",
+    }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
 
 

@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::ANTHROPIC_ERROR_TYPES;
 use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
-use crate::{anthropic, chat, transducers};
+use crate::{anthropic, chat, gemini, transducers};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -138,6 +138,89 @@ transducer_methods!(
     }
 );
 
+// -- Gemini upstream -----------------------------------------------------------------------
+
+/// Translate one Gemini streamGenerateContent SSE body into Anthropic Messages SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct MessagesViaGeminiStream {
+    inner: transducers::MessagesViaGeminiStream,
+}
+
+transducer_methods!(
+    MessagesViaGeminiStream,
+    (u64, u64, u64),
+    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        message_id: &str,
+        model: &str,
+        input_tokens: u64,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        MessagesViaGeminiStream {
+            inner: transducers::messages_via_gemini(
+                message_id,
+                model,
+                input_tokens,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one Gemini streamGenerateContent SSE body into OpenAI Chat Completions chunks.
+#[pyclass(module = "hydra_proxy._native")]
+struct ChatViaGeminiStream {
+    inner: transducers::ChatViaGeminiStream,
+}
+
+transducer_methods!(
+    ChatViaGeminiStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (completion_id, model, created, *, message_id, include_usage=false, signing_key=None, continuation_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        message_id: &str,
+        include_usage: bool,
+        signing_key: Option<&[u8]>,
+        continuation_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        ChatViaGeminiStream {
+            inner: transducers::chat_via_gemini(
+                completion_id,
+                model,
+                created,
+                message_id,
+                include_usage,
+                signing_key,
+                continuation_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// The Gemini classes and tables of the module (tests/test_twin_constants.py).
+fn add_gemini(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MessagesViaGeminiStream>()?;
+    m.add_class::<ChatViaGeminiStream>()?;
+    m.add(
+        "GEMINI_REFUSAL_FINISH_REASONS",
+        gemini::mapping::REFUSAL_FINISH_REASONS.to_vec(),
+    )?;
+    m.add(
+        "GEMINI_ERROR_FINISH_REASONS",
+        gemini::mapping::ERROR_FINISH_REASONS.to_vec(),
+    )?;
+    m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
+    Ok(())
+}
+
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in pairs {
@@ -165,5 +248,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
+    add_gemini(m)?;
     Ok(())
 }
