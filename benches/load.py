@@ -14,6 +14,18 @@ the same window, in three modes: Anthropic in / OpenAI out, OpenAI in / Anthropi
 and same-protocol passthrough (the ceiling). Then it holds 2,000 long streams open
 through each server and reads its memory from /proc.
 
+Two more phases measure the per-chunk and per-request cost. paced-cpu: 200 streams at once
+(Anthropic in, OpenAI out), the mock writing one SSE event per chunk 10 ms apart; the CPU
+time of the proxy's process tree and of the mock over the window, per upstream event
+relayed (the client counts content deltas: one per upstream event). ttfb-large: c=1 with
+the real ~50 KB Claude Code request (tests/fixtures/claude-code), straight at the mock and
+through each proxy: the added time to first byte.
+
+    .venv/bin/python benches/load.py --phases paced-cpu,ttfb-large \
+        --alt-python ../main/python --servers hydra-native,hydra-native-alt
+
+measures this checkout against another one side by side, in the same run.
+
 Writes benches/results/load.json (raw), load.md (tables and legend) and load.png (plot).
 Benchmarks report; nothing here asserts a time. All traffic stays on 127.0.0.1.
 """
@@ -29,6 +41,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,6 +71,10 @@ from loadlib_servers import (
 CLIENT = BENCHES / "loadlib_client.py"
 HYDRA_SERVERS = ("hydra-native", "hydra-python")
 PEER_SERVERS = ("claude-code-router", "litellm")
+# Another checkout's python/ directory, side by side with this one (--alt-python DIR):
+# the same servers, named with an "-alt" suffix, only when asked for with --servers.
+VARIANT_SERVERS = ("hydra-native-alt", "hydra-python-alt")
+ALT_PYTHON: Path | None = None
 PEER_INSTALL = {"claude-code-router": "ccr", "litellm": "litellm"}
 
 
@@ -68,7 +85,9 @@ class Plan:
     quick: bool = False
     servers: list[str] = field(default_factory=lambda: [*HYDRA_SERVERS, *PEER_SERVERS])
     modes: list[str] = field(default_factory=lambda: list(MODES))
-    phases: list[str] = field(default_factory=lambda: ["instant", "paced", "hold"])
+    phases: list[str] = field(
+        default_factory=lambda: ["instant", "paced", "paced-cpu", "ttfb-large", "hold"]
+    )
     concurrency: list[int] = field(default_factory=lambda: [1, 64, 512])
     rounds: int = 1
     instant_chunks: int = 250
@@ -78,6 +97,16 @@ class Plan:
     instant_window_s: float = 5.0
     paced_warmup_s: float = 2.0
     paced_window_s: float = 8.0
+    # paced-cpu: many long streams at once, one SSE event per upstream chunk, CPU per event.
+    cpu_streams: int = 200
+    cpu_chunks: int = 1500
+    cpu_delay_ms: float = 10.0
+    cpu_warmup_s: float = 3.0
+    cpu_window_s: float = 8.0
+    # ttfb-large: c=1 with a real Claude Code request (tests/fixtures/claude-code).
+    large_request: str = "tests/fixtures/claude-code/request-after-tool-result.json"
+    large_warmup_s: float = 1.0
+    large_window_s: float = 5.0
     drain_s: float = 3.0
     settle_s: float = 30.0
     max_requests: int = 1_000_000
@@ -109,6 +138,12 @@ class Plan:
             warm_s=0.1,
             pause_s=0.05,
             max_requests=5000,
+            cpu_streams=8,
+            cpu_chunks=40,
+            cpu_warmup_s=0.1,
+            cpu_window_s=0.3,
+            large_warmup_s=0.1,
+            large_window_s=0.3,
             hold_streams=40,
             hold_chunks=1000,
             hold_delay_ms=200.0,
@@ -201,6 +236,10 @@ def make_server(name: str, mock_url: str) -> Server:
         return Hydra(mock_url, "native")
     if name == "hydra-python":
         return Hydra(mock_url, "python")
+    if name in VARIANT_SERVERS:
+        if ALT_PYTHON is None:
+            raise ValueError(f"{name} needs --alt-python DIR")
+        return Hydra(mock_url, name.split("-")[1], ALT_PYTHON, name)
     if name == "claude-code-router":
         return ClaudeCodeRouter(mock_url)
     if name == "litellm":
@@ -282,8 +321,12 @@ def throughput_job(
     pids: list[int],
     upstream_pids: list[int] | None = None,
 ) -> dict[str, Any]:
-    paced = phase == "paced"
-    return {
+    warmup, window = {
+        "paced": (plan.paced_warmup_s, plan.paced_window_s),
+        "paced-cpu": (plan.cpu_warmup_s, plan.cpu_window_s),
+        "ttfb-large": (plan.large_warmup_s, plan.large_window_s),
+    }.get(phase, (plan.instant_warmup_s, plan.instant_window_s))
+    job: dict[str, Any] = {
         "kind": "throughput",
         "label": label,
         "url": url,
@@ -291,8 +334,8 @@ def throughput_job(
         "body": request_body(protocol, model),
         "headers": request_headers(protocol),
         "concurrency": concurrency,
-        "warmup_s": plan.paced_warmup_s if paced else plan.instant_warmup_s,
-        "window_s": plan.paced_window_s if paced else plan.instant_window_s,
+        "warmup_s": warmup,
+        "window_s": window,
         "drain_s": plan.drain_s,
         "settle_s": plan.settle_s,
         "max_requests": plan.max_requests,
@@ -301,22 +344,56 @@ def throughput_job(
         "pids": pids,
         "upstream_pids": upstream_pids or [],
     }
+    if phase == "ttfb-large":
+        # The same real request body straight at the mock and through each proxy.
+        job["body"] = None
+        job["body_path"] = str(large_request(plan, model))
+    return job
+
+
+def large_request(plan: Plan, model: str) -> Path:
+    """The real Claude Code request, routed to `model` and streamed (else byte for byte)."""
+    out = Path(tempfile.gettempdir()) / f"hydra-load-large-{os.getpid()}-{model}.json"
+    if not out.exists():
+        request = orjson.loads((REPO / plan.large_request).read_bytes())["body"]
+        request["model"] = model
+        request["stream"] = True
+        out.write_bytes(orjson.dumps(request))
+    return out
 
 
 def throughput_phase(
     plan: Plan, phase: str, status: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    if phase == "instant":
+    concurrency = plan.concurrency
+    modes = plan.modes
+    names = plan.servers
+    if phase in ("instant", "ttfb-large"):
         flags = ["--mode", "instant", "--chunks", str(plan.instant_chunks)]
-    else:
+    elif phase == "paced":
         flags = [
             "--mode", "paced", "--chunks", str(plan.paced_chunks),
             "--delay-ms", str(plan.paced_delay_ms),
         ]  # fmt: skip
+    else:  # paced-cpu
+        flags = [
+            "--mode", "paced", "--chunks", str(plan.cpu_chunks),
+            "--delay-ms", str(plan.cpu_delay_ms),
+        ]  # fmt: skip
+    if phase == "paced-cpu":
+        concurrency = [plan.cpu_streams]
+        modes = [m for m in modes if m == "anthropic-in"]
+        names = [n for n in names if n not in ("litellm",)]
+    elif phase == "ttfb-large":
+        concurrency = [1]
+        modes = [m for m in modes if m == "anthropic-in"]
+        names = [n for n in names if n in HYDRA_SERVERS or n in VARIANT_SERVERS]
+    if not modes or not names:
+        return []
     mock = Mock(*flags)
     mock.start()
     log(f"{phase}: mock {' '.join(flags)} on {mock.url}")
-    servers = start_servers(plan.servers, mock.url, status)
+    servers = start_servers(names, mock.url, status)
     rows: list[dict[str, Any]] = []
     try:
         jobs: list[dict[str, Any]] = []
@@ -324,7 +401,7 @@ def throughput_phase(
         # Warm every server on every mode first (imports, connection pools); not reported.
         for server in servers:
             for mode_name in server.modes:
-                if mode_name not in plan.modes:
+                if mode_name not in modes:
                     continue
                 mode = MODES[mode_name]
                 warm = throughput_job(
@@ -335,9 +412,9 @@ def throughput_phase(
                 jobs.append(warm)
                 meta.append({})
         for rnd in range(plan.rounds):
-            for mode_name in plan.modes:
+            for mode_name in modes:
                 mode = MODES[mode_name]
-                for c in plan.concurrency:
+                for c in concurrency:
                     targets: list[tuple[str, str, str, list[int]]] = [
                         ("mock (direct)", mock.url + mode.upstream_path, mode.upstream_protocol,
                          [mock.pid])
@@ -516,6 +593,10 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             added_gap_p50_s=added("delta_gap_s", "p50") if proxied else None,
             added_gap_p99_s=added("delta_gap_s", "p99") if proxied else None,
             cpu_us_per_1k_events=med("cpu_us_per_1k_events"),
+            cpu_us_per_delta=med("cpu_us_per_delta"),
+            mock_cpu_us_per_delta=med("upstream_cpu_us_per_delta") if proxied else None,
+            deltas=sum(r.get("deltas", 0) for r in ok),
+            request_bytes=ok[0].get("request_bytes"),
             server_cpu_share=_median([r["server_cpu_s"] / r["window_s"] for r in ok]),
             client_cpu_share=med("client_cpu_share"),
             mock_cpu_share=_median([r["upstream_cpu_s"] / r["window_s"] for r in ok])
@@ -647,14 +728,27 @@ def targets(summary: list[dict[str, Any]], hold: list[dict[str, Any]]) -> list[d
                 r = ratio(line, passthrough, "throughput_per_s")
                 if r is None:
                     continue
+                goal = 0.85 if c == 64 else 0.8
                 out.append(
                     {
-                        "target": f"hydra-native {mode} >= 80% of passthrough streams/s (c={c}, {phase})",
+                        "target": f"hydra-native {mode} >= {goal:.0%} of passthrough streams/s (c={c}, {phase})",
                         "value": r * 100,
                         "unit": "%",
-                        "met": r >= 0.8,
+                        "met": r >= goal,
                     }
                 )  # fmt: skip
+    out += paced_cpu_targets(summary)
+    large = _find(summary, phase="ttfb-large", mode="anthropic-in", server="hydra-native")
+    v = large.get("added_ttfb_p50_s") if large else None
+    out.append(
+        {
+            "target": "hydra-native added TTFB p50 <= 0.5 ms at c=1 with the real Claude Code "
+            f"request ({large.get('request_bytes') if large else '?'} bytes)",
+            "value": None if v is None else v * 1e3,
+            "unit": "ms",
+            "met": None if v is None else v <= 0.5e-3,
+        }
+    )
     for row in hold:
         if row.get("server") == "hydra-native" and row.get("rss_per_stream_bytes") is not None:
             v = row["rss_per_stream_bytes"] / 1024
@@ -666,6 +760,46 @@ def targets(summary: list[dict[str, Any]], hold: list[dict[str, Any]]) -> list[d
                     "met": v <= 64,
                 }
             )
+    return out
+
+
+def paced_cpu_targets(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Proxy CPU per relayed upstream event on the paced upstream (200 streams at once)."""
+    lines = {
+        x["server"]: x for x in summary if x["phase"] == "paced-cpu" and x["mode"] == "anthropic-in"
+    }
+    native = lines.get("hydra-native", {}).get("cpu_us_per_delta")
+    out: list[dict[str, Any]] = []
+
+    def add(target: str, value: float | None, goal: float, unit: str = "x") -> None:
+        out.append(
+            {
+                "target": target,
+                "value": value,
+                "unit": unit,
+                "met": None if value is None else value <= goal,
+            }
+        )
+
+    mock = lines.get("hydra-native", {}).get("mock_cpu_us_per_delta")
+    add(
+        "paced: hydra-native proxy CPU per event <= the mock's own CPU per event written "
+        "(ratio proxy / mock)",
+        native / mock if native and mock else None,
+        1.0,
+    )
+    python = lines.get("hydra-python", {}).get("cpu_us_per_delta")
+    add(
+        "paced: hydra-native >= 2x cheaper than hydra-python per event (ratio native / python)",
+        native / python if native and python else None,
+        0.5,
+    )
+    ccr = lines.get("claude-code-router", {}).get("cpu_us_per_delta")
+    add(
+        "paced: hydra-native >= 4x less CPU per event than claude-code-router (ratio native / ccr)",
+        native / ccr if native and ccr else None,
+        0.25,
+    )
     return out
 
 
@@ -696,6 +830,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-install", action="store_true", help="do not run the peers' install scripts"
     )
     p.add_argument(
+        "--alt-python",
+        type=Path,
+        metavar="DIR",
+        help="another checkout's python/ directory, measured as hydra-*-alt (see --servers)",
+    )
+    p.add_argument("--alt-label", help="what the --alt-python checkout is, for the report")
+    p.add_argument(
         "--report-only",
         type=Path,
         metavar="JSON",
@@ -717,6 +858,8 @@ def rewrite_report(path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    global ALT_PYTHON
+    ALT_PYTHON = args.alt_python
     if args.report_only:
         return rewrite_report(args.report_only)
     plan = Plan.quick_plan() if args.quick else Plan()
@@ -732,7 +875,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.rounds = max(1, min(args.rounds, 20))
     if args.hold_streams:
         plan.hold_streams = max(1, min(args.hold_streams, 10_000))
-    unknown = set(plan.servers) - {*HYDRA_SERVERS, *PEER_SERVERS}
+    unknown = set(plan.servers) - {*HYDRA_SERVERS, *PEER_SERVERS, *VARIANT_SERVERS}
     if unknown or set(plan.modes) - set(MODES):
         print(f"unknown server or mode: {sorted(unknown | (set(plan.modes) - set(MODES)))}")
         return 2
@@ -759,10 +902,12 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "plan": asdict(plan),
         "modes": {name: m.description for name, m in MODES.items() if name in plan.modes},
+        "alt_python": str(ALT_PYTHON) if ALT_PYTHON else None,
+        "alt_label": args.alt_label,
     }  # fmt: skip
     log(f"plan: servers {plan.servers}, phases {plan.phases}, concurrency {plan.concurrency}")
     rows: list[dict[str, Any]] = []
-    for phase in ("instant", "paced"):
+    for phase in ("instant", "paced", "paced-cpu", "ttfb-large"):
         if phase in plan.phases:
             rows += throughput_phase(plan, phase, status)
     hold = hold_phase(plan, status) if "hold" in plan.phases else []

@@ -32,6 +32,7 @@ import time
 from array import array
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -85,6 +86,7 @@ class Stats:
     failed: int = 0  # HTTP status != 200 or a transport error
     cut: int = 0  # still running when the job ended (not an error)
     events: int = 0  # SSE events received inside the window
+    deltas: int = 0  # content deltas inside the window: one per upstream event relayed
     body_bytes: int = 0
     ttfb: list[float] = field(default_factory=list)
     ttft: list[float] = field(default_factory=list)  # to the first content delta
@@ -169,6 +171,7 @@ async def stream_once(
                     last_delta_t = t
                 if in_window:
                     stats.events += n
+                    stats.deltas += max(0, d)
                     stats.body_bytes += len(chunk)
             complete = not saw_error and any(m in tail for m in terminal)
             if complete:
@@ -188,7 +191,8 @@ async def stream_once(
 
 
 def _prepare(job: dict[str, Any]) -> None:
-    job["body_bytes"] = orjson.dumps(job["body"])
+    raw = job.get("body_path")
+    job["body_bytes"] = Path(raw).read_bytes() if raw else orjson.dumps(job["body"])
 
 
 def _timeout(job: dict[str, Any]) -> aiohttp.ClientTimeout:
@@ -278,6 +282,10 @@ async def throughput(job: dict[str, Any]) -> dict[str, Any]:
         "server_rss_bytes": rss,
         "cpu_us_per_1k_events": cpu * 1e6 / stats.events * 1000 if stats.events else None,
         "upstream_cpu_s": upstream_cpu,
+        "deltas": stats.deltas,
+        "cpu_us_per_delta": cpu * 1e6 / stats.deltas if stats.deltas else None,
+        "upstream_cpu_us_per_delta": upstream_cpu * 1e6 / stats.deltas if stats.deltas else None,
+        "request_bytes": len(job["body_bytes"]),
         "client_cpu_s": client_cpu,
         "client_cpu_share": client_cpu / window,
         "errors": stats.errors,

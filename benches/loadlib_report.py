@@ -143,6 +143,32 @@ def throughput_table(summary: list[dict[str, Any]], phase: str) -> list[str]:
     return lines
 
 
+def paced_cpu_table(summary: list[dict[str, Any]]) -> list[str]:
+    """CPU per relayed upstream event: the proxy's and the mock's, in the same window."""
+    lines = [
+        "| server | upstream events relayed | proxy CPU µs / event | mock CPU µs / event "
+        "| proxy / mock | cores srv/mock/client | +gap p50 ms | +gap p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for line in sorted((x for x in summary if x["phase"] == "paced-cpu"), key=_order):
+        if "requests_per_s" not in line:
+            lines.append(f"| {line['server']} | crashed: {'; '.join(line['crashed'])[:80]} ||||||")
+            continue
+        proxy = line.get("cpu_us_per_delta")
+        mock = line.get("mock_cpu_us_per_delta")
+        direct = line["server"] == "mock (direct)"
+        lines.append(
+            f"| {line['server']} | {line.get('deltas', 0):,} "
+            f"| {'' if direct else _fmt_num(proxy, 1)} "
+            f"| {_fmt_num(mock if not direct else proxy, 1)} "
+            f"| {'' if direct or not proxy or not mock else _fmt_num(proxy / mock, 2)} "
+            f"| {_cores(line)} "
+            f"| {'' if direct else _fmt_ms(line['added_gap_p50_s'], True)} "
+            f"| {'' if direct else _fmt_ms(line['added_gap_p99_s'], True)} |"
+        )
+    return lines
+
+
 def hold_table(hold: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| server | mode | held / asked | open time s | RSS before MiB | RSS peak MiB "
@@ -213,15 +239,40 @@ def markdown(data: dict[str, Any]) -> str:
         "uvicorn, `--num_workers 1`, access log off; claude-code-router: one node process).",
         "",
     ]
+    if meta.get("alt_python"):
+        out += [
+            f"**hydra-native-alt / hydra-python-alt**: {meta.get('alt_label') or 'another checkout'}"
+            f" (`{meta['alt_python']}`), measured side by side with this checkout in the same "
+            "run, against the same mock.",
+            "",
+        ]
     phases = {
         "instant": f"## Instant upstream ({plan['instant_chunks']} text deltas written at once; "
         f"warm-up {plan['instant_warmup_s']:g} s, window {plan['instant_window_s']:g} s)",
         "paced": f"## Paced upstream ({plan['paced_chunks']} deltas {plan['paced_delay_ms']:g} ms "
         f"apart; warm-up {plan['paced_warmup_s']:g} s, window {plan['paced_window_s']:g} s)",
     }
+    phases["ttfb-large"] = (
+        f"## Large request, c=1 (`{plan.get('large_request', '?')}`, its body re-encoded "
+        "compactly with the route's model; instant upstream)"
+    )
     for phase, title in phases.items():
         if any(x["phase"] == phase for x in data["summary"]):
             out += [title, "", *throughput_table(data["summary"], phase), ""]
+    if any(x["phase"] == "paced-cpu" for x in data["summary"]):
+        out += [
+            f"## CPU per event, paced ({plan['cpu_streams']} streams at once, one SSE event "
+            f"per upstream chunk {plan['cpu_delay_ms']:g} ms apart, {plan['cpu_chunks']} "
+            f"chunks per stream; warm-up {plan['cpu_warmup_s']:g} s, window "
+            f"{plan['cpu_window_s']:g} s; anthropic-in)",
+            "",
+            "CPU time (utime+stime from /proc/<pid>/stat) of the proxy's process tree and of "
+            "the mock over the window, divided by the content deltas the client received in it "
+            "(one per upstream event relayed).",
+            "",
+            *paced_cpu_table(data["summary"]),
+            "",
+        ]
     if data["hold"]:
         out += [
             f"## Memory: {plan['hold_streams']} held streams (upstream: {plan['hold_chunks']} "

@@ -243,10 +243,13 @@ class Server(Process):
 
 
 class Hydra(Server):
-    def __init__(self, mock_url: str, impl: str) -> None:
+    def __init__(
+        self, mock_url: str, impl: str, python_dir: Path | None = None, name: str | None = None
+    ) -> None:
         super().__init__(mock_url)
         self.impl = impl
-        self.name = f"hydra-{impl}"
+        self.python_dir = python_dir or REPO / "python"
+        self.name = name or f"hydra-{impl}"
 
     def command(self, workdir: Path) -> tuple[list[str], dict[str, str]]:
         config = workdir / "hydra.toml"
@@ -267,7 +270,9 @@ class Hydra(Server):
             'provider = "mock_anthropic"\n'
         )
         env = _clean_env(str(workdir))
-        env["PYTHONPATH"] = str(REPO / "python")
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(self.python_dir), os.environ.get("PYTHONPATH")])
+        )
         env["HYDRA_SIGNING_KEY_FILE"] = str(workdir / "signing-key")
         argv = [
             sys.executable, "-m", "hydra_proxy", "serve", "--port", str(self.port),

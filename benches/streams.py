@@ -134,3 +134,71 @@ CHUNKINGS = {
     "random-1-64": random_splits,
     "coalesced-64k": coalesced,
 }
+
+
+# -- Gemini upstream (streamGenerateContent?alt=sse, CRLF framed) -------------------------
+
+GEMINI_FIXTURES = FIXTURES.parent / "gemini"
+
+
+def gemini_recorded(name: str) -> bytes:
+    data = (GEMINI_FIXTURES / name).read_bytes()
+    if name.endswith(".jsonl"):
+        data = b"".join(b"data: " + line + b"\r\n\r\n" for line in data.splitlines() if line)
+    return data
+
+
+def gemini_corpus() -> bytes:
+    """Every recorded Gemini stream, one body per stream, joined by NUL."""
+    names = sorted(p.name for p in GEMINI_FIXTURES.iterdir() if p.suffix in (".sse", ".jsonl"))
+    return b"\x00".join(gemini_recorded(n) for n in names)
+
+
+def _gemini_chunk(*parts: dict[str, object], finish: str | None = None) -> bytes:
+    candidate: dict[str, object] = {"content": {"role": "model", "parts": list(parts)}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    usage = {"promptTokenCount": 5000, "candidatesTokenCount": 2000, "totalTokenCount": 7000}
+    body = {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "bench",
+    }
+    return b"data: " + orjson.dumps(body) + b"\r\n\r\n"
+
+
+def gemini_text(n: int = 2000) -> bytes:
+    words = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog.\n"]
+    body = [_gemini_chunk({"text": words[i % len(words)]}) for i in range(n)]
+    return b"".join([*body, _gemini_chunk({"text": ""}, finish="STOP")])
+
+
+def gemini_thoughts_then_streamed_call(n: int = 1000) -> bytes:
+    body = [_gemini_chunk({"text": " step", "thought": True}) for _ in range(n)]
+    body.append(
+        _gemini_chunk(
+            {"functionCall": {"name": "Write", "willContinue": True}, "thoughtSignature": "QUJD"}
+        )
+    )
+    piece = {"jsonPath": "$.content", "stringValue": "line\n", "willContinue": True}
+    call = {"partialArgs": [piece], "willContinue": True}
+    body += [_gemini_chunk({"functionCall": call}) for _ in range(n // 2)]
+    body.append(_gemini_chunk({"functionCall": {}}))
+    return b"".join([*body, _gemini_chunk({"text": ""}, finish="STOP")])
+
+
+def event_aligned_crlf(data: bytes) -> list[bytes]:
+    return [part + b"\r\n\r\n" for part in data.split(b"\r\n\r\n") if part]
+
+
+GEMINI_STREAMS = {
+    "gemini-corpus": gemini_corpus,
+    "gemini-text-2000": gemini_text,
+    "gemini-thoughts-streamed-call": gemini_thoughts_then_streamed_call,
+}
+GEMINI_CHUNKINGS = {
+    "event-aligned": event_aligned_crlf,
+    "random-1-64": random_splits,
+    "coalesced-64k": coalesced,
+}

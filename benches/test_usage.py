@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hydra_proxy.messages_via_chat.stream import MessagesViaChatStream
+from hydra_proxy.transducers import MessagesViaChatStream
 from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
 from hydra_proxy.usage.record import UsageRecord

@@ -20,6 +20,8 @@ from conftest import (
     messages_via_chat_class,
     openai_stream,
 )
+from gemini_golden import GEMINI_DIRECTIONS, make_gemini
+from gemini_streams import gemini_stream
 from hydra_proxy import transducers
 from responses_streams import RESPONSES_STREAMS
 
@@ -388,6 +390,8 @@ def load_input(source: str) -> bytes:
     folder, _, fixture = name.partition("/")
     if folder == "responses":
         return RESPONSES_STREAMS[fixture]
+    if folder == "gemini":
+        return gemini_stream(fixture)
     return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
 
 
@@ -428,6 +432,8 @@ def make(case: dict[str, Any], impl: str) -> Any:
         return _responses_class(name, impl)(*args, **options)
     if case["direction"] == "messages_via_chat":
         return messages_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
+    if case["direction"] in GEMINI_DIRECTIONS:
+        return make_gemini(case["direction"], impl, options)
     return chat_via_messages_class(impl)("chatcmpl-golden", "claude-golden", 1764547200, **options)
 
 

@@ -31,6 +31,8 @@ def test_cases_cover_every_input() -> None:
         "responses_via_messages",
         "messages_via_responses",
         "chat_via_responses",
+        "messages_via_gemini",
+        "chat_via_gemini",
     }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
 

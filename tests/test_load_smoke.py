@@ -90,3 +90,23 @@ def test_held_streams_measured(results: dict[str, Any]) -> None:
             assert row["failed"] == 0, row["errors"]
             assert row["peak_rss_bytes"] > 0
             assert row["rss_per_stream_bytes"] is not None
+
+
+@pytest.mark.e2e
+def test_paced_cpu_and_large_request_phases_measured(results: dict[str, Any]) -> None:
+    """Proxy and mock CPU per relayed event (paced-cpu), and the added TTFB of the real
+    Claude Code request (ttfb-large), for each hydra server."""
+    for server in SERVERS:
+        paced = [
+            x for x in results["summary"] if (x["phase"], x["server"]) == ("paced-cpu", server)
+        ]
+        assert len(paced) == 1, server
+        assert paced[0]["deltas"] > 0 and paced[0]["failed"] == 0, paced[0]
+        assert paced[0]["cpu_us_per_delta"] is not None, paced[0]
+        assert paced[0]["mock_cpu_us_per_delta"] is not None, paced[0]
+        large = [
+            x for x in results["summary"] if (x["phase"], x["server"]) == ("ttfb-large", server)
+        ]
+        assert len(large) == 1 and large[0]["completed"] > 0, server
+        assert large[0]["request_bytes"] > 40_000, large[0]  # the real request, not a stub
+        assert large[0]["added_ttfb_p50_s"] is not None, large[0]

@@ -1524,7 +1524,22 @@ def test_fixtures_present() -> None:
     ]
 
 
-@pytest.mark.parametrize("name", FIXTURE_NAMES)
+# The main-loop captures (one conversation at four points); the subagent captures get their
+# own check below, since their prompts and tools differ.
+MAIN_LOOP_FIXTURES = [n for n in FIXTURE_NAMES if "subagent" not in n]
+
+
+@pytest.mark.parametrize("name", [n for n in FIXTURE_NAMES if "subagent" in n])
+@pytest.mark.parametrize("target", CC_TARGETS)
+def test_claude_code_subagent_requests(name: str, target: ChatTarget) -> None:
+    body = load_fixture(name)
+    got = chat_request_from_messages(body, target, stream=True)
+    assert_valid_chat(got)
+    assert [t["function"]["name"] for t in got["tools"]] == [t["name"] for t in body["tools"]]
+    assert [m["role"] for m in got["messages"]].count("system") == 1
+
+
+@pytest.mark.parametrize("name", MAIN_LOOP_FIXTURES)
 @pytest.mark.parametrize("target", CC_TARGETS)
 def test_claude_code_requests(name: str, target: ChatTarget) -> None:
     body = load_fixture(name)

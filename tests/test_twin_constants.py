@@ -70,6 +70,18 @@ def test_mapping_functions_use_the_tables() -> None:
 # The readers are split out of the decoder on the Rust side only (chunk.rs, event.rs: the
 # Python twins are `_read_chunk` / `_read_event` in decoder.py).
 READERS = {"rust/src/chat/chunk.rs", "rust/src/anthropic/event.rs"}
+# The stream layer's module names; a protocol package also holds request/response modules
+# (pure Python, no Rust twin), which the Python -> Rust direction leaves out.
+STREAM_MODULES = {
+    "__init__",
+    "decoder",
+    "encoder",
+    "output",
+    "mapping",
+    "events",
+    "messages",
+    "transducer",
+}
 
 
 # The Responses package also holds Python-only request and non-streamed modules; its Rust
@@ -97,6 +109,34 @@ def test_every_rust_module_has_a_python_twin(package: str) -> None:
         twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
         assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
         assert path.stem == "mod" or f"rust/src/{package}/{path.name}" in twin.read_text()
-    for path in sorted(python.glob("*.py")):
+    for path in sorted(p for p in python.glob("*.py") if p.stem in STREAM_MODULES):
         twin = rust / ("mod.rs" if path.stem == "__init__" else f"{path.stem}.rs")
         assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
+
+
+# -- Gemini upstream ---------------------------------------------------------------------
+
+
+def test_native_gemini_tables() -> None:
+    from hydra_proxy.gemini import decoder as gemini_decoder
+    from hydra_proxy.gemini import mapping as gemini_mapping
+
+    refusal = _native.GEMINI_REFUSAL_FINISH_REASONS
+    error = _native.GEMINI_ERROR_FINISH_REASONS
+    assert len(refusal) == len(set(refusal)) and len(error) == len(set(error))
+    assert frozenset(refusal) == gemini_mapping.REFUSAL_FINISH_REASONS
+    assert frozenset(error) == gemini_mapping.ERROR_FINISH_REASONS
+    assert _native.MSG_BAD_JSON_PATH == gemini_decoder.MSG_BAD_JSON_PATH
+
+
+def test_gemini_rust_modules_have_python_twins() -> None:
+    # The Python package also holds the request side (request_writer, schema, ...), which
+    # has no Rust twin; chunk.rs is the decoder's reader (`_read_chunk` in decoder.py).
+    rust = ROOT / "rust" / "src" / "gemini"
+    python = ROOT / "python" / "hydra_proxy" / "gemini"
+    for path in sorted(rust.glob("*.rs")):
+        if path.name == "chunk.rs":
+            continue
+        twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
+        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
+        assert path.stem == "mod" or f"rust/src/gemini/{path.name}" in twin.read_text()

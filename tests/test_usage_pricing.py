@@ -31,7 +31,8 @@ def test_fixture_usage_is_read_in_canonical_conventions() -> None:
 
 def _last_usage(name: str, key: str) -> dict[str, object]:
     found = None
-    for line in (FIXTURES / "usage" / name).read_bytes().splitlines():
+    folder = "gemini" if name.startswith("vercel-google") else "responses"
+    for line in (FIXTURES / folder / name).read_bytes().splitlines():
         line = line.removeprefix(b"data:").strip()
         if line.startswith(b"{"):
             event = orjson.loads(line)

@@ -15,7 +15,7 @@ code points; the texts themselves are the reasoning that precedes the suffix, co
 in order) or ``{"redacted":"<data>"}``. MAC is the first 18 bytes of
 HMAC-SHA256(key, b"hydra-continuation:v1\\0" + BLOCKS + b"\\0" + utf8(reasoning text)), so a
 suffix is trusted only with exactly the reasoning it was made for. The native transducer
-(rust/src/chat_via_messages/) writes the same bytes.
+(rust/src/chat/encoder.rs) writes the same bytes.
 
 On replay the suffix is looked for at the end of `reasoning_content` (Zed with
 `interleaved_reasoning`) or inside `content` (Zed's default replays reasoning as plain

@@ -18,6 +18,7 @@ from .anthropic.decoder import AnthropicDecoder
 from .anthropic.encoder import AnthropicEncoder
 from .chat.decoder import ChatDecoder
 from .chat.encoder import ChatEncoder
+from .gemini.decoder import GeminiDecoder
 from .responses.decoder import ResponsesDecoder
 from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
@@ -299,6 +300,86 @@ class ChatViaMessagesFactory(Protocol):
     ) -> StreamTransducer: ...
 
 
+# -- Gemini upstream (streamGenerateContent?alt=sse) ------------------------------------
+
+
+class MessagesViaGeminiStream(Transducer[GeminiDecoder, AnthropicEncoder]):
+    """Translate one Gemini streamGenerateContent SSE body into Anthropic Messages events."""
+
+    def __init__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            GeminiDecoder(message_id, signing_key),
+            AnthropicEncoder(message_id, model, input_tokens),
+            max_event_bytes,
+        )
+
+
+class ChatViaGeminiStream(Transducer[GeminiDecoder, ChatEncoder]):
+    """Translate one Gemini streamGenerateContent SSE body into OpenAI Chat chunks.
+
+    `message_id` names the tool calls (the Gemini decoder's `tool_use_id`); `signing_key`
+    signs the thinking blocks and carries the thought signatures, `continuation_key` the
+    Chat continuation suffix that brings them back on replay.
+    """
+
+    def __init__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        message_id: str,
+        include_usage: bool = False,
+        signing_key: bytes | None = None,
+        continuation_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            GeminiDecoder(message_id, signing_key),
+            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
+            max_event_bytes,
+        )
+
+
+class MessagesViaGeminiFactory(Protocol):
+    """The constructor of a MessagesViaGeminiStream, either implementation's."""
+
+    def __call__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+class ChatViaGeminiFactory(Protocol):
+    """The constructor of a ChatViaGeminiStream, either implementation's."""
+
+    def __call__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        message_id: str,
+        include_usage: bool = ...,
+        signing_key: bytes | None = ...,
+        continuation_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
 # The same constructor as a MessagesViaChatStream's.
 MessagesViaResponsesFactory = MessagesViaChatFactory
 
@@ -310,6 +391,8 @@ class Implementation:
     name: str
     MessagesViaChatStream: MessagesViaChatFactory
     ChatViaMessagesStream: ChatViaMessagesFactory
+    MessagesViaGeminiStream: MessagesViaGeminiFactory
+    ChatViaGeminiStream: ChatViaGeminiFactory
     ResponsesViaChatStream: ResponsesStreamFactory
     ResponsesViaMessagesStream: ResponsesStreamFactory
     MessagesViaResponsesStream: MessagesViaResponsesFactory
@@ -320,6 +403,8 @@ PYTHON = Implementation(
     "python",
     MessagesViaChatStream,
     ChatViaMessagesStream,
+    MessagesViaGeminiStream,
+    ChatViaGeminiStream,
     ResponsesViaChatStream=ResponsesViaChatStream,
     ResponsesViaMessagesStream=ResponsesViaMessagesStream,
     MessagesViaResponsesStream=MessagesViaResponsesStream,
@@ -335,6 +420,8 @@ def native() -> Implementation:
         "native",
         _native.MessagesViaChatStream,
         _native.ChatViaMessagesStream,
+        _native.MessagesViaGeminiStream,
+        _native.ChatViaGeminiStream,
         ResponsesViaChatStream=_native.ResponsesViaChatStream,
         ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
         MessagesViaResponsesStream=_native.MessagesViaResponsesStream,

@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::ANTHROPIC_ERROR_TYPES;
 use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
-use crate::{anthropic, chat, responses, transducers};
+use crate::{anthropic, chat, gemini, responses, transducers};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -137,6 +137,89 @@ transducer_methods!(
         }
     }
 );
+
+// -- Gemini upstream -----------------------------------------------------------------------
+
+/// Translate one Gemini streamGenerateContent SSE body into Anthropic Messages SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct MessagesViaGeminiStream {
+    inner: transducers::MessagesViaGeminiStream,
+}
+
+transducer_methods!(
+    MessagesViaGeminiStream,
+    (u64, u64, u64),
+    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        message_id: &str,
+        model: &str,
+        input_tokens: u64,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        MessagesViaGeminiStream {
+            inner: transducers::messages_via_gemini(
+                message_id,
+                model,
+                input_tokens,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one Gemini streamGenerateContent SSE body into OpenAI Chat Completions chunks.
+#[pyclass(module = "hydra_proxy._native")]
+struct ChatViaGeminiStream {
+    inner: transducers::ChatViaGeminiStream,
+}
+
+transducer_methods!(
+    ChatViaGeminiStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (completion_id, model, created, *, message_id, include_usage=false, signing_key=None, continuation_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        message_id: &str,
+        include_usage: bool,
+        signing_key: Option<&[u8]>,
+        continuation_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        ChatViaGeminiStream {
+            inner: transducers::chat_via_gemini(
+                completion_id,
+                model,
+                created,
+                message_id,
+                include_usage,
+                signing_key,
+                continuation_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// The Gemini classes and tables of the module (tests/test_twin_constants.py).
+fn add_gemini(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<MessagesViaGeminiStream>()?;
+    m.add_class::<ChatViaGeminiStream>()?;
+    m.add(
+        "GEMINI_REFUSAL_FINISH_REASONS",
+        gemini::mapping::REFUSAL_FINISH_REASONS.to_vec(),
+    )?;
+    m.add(
+        "GEMINI_ERROR_FINISH_REASONS",
+        gemini::mapping::ERROR_FINISH_REASONS.to_vec(),
+    )?;
+    m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
+    Ok(())
+}
 
 // -- OpenAI Responses clients (issue 10) ----------------------------------------------------
 
@@ -309,6 +392,20 @@ transducer_methods!(
     }
 );
 
+/// The Responses classes and tables of the module (tests/test_twin_constants.py).
+fn add_responses(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<ResponsesViaChatStream>()?;
+    m.add_class::<ResponsesViaMessagesStream>()?;
+    m.add_class::<MessagesViaResponsesStream>()?;
+    m.add_class::<ChatViaResponsesStream>()?;
+    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
+    let reasons = responses::shared::INCOMPLETE_REASONS;
+    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
+    Ok(())
+}
+
 // -- end of OpenAI Responses ----------------------------------------------------------------
 
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
@@ -324,10 +421,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<MessagesViaChatStream>()?;
     m.add_class::<ChatViaMessagesStream>()?;
-    m.add_class::<ResponsesViaChatStream>()?;
-    m.add_class::<ResponsesViaMessagesStream>()?;
-    m.add_class::<MessagesViaResponsesStream>()?;
-    m.add_class::<ChatViaResponsesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -346,9 +439,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
-    let codes = responses::shared::RESPONSE_ERROR_CODES;
-    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
-    let reasons = responses::shared::INCOMPLETE_REASONS;
-    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
+    add_gemini(m)?;
+    add_responses(m)?;
     Ok(())
 }

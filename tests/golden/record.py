@@ -1,12 +1,13 @@
 """Record the golden stream translations (tests/golden/cases.json and outputs/).
 
-    PYTHONPATH=python:tests python tests/golden/record.py [--inputs] [--responses-inputs]
+    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs] [--responses-inputs]
 
 The goldens pin the bytes both transducers emit today, so a refactoring of the stream code
 can be checked byte for byte (tests/test_golden.py). Re-record only for an intended change
 of output, and say so in the commit. `--inputs` also regenerates the generated inputs under
 inputs/ (seeded hypothesis draws and hand-written corner cases); without it the stored
-inputs are replayed. Each recording is checked native == Python before it is written.
+inputs are replayed (`--gemini-inputs` regenerates only inputs/gemini/). Each recording
+is checked native == Python before it is written.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import gemini_golden  # noqa: E402
 import golden_cases  # noqa: E402
 from conftest import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
 from responses_streams import RESPONSES_STREAMS  # noqa: E402
@@ -76,7 +78,8 @@ def write_inputs() -> None:
     inputs = {**_generated_inputs(), **golden_cases.corner_inputs()}
     folder = HERE / "inputs"
     for old in folder.glob("*/*.sse"):
-        old.unlink()
+        if old.parent.name != "gemini":  # (gemini_golden.write_inputs writes those)
+            old.unlink()
     for name, body in sorted(inputs.items()):
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +193,7 @@ def cases() -> list[dict[str, Any]]:
             )
     out += _responses_cases(chat_inputs, anthropic_inputs)
     out += golden_cases.scripted_cases()
+    out += gemini_golden.cases()
     for case in out:
         case.setdefault("script", ["feed", "finish"])
         case["name"] = golden_cases.case_name(case)
@@ -203,6 +207,8 @@ def main() -> None:
         write_inputs()
     if "--responses-inputs" in sys.argv:
         write_responses_inputs()
+    if "--inputs" in sys.argv or "--gemini-inputs" in sys.argv:
+        gemini_golden.write_inputs()
     recorded = []
     outputs = HERE / "outputs"
     for old in outputs.glob("*/*.sse"):

@@ -68,7 +68,6 @@ from .keys import Key, KeyPool, key_pools, mask, parse_retry_after
 from .loading import (
     CONFIG_ENV,
     PROXY_KEYS_ENV,
-    SETTINGS_ENV,
     builtin_providers,
     default_dotenv_path,
     environment,
@@ -94,7 +93,6 @@ __all__ = [
     "DEFAULT_PORT",
     "PROVIDER_KINDS",
     "PROXY_KEYS_ENV",
-    "SETTINGS_ENV",
     "Attempt",
     "ConfigError",
     "Key",

@@ -30,7 +30,6 @@ from .validate import Validator, read_config, type_ok
 
 log = logging.getLogger("hydra_proxy.config")
 
-SETTINGS_ENV = "HYDRA_PROXY_SETTINGS"
 PROXY_KEYS_ENV = "HYDRA_PROXY_KEYS"
 CONFIG_ENV = "HYDRA_CONFIG"
 _TRUE = ("1", "true", "yes", "on")

@@ -10,10 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from .providers import Provider
-from .routes import RequestTraits, Route, RouteDecision, Target, decide
+from .routes import RequestTraits, Route, RouteDecision, decide
 
 DEFAULT_PORT = 3456
 
@@ -78,23 +76,3 @@ class Settings:
         """Whether any request can reach the target provider (no unconditional `*` route
         claims everything first)."""
         return not any(r.match == "*" and not r.conditional for r in self.routes)
-
-    # Used only by server.app.create_app, itself unused (granian gets a loader): remove both.
-    @staticmethod
-    def from_json(data: bytes | str) -> Settings:
-        raw = orjson.loads(data)
-        raw["providers"] = {
-            k: Provider(
-                **{**v, "api_key_envs": tuple(v.get("api_key_envs", ())), "dotenv_keys": ()}
-            )
-            for k, v in raw["providers"].items()
-        }
-        routes = []
-        for r in raw["routes"]:
-            r["fallback"] = tuple(Target(**t) for t in r.get("fallback", ()))
-            r["effort_map"] = tuple(tuple(p) for p in r.get("effort_map", ()))
-            routes.append(Route(**r))
-        raw["routes"] = tuple(routes)
-        raw.pop("lines", None)
-        raw.pop("flags", None)
-        return Settings(**raw)

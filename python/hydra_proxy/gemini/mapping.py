@@ -1,5 +1,5 @@
 """Gemini finish reasons and usage in Anthropic terms: ONE table for the non-streamed
-reader (`response`) and the stream decoder.
+reader (`response`) and the stream decoder (twin of rust/src/gemini/mapping.rs).
 
 Finish reasons (``Candidate.finishReason``):
 
@@ -35,6 +35,7 @@ from ..errors import ProxyError
 __all__ = [
     "ERROR_FINISH_REASONS",
     "REFUSAL_FINISH_REASONS",
+    "anthropic_usage",
     "finish_error",
     "stop_reason",
     "usage",
@@ -85,14 +86,24 @@ def _count(value: Any) -> int:
 def usage(usage_metadata: Any) -> dict[str, int]:
     """Anthropic usage for a Gemini usageMetadata object (missing fields count 0)."""
     meta = usage_metadata if isinstance(usage_metadata, dict) else {}
-    prompt = _count(meta.get("promptTokenCount"))
-    cached = _count(meta.get("cachedContentTokenCount"))
+    input_tokens, output_tokens, cache_read = anthropic_usage(
+        _count(meta.get("promptTokenCount")),
+        _count(meta.get("cachedContentTokenCount")),
+        _count(meta.get("candidatesTokenCount")),
+        _count(meta.get("thoughtsTokenCount")),
+    )
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": cache_read,
+    }
+
+
+def anthropic_usage(
+    prompt: int, cached: int, candidates: int, thoughts: int
+) -> tuple[int, int, int]:
+    """(input_tokens, output_tokens, cache_read_input_tokens) for Gemini's counts."""
     if prompt:
         cached = min(cached, prompt)
-    return {
-        "input_tokens": max(prompt - cached, 0),
-        "output_tokens": _count(meta.get("candidatesTokenCount"))
-        + _count(meta.get("thoughtsTokenCount")),
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": cached,
-    }
+    return max(prompt - cached, 0), candidates + thoughts, cached

@@ -1,4 +1,8 @@
-"""The ASGI application: routing, authentication, errors in the client's protocol."""
+"""The ASGI application: routing, authentication, errors in the client's protocol.
+
+Every request runs the same pipeline: parse -> resolve the route -> plan (the ingress
+modules, no I/O) -> send -> relay | forward | json (the exchange module).
+"""
 
 from __future__ import annotations
 
@@ -7,22 +11,19 @@ import hmac
 import logging
 import os
 import time
-from collections.abc import Coroutine
 from typing import Any
 
 import orjson
-from aiohttp import ClientResponse
 
 from .. import __version__, ids, tokens
-from ..config import SETTINGS_ENV, Settings
+from ..config import Settings
 from ..errors import ProxyError, invalid_request
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
-from ..transducers import StreamTransducer, select
-from . import chat, messages
+from ..transducers import select
+from . import exchange
 from .asgi import (
     JSON,
-    SSE,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -32,11 +33,18 @@ from .asgi import (
     read_body,
     respond,
 )
-from .streaming import relay
+from .ingress import Context, chat, messages, parse_request, resolve
+from .plan import Plan
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
+
+# The client endpoints that take a model request, and the ingress that plans each.
+_INGRESS = {
+    "/v1/messages": messages.plan,
+    "/v1/chat/completions": chat.plan,
+}
 
 
 def _anthropic_client(scope: Scope) -> bool:
@@ -50,6 +58,7 @@ class App:
         self.upstream = Upstream(settings)
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
+        self.context = Context(settings, self.impl, self.signing_key)
         self.proxy_keys = tuple(
             k.strip().encode()
             for k in os.environ.get("HYDRA_PROXY_KEYS", "").split(",")
@@ -75,27 +84,18 @@ class App:
                 )
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self.upstream.close()
+                self.upstream.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Tag the response with a request id, route it, and write one access-log line."""
+        """Route the request (its response is tagged with a request id where it starts, see
+        asgi.start) and write one access-log line."""
         request_id = ids.request_id()
         started = time.monotonic()
-        status = 0
-        tag = (b"x-request-id", request_id.encode())
-
-        async def tagged(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                message["headers"] = [*message["headers"], tag]
-            await send(message)
-
         scope["hydra.request_id"] = request_id
         try:
-            await self.route(scope, receive, tagged)
+            await self.route(scope, receive, send)
         finally:
             if access_log.isEnabledFor(logging.INFO):
                 details = scope.get("hydra.log")
@@ -103,7 +103,7 @@ class App:
                     "%s %s %d %.1fms id=%s%s",
                     scope["method"],
                     scope["path"],
-                    status,
+                    scope.get("hydra.status", 0),
                     (time.monotonic() - started) * 1000,
                     request_id,
                     "".join(f" {k}={v}" for k, v in details.items()) if details else "",
@@ -114,33 +114,31 @@ class App:
         path: str = scope["path"]
         try:
             if method == "POST":
-                if path == "/v1/messages":
+                ingress = _INGRESS.get(path)
+                if ingress is not None:
                     self.authorize(scope)
                     body = await read_body(receive, self.settings.max_body_bytes)
-                    await messages.handle(self, scope, receive, send, body)
+                    await self.exchange(ingress(self.context, scope, body), scope, receive, send)
                 elif path == "/v1/messages/count_tokens":
                     self.authorize(scope)
                     body = await read_body(receive, self.settings.max_body_bytes)
-                    await self.count_tokens(send, body)
-                elif path == "/v1/chat/completions":
-                    self.authorize(scope)
-                    body = await read_body(receive, self.settings.max_body_bytes)
-                    await chat.handle(self, scope, receive, send, body)
+                    await self.count_tokens(scope, send, body)
                 elif path == "/api/event_logging/batch":
                     # Claude Code telemetry: accepted and dropped.
                     await read_body(receive, self.settings.max_body_bytes)
-                    await respond(send, 200, b"{}")
+                    await respond(scope, send, 200, b"{}")
                 else:
                     raise ProxyError(404, f"no endpoint POST {path}", error_type="not_found_error")
             elif method in ("GET", "HEAD"):
                 if path == "/health":
-                    await respond(send, 200, b'{"status":"ok"}')
+                    await respond(scope, send, 200, b'{"status":"ok"}')
                 elif path in ("/", "/api/hello"):
                     # Claude Code probes HEAD /api/hello for connectivity.
-                    await respond(send, 200, b"" if method == "HEAD" else b'{"name":"hydra-proxy"}')
+                    body = b"" if method == "HEAD" else b'{"name":"hydra-proxy"}'
+                    await respond(scope, send, 200, body)
                 elif path == "/v1/models":
                     self.authorize(scope)
-                    await respond(send, 200, self.models(scope))
+                    await respond(scope, send, 200, self.models(scope))
                 else:
                     raise ProxyError(
                         404, f"no endpoint {method} {path}", error_type="not_found_error"
@@ -164,39 +162,11 @@ class App:
         except ClientGone:
             return
 
-    async def stream(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        connect: Coroutine[Any, Any, ClientResponse],
-        transducer: StreamTransducer,
-        log_details: dict[str, object],
-    ) -> None:
-        """Relay a translated upstream stream to the client, then note it for the access log."""
-
+    async def exchange(self, plan: Plan, scope: Scope, receive: Receive, send: Send) -> None:
         async def http_error(exc: ProxyError) -> None:
             await self.error(scope, send, exc)
 
-        await relay(
-            connect,
-            transducer,
-            receive,
-            send,
-            [(b"content-type", SSE), (b"cache-control", b"no-cache")],
-            ping_interval=self.settings.ping_interval,
-            idle_timeout=self.settings.idle_timeout,
-            http_error=http_error,
-        )
-        details = dict(log_details)
-        details["usage"] = "/".join(map(str, transducer.usage))
-        if transducer.stop_reason is not None:
-            details["stop"] = transducer.stop_reason
-        if transducer.error is not None:
-            details["error"] = transducer.error[0]
-        elif not transducer.complete:
-            details["error"] = "client_gone"
-        scope["hydra.log"] = details
+        await exchange.run(plan, self.upstream, self.settings, scope, receive, send, http_error)
 
     def authorize(self, scope: Scope) -> None:
         """With HYDRA_PROXY_KEYS set, a client must present one of them."""
@@ -220,17 +190,15 @@ class App:
             body = exc.anthropic_body(scope.get("hydra.request_id"))
         else:
             body = exc.openai_body()
-        await respond(send, exc.status, body, JSON, headers)
+        await respond(scope, send, exc.status, body, JSON, headers)
 
-    async def count_tokens(self, send: Send, body: bytes) -> None:
-        request = messages.parse_request(body)
-        if self.settings.resolve(request["model"]) is None:
-            raise ProxyError(
-                404, f"model: no route for model {request['model']!r}", error_type="not_found_error"
-            )
+    async def count_tokens(self, scope: Scope, send: Send, body: bytes) -> None:
+        request = parse_request(body)
+        resolve(self.settings, request["model"])
         if not isinstance(request.get("messages"), list):
             raise invalid_request("messages: a list of messages is required", "messages")
-        await respond(send, 200, orjson.dumps({"input_tokens": estimate_input_tokens(request)}))
+        count = estimate_input_tokens(request)
+        await respond(scope, send, 200, orjson.dumps({"input_tokens": count}))
 
     def models(self, scope: Scope) -> bytes:
         names = sorted(
@@ -265,14 +233,3 @@ class App:
                 ],
             }
         )
-
-
-def create_app() -> App:
-    """granian's factory target: settings come from the CLI via the environment."""
-    raw = os.environ.get(SETTINGS_ENV)
-    settings = Settings.from_json(raw) if raw else Settings()
-    if not settings.providers:
-        from ..config import load
-
-        settings = load()
-    return App(settings)

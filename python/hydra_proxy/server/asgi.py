@@ -48,18 +48,23 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
+def start(scope: Scope, status: int, headers: Headers) -> Message:
+    """The http.response.start message, tagged with the request id; notes the status for
+    the access log (every response of this app starts here: body sends are not wrapped)."""
+    scope["hydra.status"] = status
+    tag = scope.get("hydra.request_id")
+    if tag is not None:
+        headers = [*headers, (b"x-request-id", tag.encode())]
+    return {"type": "http.response.start", "status": status, "headers": headers}
+
+
 async def respond(
+    scope: Scope,
     send: Send,
     status: int,
     body: bytes,
     content_type: bytes = JSON,
     headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", content_type), *headers],
-        }
-    )
+    await send(start(scope, status, [(b"content-type", content_type), *headers]))
     await send({"type": "http.response.body", "body": body})

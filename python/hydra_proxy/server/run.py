@@ -21,7 +21,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
 
     logging.getLogger("hydra_proxy").setLevel(log_level.upper())
     server = Server(
-        "hydra_proxy.server.app:create_app",
+        "hydra_proxy.server.app:App",  # a name for the logs: the app comes from target_loader
         address=settings.host,
         port=settings.port,
         interface=Interfaces.ASGI,

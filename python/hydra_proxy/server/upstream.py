@@ -1,4 +1,5 @@
-"""The upstream client: one aiohttp session per worker, retries before the first byte.
+"""The upstream client policy: retries before the first byte, bounded error bodies, the
+first-byte timeout; on the lean HTTP/1.1 client (http1.py), one per worker.
 
 Only HTTP concerns live here (connections, timeouts, retry policy, bounded error bodies);
 what the bytes mean is the transducers' business.
@@ -9,11 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Mapping
-
-import aiohttp
+from dataclasses import dataclass
 
 from ..config import Settings
+from .http1 import H1Client, H1Error, H1Response, Request
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - exercised on 3.10 only
+    from async_timeout import timeout as _timeout
 
 log = logging.getLogger("hydra_proxy.upstream")
 
@@ -54,54 +61,66 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
     return backoff
 
 
+@dataclass(frozen=True)
+class Attempt:
+    request: Request
+    response: H1Response | None
+    """Already written, when a kept-alive connection was free."""
+
+
 class Upstream:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
+        self._client: H1Client | None = None
 
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=0,  # streams are bounded by the server's backpressure, not here
-                ttl_dns_cache=300,
-                keepalive_timeout=30,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, connect=self._settings.connect_timeout, sock_read=None
-                ),
-                auto_decompress=True,
-                skip_auto_headers=("User-Agent",),
-            )
-        return self._session
+    def client(self) -> H1Client:
+        if self._client is None:
+            self._client = H1Client(connect_timeout=self._settings.connect_timeout)
+        return self._client
 
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def start(self, url: str, headers: Mapping[str, str], body: bytes) -> Attempt:
+        """The request, written at once when a kept-alive connection is free: what runs
+        next overlaps with the upstream's work. `post` then completes the attempt."""
+        try:
+            request = self.client().prepare(url, headers, body)
+        except H1Error as exc:
+            raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+        return Attempt(request, self.client().send_now(request))
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes
-    ) -> aiohttp.ClientResponse:
-        """POST and return a 200 response whose body is still to be read.
+        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: Attempt | None = None
+    ) -> H1Response:
+        """POST and return a 200 response whose body is still to come.
 
         Retries connection failures and retryable statuses with backoff (nothing has been
         sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
         """
         settings = self._settings
+        started = attempt_ or self.start(url, headers, body)
+        request, first = started.request, started.response
         attempt = 0
         while True:
+            response: H1Response | None = first
+            first = None
             try:
-                response = await asyncio.wait_for(
-                    self.session().post(url, data=body, headers=headers, allow_redirects=False),
-                    settings.first_byte_timeout,
-                )
-            except asyncio.TimeoutError as exc:
+                if response is None:
+                    response = await self.client().send(request)
+                async with _timeout(settings.first_byte_timeout):
+                    await response.head
+            except TimeoutError as exc:
+                if response is not None:
+                    response.close()
                 raise UpstreamUnavailable(
                     f"the upstream did not answer within {settings.first_byte_timeout:g} s",
                     timeout=True,
                 ) from exc
-            except aiohttp.ClientError as exc:
+            except H1Error as exc:
+                if response is not None and response.reused:
+                    continue  # a kept-alive connection the upstream had closed: not an attempt
                 if attempt < settings.retries:
                     backoff = _retry_delay(attempt, None) or 0.0
                     log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
@@ -109,12 +128,16 @@ class Upstream:
                     await asyncio.sleep(backoff)
                     continue
                 raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+            except BaseException:
+                if response is not None:
+                    response.close()
+                raise
             if response.status == 200:
                 return response
             retry_after = response.headers.get("retry-after")
             try:
-                error_body = await response.content.read(MAX_ERROR_BODY)
-            except aiohttp.ClientError:
+                error_body = await response.read(MAX_ERROR_BODY, partial=True)
+            except H1Error:
                 error_body = b""
             finally:
                 response.release()

@@ -1,0 +1,366 @@
+"""Relaying an upstream stream to the client: translated (relay) or unchanged (forward).
+
+Raw upstream chunks (not lines) go into the transducer; whatever it returns for one read is
+sent as one ASGI body message, so events are batched as they arrive. Once the client's
+response has started (and the server's send acts at once, as granian's does), each
+upstream read is fed and sent from the upstream connection's parser callback: no future,
+no task switch and no timeout context per chunk. One timer per stream, re-armed only when
+it fires, watches for silence: a ping after one ping interval, an error event past the
+idle timeout.
+
+Before the client's response starts, an upstream failure is answered as an HTTP error
+(status, retry-after), and so is an upstream error event seen before any content. The
+response starts as soon as there is something to say, or after one ping interval of
+upstream silence; past that point a failure becomes an in-stream error event. A client
+disconnect drops the upstream request at once (its connection is closed, not reused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from ..errors import ProxyError, status_for_anthropic_type
+from ..transducers import StreamTransducer
+from .asgi import Headers, Receive, Scope, Send, start
+from .http1 import H1Error, H1Response
+
+_END = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+class _Disconnect:
+    """Cancels the relaying task when the client goes away."""
+
+    __slots__ = ("gone", "loop", "task", "watcher")
+
+    def __init__(self, receive: Receive) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.loop = asyncio.get_running_loop()
+        self.gone = False
+        self.watcher = asyncio.ensure_future(self._watch(receive))
+
+    async def _watch(self, receive: Receive) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                self.task.cancel()
+                return
+
+    def client_left(self) -> bool:
+        """After a CancelledError: True when the client left (the cancellation is then
+        withdrawn), False when the task itself is being cancelled."""
+        if self.gone and sys.version_info >= (3, 11):
+            self.task.uncancel()
+        return self.gone
+
+    async def close(self) -> None:
+        self.watcher.cancel()
+        with suppress(asyncio.CancelledError):
+            await self.watcher
+
+
+def _sync_send(awaitable: object) -> bool:
+    """granian's send acts when called and returns an already-complete awaitable; then a
+    parser callback may send directly. Anything else is awaited from the relay task."""
+    return type(awaitable).__name__ == "PyEmptyAwaitable"
+
+
+class _Body:
+    """Upstream chunks (None: a silence tick) waiting for the relay task, and the end."""
+
+    __slots__ = ("chunks", "ended", "failure", "loop", "waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.chunks: list[bytes | None] = []
+        self.ended = False
+        self.failure: BaseException | None = None
+        self.waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def pull(self, chunk: bytes | None) -> None:
+        self.chunks.append(chunk)
+        self.wake()
+
+    def end(self, exc: BaseException | None) -> None:
+        if not self.ended:
+            self.ended = True
+            self.failure = exc
+        self.wake()
+
+    async def wait(self) -> None:
+        if self.chunks or self.ended:
+            return
+        self.waiter = self.loop.create_future()
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
+
+class _Ticker:
+    """One timer per stream: calls `on_silence` after `interval` without `last` moving
+    (re-armed only when it fires, so a busy stream pays one attribute write per chunk)."""
+
+    __slots__ = ("interval", "last", "loop", "on_silence", "timer")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, interval: float, on_silence: Callable[[], None]
+    ) -> None:
+        self.loop = loop
+        self.interval = interval
+        self.on_silence = on_silence
+        self.last = loop.time()
+        self.timer: asyncio.TimerHandle | None = loop.call_at(self.last + interval, self._tick)
+
+    def _tick(self) -> None:
+        due = self.last + self.interval
+        now = self.loop.time()
+        if now >= due:
+            self.last = now
+            due = now + self.interval
+            self.on_silence()
+        if self.timer is not None:
+            self.timer = self.loop.call_at(due, self._tick)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+class _ClientSide:
+    """Whether the client's response has started, and whether its send is synchronous."""
+
+    __slots__ = ("started", "sync")
+
+    def __init__(self) -> None:
+        self.started = False
+        self.sync = False
+
+    async def start(self, send: Send, message: dict[str, object]) -> None:
+        self.started = True
+        awaitable = send(message)
+        self.sync = _sync_send(awaitable)
+        await awaitable
+
+
+def _finished(transducer: StreamTransducer) -> bool:
+    # A call, not the property inline: it changes under the loops that test it.
+    return transducer.finished
+
+
+async def relay(
+    scope: Scope,
+    connecting: asyncio.Future[H1Response],
+    make_transducer: Callable[[], StreamTransducer],
+    receive: Receive,
+    send: Send,
+    headers: Headers,
+    *,
+    ping_interval: float,
+    idle_timeout: float,
+    http_error: Callable[[ProxyError], Awaitable[None]],
+) -> StreamTransducer:
+    """Stream the upstream response that `connecting` yields to the client, translated.
+
+    `connecting` raises ProxyError for an upstream failure; `http_error` answers one before
+    the response has started, and also an upstream error event seen before any content.
+    The transducer is built while the upstream works on the request.
+    """
+    disconnect = _Disconnect(receive)
+    response: H1Response | None = None
+    transducer = make_transducer()
+    client = _ClientSide()
+    ticker: _Ticker | None = None
+
+    async def emit(out: bytes) -> bool:
+        """Send `out`, starting the response first; True when an early error was answered
+        as an HTTP error instead."""
+        if not client.started:
+            if transducer.error is not None and not transducer.has_content:
+                error_type, message = transducer.error
+                status = status_for_anthropic_type(error_type)
+                await http_error(ProxyError(status, message, error_type=error_type))
+                return True
+            if not out and not transducer.finished:
+                return False
+            await client.start(send, start(scope, 200, headers))
+        if out:
+            await send({"type": "http.response.body", "body": out, "more_body": True})
+        return False
+
+    try:
+        # 1. The upstream's response headers, with pings while they take long.
+        while not connecting.done():
+            await asyncio.wait((connecting,), timeout=ping_interval)
+            if not connecting.done():
+                if not client.started:
+                    await client.start(send, start(scope, 200, headers))
+                await send(
+                    {"type": "http.response.body", "body": transducer.ping(), "more_body": True}
+                )
+        try:
+            response = connecting.result()
+        except ProxyError as exc:
+            if not client.started:
+                await http_error(exc)
+                return transducer
+            await emit(transducer.fail(exc.error_type, exc.message))
+            await send(_END)
+            return transducer
+        # 2. The body.
+        loop = disconnect.loop
+        body = _Body(loop)
+        last_bytes = loop.time()
+        pushing = False
+        feed = transducer.feed
+
+        def silence_out() -> bytes:
+            if loop.time() - last_bytes >= idle_timeout:
+                return transducer.fail(
+                    "timeout_error", f"the upstream sent nothing for {idle_timeout:g} s"
+                )
+            return transducer.ping()
+
+        def send_now(out: bytes) -> None:
+            try:
+                send({"type": "http.response.body", "body": out, "more_body": True})
+            except Exception as exc:  # the client's side broke: the task re-raises it
+                body.end(exc)
+                return
+            if transducer.finished:
+                body.end(None)
+
+        def on_silence() -> None:
+            if pushing:
+                send_now(silence_out())
+            else:
+                body.pull(None)
+
+        def push(chunk: bytes) -> None:
+            nonlocal last_bytes
+            ticker_.last = last_bytes = loop.time()
+            out = feed(chunk)
+            if out:
+                send_now(out)
+            elif transducer.finished:
+                body.end(None)
+
+        ticker = ticker_ = _Ticker(loop, ping_interval, on_silence)
+        response.stream(body.pull, body.end)
+        while not transducer.finished:
+            await body.wait()
+            if body.chunks:
+                chunks, body.chunks = body.chunks, []
+                for chunk in chunks:
+                    if chunk is None:
+                        out = silence_out()
+                    else:
+                        ticker.last = last_bytes = loop.time()
+                        out = feed(chunk)
+                    if await emit(out):
+                        return transducer
+                    if _finished(transducer):
+                        break
+                if client.sync and not pushing and not _finished(transducer):
+                    # From here on the parser's callback feeds and sends; this task waits
+                    # for the end of the body, or for the client to leave.
+                    pushing = True
+                    response.sink = push
+                continue
+            if body.failure is not None and not isinstance(body.failure, H1Error):
+                raise body.failure
+            # The upstream's body ended (or broke) before the stream's end: finish() says
+            # so with an error event.
+            if not _finished(transducer) and await emit(transducer.finish()):
+                return transducer
+        await send(_END)
+    except asyncio.CancelledError:
+        if not disconnect.client_left():
+            raise
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+        await disconnect.close()
+        connecting.cancel()
+        if response is not None:
+            if transducer.finished:
+                response.release()
+            else:
+                response.close()
+    return transducer
+
+
+async def forward(
+    scope: Scope,
+    response: H1Response,
+    receive: Receive,
+    send: Send,
+    *,
+    idle_timeout: float,
+) -> None:
+    """Pass an upstream 200 response through unchanged (same protocol on both sides).
+
+    An upstream cut mid-body or silent past `idle_timeout` is dropped and the response
+    ends without its terminator, so the client sees a broken transfer, never a complete
+    one.
+    """
+    disconnect = _Disconnect(receive)
+    loop = disconnect.loop
+    body = _Body(loop)
+    complete = False
+    ticker: _Ticker | None = None
+    try:
+        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
+        awaitable = send(
+            start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
+        )
+        sync = _sync_send(awaitable)
+        await awaitable
+
+        def push(chunk: bytes) -> None:
+            ticker_.last = loop.time()
+            try:
+                send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except Exception as exc:
+                body.end(exc)
+
+        ticker = ticker_ = _Ticker(loop, idle_timeout, lambda: body.end(TimeoutError()))
+        response.stream(push if sync else body.pull, body.end)
+        while True:
+            await body.wait()
+            chunks, body.chunks = body.chunks, []
+            for chunk in chunks:
+                ticker.last = loop.time()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if body.ended and not body.chunks:
+                break
+        if body.failure is not None:
+            if isinstance(body.failure, (H1Error, TimeoutError)):
+                # Cut mid-body or silent past the idle timeout: end without the terminator,
+                # so the client sees a broken transfer, not a complete one.
+                return
+            raise body.failure
+        complete = True
+        await send(_END)
+    except asyncio.CancelledError:
+        if not disconnect.client_left():
+            raise
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+        await disconnect.close()
+        if complete:
+            response.release()
+        else:
+            response.close()
