@@ -64,7 +64,8 @@ impl Decoder for AnthropicDecoder {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(data),
         };
-        let parsed = match read_event(&text) {
+        let mut slot = None;
+        let parsed = match read_event(&text, &mut slot) {
             Ok(parsed) => parsed,
             Err(err) => {
                 // The typed reader may stop at a wrong type before a later syntax error, so
@@ -89,17 +90,21 @@ impl Decoder for AnthropicDecoder {
                 return;
             }
         };
-        let kind: Option<Cow<'_, str>> = match parsed.kind {
+        let event_name: Option<Cow<'_, str>>;
+        let kind = match parsed.kind.as_deref() {
             Some(kind) => Some(kind),
-            None => event.map(String::from_utf8_lossy),
+            None => {
+                event_name = event.map(String::from_utf8_lossy);
+                event_name.as_deref()
+            }
         };
-        if kind.as_deref() == Some("error") || is_error_event || parsed.has_error {
+        if kind == Some("error") || is_error_event || parsed.has_error {
             let value = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
             let (kind, message) = upstream_error(&value);
             self.fail(kind, &message, emit);
             return;
         }
-        if let Some(usage) = parsed.usage {
+        if let Some(usage) = parsed.usage() {
             emit.emit(Event::Usage(Usage {
                 input_tokens: usage.input_tokens,
                 cache_read_input_tokens: usage.cache_read_input_tokens,
@@ -107,13 +112,17 @@ impl Decoder for AnthropicDecoder {
                 output_tokens: usage.output_tokens,
             }));
         }
-        match kind.as_deref() {
+        match kind {
             Some("message_start") => emit.emit(Event::MessageStart {
-                id: parsed.message_id.as_deref(),
-                model: parsed.message_model.as_deref(),
+                id: parsed.message_id(),
+                model: parsed.message_model(),
             }),
-            Some("content_block_start") => self.block_start(parsed.index, parsed.block, emit),
-            Some("content_block_delta") => self.block_delta(parsed.index, parsed.delta, emit),
+            Some("content_block_start") => {
+                self.block_start(parsed.index, parsed.block.as_ref(), emit)
+            }
+            Some("content_block_delta") => {
+                self.block_delta(parsed.index, parsed.delta.as_ref(), emit)
+            }
             Some("content_block_stop") => self.block_stop(parsed.index, emit),
             Some("message_delta") => {
                 if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
@@ -140,10 +149,17 @@ impl AnthropicDecoder {
     fn block_start<S: Sink>(
         &mut self,
         index: Option<u64>,
-        block: Option<BlockStart<'_>>,
+        block: Option<&BlockStart<'_>>,
         emit: &mut S,
     ) {
-        let block = block.unwrap_or_default();
+        let empty;
+        let block = match block {
+            Some(block) => block,
+            None => {
+                empty = BlockStart::default();
+                &empty
+            }
+        };
         let id = index.unwrap_or(0);
         let (open, kind) = match block.kind.as_deref() {
             Some("text") => (Open::Text, BlockKind::Text),
@@ -190,7 +206,12 @@ impl AnthropicDecoder {
         self.blocks.insert(id, open);
     }
 
-    fn block_delta<S: Sink>(&mut self, index: Option<u64>, delta: Option<Delta<'_>>, emit: &mut S) {
+    fn block_delta<S: Sink>(
+        &mut self,
+        index: Option<u64>,
+        delta: Option<&Delta<'_>>,
+        emit: &mut S,
+    ) {
         let block = index.unwrap_or(0);
         let Some(&open) = self.blocks.get(&block) else {
             self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);

@@ -1,13 +1,18 @@
 //! Reading one Anthropic Messages stream event, the Anthropic decoder's reader (twin of
 //! `_read_event` in python/hydra_proxy/anthropic/decoder.py): only the fields the decoder
 //! uses, the whole event checked before any of it is acted on.
+//!
+//! The event and its `content_block` / `delta` objects are read in place ([`Fill`]): they
+//! are large, and returning them by value through serde's layers copied each one several
+//! times per event.
 
 use std::borrow::Cow;
+use std::fmt;
 
-use serde::de::{IgnoredAny, MapAccess};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::json::read::{Fields, LenientCount, LenientStr, NotNull, Obj, OptIndex, OptStr};
+use crate::json::read::{Fields, Key, LenientCount, LenientStr, NotNull, Obj, OptIndex, OptStr};
 
 #[derive(Default)]
 pub struct Event<'a> {
@@ -15,11 +20,27 @@ pub struct Event<'a> {
     pub index: Option<u64>,
     pub block: Option<BlockStart<'a>>,
     pub delta: Option<Delta<'a>>,
-    pub usage: Option<Usage>,
-    /// message_start's message id and model (read leniently: information only).
-    pub message_id: Option<Cow<'a, str>>,
-    pub message_model: Option<Cow<'a, str>>,
+    top_usage: Option<Usage>,
+    message: Option<Message<'a>>,
     pub has_error: bool,
+}
+
+impl<'a> Event<'a> {
+    /// The event's usage: its own, or message_start's.
+    pub fn usage(&self) -> Option<Usage> {
+        self.top_usage
+            .or_else(|| self.message.as_ref().and_then(|m| m.usage))
+    }
+
+    /// message_start's message id (read leniently: information only).
+    pub fn message_id(&self) -> Option<&str> {
+        self.message.as_ref().and_then(|m| m.id.as_deref())
+    }
+
+    /// message_start's model (read leniently: information only).
+    pub fn message_model(&self) -> Option<&str> {
+        self.message.as_ref().and_then(|m| m.model.as_deref())
+    }
 }
 
 #[derive(Default)]
@@ -52,24 +73,16 @@ pub struct Usage {
     pub cache_creation_input_tokens: Option<u64>,
 }
 
-#[derive(Default)]
-struct EventFields<'a> {
-    event: Event<'a>,
-    top_usage: Option<Usage>,
-    message: Option<MessageFields<'a>>,
-}
-
-impl<'de> Fields<'de> for EventFields<'de> {
+impl<'de> Fields<'de> for Event<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        let e = &mut self.event;
         match key {
-            "type" => e.kind = map.next_value::<OptStr>()?.0,
-            "index" => e.index = map.next_value::<OptIndex>()?.0,
-            "content_block" => e.block = map.next_value::<Obj<BlockStart>>()?.0,
-            "delta" => e.delta = map.next_value::<Obj<Delta>>()?.0,
+            "type" => self.kind = map.next_value::<OptStr>()?.0,
+            "index" => self.index = map.next_value::<OptIndex>()?.0,
+            "content_block" => map.next_value_seed(Fill(&mut self.block))?,
+            "delta" => map.next_value_seed(Fill(&mut self.delta))?,
             "usage" => self.top_usage = map.next_value::<Obj<Usage>>()?.0,
-            "message" => self.message = map.next_value::<Obj<MessageFields>>()?.0,
-            "error" => e.has_error = map.next_value::<NotNull>()?.0,
+            "message" => map.next_value_seed(Fill(&mut self.message))?,
+            "error" => self.has_error = map.next_value::<NotNull>()?.0,
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -99,11 +112,11 @@ impl<'de> Fields<'de> for BlockStart<'de> {
 
 impl<'de> Fields<'de> for Delta<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "citation" {
-            self.citation = map.next_value::<Option<&'de RawValue>>()?;
-            return Ok(());
-        }
         let slot = match key {
+            "citation" => {
+                self.citation = map.next_value::<Option<&'de RawValue>>()?;
+                return Ok(());
+            }
             "type" => &mut self.kind,
             "text" => &mut self.text,
             "thinking" => &mut self.thinking,
@@ -140,13 +153,13 @@ impl<'de> Fields<'de> for Usage {
 
 /// message_start's `message`: its usage, id and model, all read leniently.
 #[derive(Default)]
-struct MessageFields<'a> {
+struct Message<'a> {
     usage: Option<Usage>,
     id: Option<Cow<'a, str>>,
     model: Option<Cow<'a, str>>,
 }
 
-impl<'de> Fields<'de> for MessageFields<'de> {
+impl<'de> Fields<'de> for Message<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "usage" => self.usage = map.next_value::<Obj<Usage>>()?.0,
@@ -160,20 +173,71 @@ impl<'de> Fields<'de> for MessageFields<'de> {
     }
 }
 
-/// Parse one event; `Err` carries serde_json's error (syntax vs unexpected shape).
+/// An object of `T` read into `slot` (what `Obj<T>` returns, without moving it): null is
+/// None, another type an error; a repeated key starts the object afresh.
+struct Fill<'s, T>(&'s mut Option<T>);
+
+impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Fill<'_, T> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<T> Fill<'_, T> {
+    fn other<E: de::Error>(self, unexpected: de::Unexpected) -> Result<(), E> {
+        Err(E::invalid_type(unexpected, &"an object or null"))
+    }
+}
+
+impl<'de, T: Fields<'de>> Visitor<'de> for Fill<'_, T> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object or null")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        *self.0 = None;
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let value = self.0.insert(T::default());
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            value.field(&key, &mut map)?;
+        }
+        Ok(())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.other(de::Unexpected::Bool(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.other(de::Unexpected::Unsigned(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.other(de::Unexpected::Signed(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.other(de::Unexpected::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.other(de::Unexpected::Str(v))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        self.other(de::Unexpected::Seq)
+    }
+}
+
+/// Parse one event into `slot`; `Err` carries serde_json's error (syntax vs unexpected
+/// shape).
 #[inline]
-pub fn read_event(json: &str) -> Result<Event<'_>, serde_json::Error> {
-    let Obj(fields) = serde_json::from_str::<Obj<EventFields>>(json)?;
-    let Some(fields) = fields else {
-        return Err(serde::de::Error::invalid_type(
-            serde::de::Unexpected::Unit,
-            &"an object",
-        ));
-    };
-    let mut event = fields.event;
-    let message = fields.message.unwrap_or_default();
-    event.usage = fields.top_usage.or(message.usage);
-    event.message_id = message.id;
-    event.message_model = message.model;
-    Ok(event)
+pub fn read_event<'s, 'a>(
+    json: &'a str,
+    slot: &'s mut Option<Event<'a>>,
+) -> Result<&'s Event<'a>, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    Fill(slot).deserialize(&mut de)?;
+    de.end()?; // only whitespace may follow, as serde_json::from_str checks
+    match slot {
+        Some(event) => Ok(event),
+        None => Err(de::Error::invalid_type(de::Unexpected::Unit, &"an object")),
+    }
 }
