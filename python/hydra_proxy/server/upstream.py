@@ -92,14 +92,22 @@ class Upstream:
         return Attempt(request, self.client().send_now(request))
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: Attempt | None = None
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        attempt_: Attempt | None = None,
+        *,
+        retries: int | None = None,
     ) -> H1Response:
         """POST and return a 200 response whose body is still to come.
 
         Retries connection failures and retryable statuses with backoff (nothing has been
-        sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
+        sent to the client yet), at most `retries` times (default: the settings'; 0 when a
+        fallback chain has a next attempt). Raises UpstreamHTTPError or UpstreamUnavailable.
         """
         settings = self._settings
+        retries = settings.retries if retries is None else retries
         started = attempt_ or self.start(url, headers, body)
         request, first = started.request, started.response
         attempt = 0
@@ -121,7 +129,7 @@ class Upstream:
             except H1Error as exc:
                 if response is not None and response.reused:
                     continue  # a kept-alive connection the upstream had closed: not an attempt
-                if attempt < settings.retries:
+                if attempt < retries:
                     backoff = _retry_delay(attempt, None) or 0.0
                     log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
                     attempt += 1
@@ -141,7 +149,7 @@ class Upstream:
                 error_body = b""
             finally:
                 response.release()
-            if response.status in RETRY_STATUSES and attempt < settings.retries:
+            if response.status in RETRY_STATUSES and attempt < retries:
                 delay = _retry_delay(attempt, retry_after)
                 if delay is not None:  # else the client gets the status and retry-after
                     log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)
