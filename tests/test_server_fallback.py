@@ -275,3 +275,50 @@ def test_sighup_reloads_a_good_config_and_refuses_a_bad_one(
         for _ in range(3):
             assert post(proxy, "/v1/messages", ASK)[0] == 200
         assert {r["body"]["model"] for r in mock_a.requests()} == {"second"}
+
+
+CROSS = """
+[providers.c]
+kind = "anthropic"
+base_url = "{b_url}"
+api_key_env = "B_KEY"
+
+[[routes]]
+match = "team-*"
+provider = "a"
+model = "model-a"
+fallback = [{{ provider = "c", model = "claude-c" }}]
+"""
+
+
+def test_a_chain_across_protocols(
+    mock_a: MockServer, mock_b: MockServer, impl: str, tmp_path: Path
+) -> None:
+    """Each attempt is planned for its own provider: a Chat upstream first, then (after a
+    503) an Anthropic one, passed through; and a first attempt that answers is relayed from
+    the response the chain already holds."""
+    extra = CROSS.format(b_url=mock_b.url)
+    config = write_config(tmp_path / "hydra.toml", mock_a.url, mock_b.url, extra=extra)
+    args = ("--config", str(config), "--log-level", "info")
+    with ProxyServer(mock_a.url + "/v1", *args, impl=impl, env=KEYS) as proxy:
+        client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+        mock_a.script([{"text": "Streamed by a.", "chunk_size": 3}, {"text": "Whole from a."}])
+        with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
+            message = stream.get_final_message()
+        assert [b.text for b in message.content if b.type == "text"] == ["Streamed by a."]
+        assert "attempts=a:200" in access_lines(proxy)[-1]
+        whole = client.messages.create(**ASK)  # type: ignore[arg-type]
+        assert [b.text for b in whole.content if b.type == "text"] == ["Whole from a."]
+        assert mock_b.requests() == []
+        mock_a.script([{"error": {"status": 503, "message": "down"}}] * 2)
+        mock_b.script([{"text": "Claude via c."}, {"text": "Claude streams via c."}])
+        whole = client.messages.create(**ASK)  # type: ignore[arg-type]
+        assert [b.text for b in whole.content if b.type == "text"] == ["Claude via c."]
+        with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
+            message = stream.get_final_message()
+        assert [b.text for b in message.content if b.type == "text"] == ["Claude streams via c."]
+        passed = mock_b.requests()
+        assert [r["path"] for r in passed] == ["/v1/messages", "/v1/messages"]
+        assert {r["body"]["model"] for r in passed} == {"claude-c"}
+        assert passed[0]["key_hashes"] == {"x-api-key": key_hash(KEY_B)}
+        assert "attempts=a:503,c:200" in access_lines(proxy)[-1]
