@@ -19,6 +19,7 @@ import pytest
 
 from claude_code import explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
+from hydra_proxy.mock.server import free_port
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
@@ -188,3 +189,25 @@ def test_mixed_team_through_one_proxy(
         assert text == "Claude answers Chat."
         last = claude_mock.requests()[-1]
         assert last["path"] == "/v1/messages" and last["body"]["model"] == "claude-sonnet-4-5"
+
+
+def test_claude_code_does_not_retry_an_unreachable_local_upstream(
+    claude: Path, tmp_path: Path
+) -> None:
+    """Ollama not started: Claude Code hears what is wrong once and stops (without
+    ``x-should-retry: false`` it retried a 502 for about three minutes)."""
+    port = free_port()
+    (tmp_path / "hydra.toml").write_text(
+        f'[providers.ollama]\nbase_url = "http://127.0.0.1:{port}/v1"\n\n'
+        '[[routes]]\nmatch = "*"\nprovider = "ollama"\nmodel = "llama3"\n',
+        encoding="utf-8",
+    )
+    args = ("--config", str(tmp_path / "hydra.toml"), "--log-level", "info")
+    with ProxyServer("http://127.0.0.1:9/v1", *args) as proxy:
+        run = run_claude(claude, "say hi", proxy.url)
+        assert not run.timed_out and run.returncode == 1, run.report()
+        result = run.result()
+        assert result.get("is_error") is True, result
+        assert f"cannot reach provider 'ollama' at http://127.0.0.1:{port}/v1" in result["result"]
+        posts = [x for x in proxy.log_tail().splitlines() if "POST /v1/messages" in x]
+        assert len(posts) == 1 and "attempts=ollama:unreachable" in posts[0], posts

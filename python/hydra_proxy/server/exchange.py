@@ -218,6 +218,8 @@ async def _relay_from(
         details["stop"] = transducer.stop_reason
     if transducer.error is not None:
         details["error"] = transducer.error[0]
+    elif scope.get("hydra.status") != 200:
+        details["error"] = "upstream"  # answered as an HTTP error before the stream began
     elif not transducer.complete:
         details["error"] = "client_gone"
     scope["hydra.log"] = details

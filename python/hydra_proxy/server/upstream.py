@@ -11,6 +11,7 @@ import asyncio
 import logging
 import random
 import sys
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -59,6 +60,15 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
         return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
     backoff: float = min(0.25 * (2**attempt), 2.0) * (0.5 + random.random() / 2)
     return backoff
+
+
+def _local_refusal(url: str, exc: H1Error) -> bool:
+    """A connection refused on this machine: a local server (Ollama, vLLM) that is not
+    running, a configuration error that no retry fixes."""
+    if not isinstance(exc.__cause__, ConnectionRefusedError):
+        return False
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ class Upstream:
             except H1Error as exc:
                 if response is not None and response.reused:
                     continue  # a kept-alive connection the upstream had closed: not an attempt
-                if attempt < retries:
+                if attempt < retries and not _local_refusal(url, exc):
                     backoff = _retry_delay(attempt, None) or 0.0
                     log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
                     attempt += 1
