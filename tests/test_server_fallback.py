@@ -322,3 +322,58 @@ def test_a_chain_across_protocols(
         assert {r["body"]["model"] for r in passed} == {"claude-c"}
         assert passed[0]["key_hashes"] == {"x-api-key": key_hash(KEY_B)}
         assert "attempts=a:503,c:200" in access_lines(proxy)[-1]
+
+
+def test_routes_on_request_traits(mock_a: MockServer, mock_b: MockServer, tmp_path: Path) -> None:
+    """long_context (the estimate, counted only when the rule is reached) and images, for an
+    Anthropic and a Chat client; everything else takes the next route."""
+    routes = """
+[[routes]]
+match = "team-*"
+images = true
+provider = "b"
+model = "eyes"
+
+[[routes]]
+match = "team-*"
+long_context = 200
+provider = "b"
+model = "long"
+
+[[routes]]
+match = "team-*"
+provider = "a"
+model = "short"
+"""
+    config = write_config(tmp_path / "hydra.toml", mock_a.url, mock_b.url, extra=routes)
+    with ProxyServer(mock_a.url + "/v1", "--config", str(config), env=KEYS) as proxy:
+        long_text = "many words in a long prompt " * 100
+        image = {
+            "type": "image",
+            "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+        }
+        chat_image = {
+            "type": "image_url",
+            "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+        }
+        cases = [
+            ("/v1/messages", ASK["messages"], "a", "short"),
+            ("/v1/messages", [{"role": "user", "content": long_text}], "b", "long"),
+            (
+                "/v1/messages",
+                [{"role": "user", "content": [image, {"type": "text", "text": "?"}]}],
+                "b",
+                "eyes",
+            ),
+            ("/v1/chat/completions", ASK["messages"], "a", "short"),
+            ("/v1/chat/completions", [{"role": "user", "content": long_text}], "b", "long"),
+            ("/v1/chat/completions", [{"role": "user", "content": [chat_image]}], "b", "eyes"),
+        ]
+        for path, messages, provider, model in cases:
+            mock_a.clear()
+            mock_b.clear()
+            status, _, body = post(proxy, path, {**ASK, "messages": messages})
+            assert status == 200, body
+            mock = mock_a if provider == "a" else mock_b
+            (seen,) = mock.requests()
+            assert seen["body"]["model"] == model, (path, model)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -34,11 +36,15 @@ def chat_target(attempt: Attempt, signing_key: bytes) -> ChatTarget:
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     request = parse_request(body)
-    traits = request_traits(request, client="anthropic", headers=scope["headers"])
+    # Counted at most once: by a long_context rule, else by the stream's message_start.
+    estimate = functools.cache(lambda: estimate_input_tokens(request))
+    traits = request_traits(
+        request, client="anthropic", headers=scope["headers"], estimate=estimate
+    )
     decision = decide(ctx.settings, traits)
 
     def build(attempt: Attempt) -> Plan:
-        return plan_attempt(ctx, scope, body, request, attempt, decision.reported_model)
+        return plan_attempt(ctx, scope, body, request, attempt, decision.reported_model, estimate)
 
     return Routed(decision, build)
 
@@ -50,6 +56,7 @@ def plan_attempt(
     request: dict[str, Any],
     attempt: Attempt,
     reported_model: str,
+    estimate: Callable[[], int],
 ) -> Plan:
     """The Plan of one attempt: passthrough to an Anthropic upstream, else translated."""
     provider = attempt.provider
@@ -94,7 +101,7 @@ def plan_attempt(
         built: StreamTransducer = transducer_class(
             ids.message_id(),
             reported_model,
-            estimate_input_tokens(request),
+            estimate(),
             # Always signed: Claude Code keeps only signed thinking, and a conversation may
             # move to a route whose upstream needs its reasoning back.
             signing_key=signing_key,
