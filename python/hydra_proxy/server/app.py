@@ -12,6 +12,7 @@ import hmac
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from ..errors import ProxyError, invalid_request
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
 from ..transducers import select
-from . import attempts
+from . import attempts, exchange
 from .asgi import (
     JSON,
     BodyTooLarge,
@@ -36,13 +37,14 @@ from .asgi import (
 )
 from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request
+from .plan import Plan
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
 
 # The client endpoints that take a model request, and the ingress that plans each.
-_INGRESS = {
+_INGRESS: dict[str, Callable[[Context, Scope, bytes], Routed | Plan]] = {
     "/v1/messages": messages.plan,
     "/v1/chat/completions": chat.plan,
 }
@@ -164,10 +166,17 @@ class App:
         except ClientGone:
             return
 
-    async def exchange(self, routed: Routed, scope: Scope, receive: Receive, send: Send) -> None:
+    async def exchange(
+        self, routed: Routed | Plan, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         async def http_error(exc: ProxyError) -> None:
             await self.error(scope, send, exc)
 
+        if isinstance(routed, Plan):  # an ingress that plans one upstream itself (resolve)
+            await exchange.run(
+                routed, self.upstream, self.settings, scope, receive, send, http_error
+            )
+            return
         await attempts.run(
             routed, self.upstream, self.pools, self.settings, scope, receive, send, http_error
         )

@@ -12,7 +12,15 @@ from typing import Any
 
 import orjson
 
-from ...config import Attempt, RequestTraits, RouteDecision, Settings, not_found_message
+from ...config import (
+    Attempt,
+    Provider,
+    RequestTraits,
+    Route,
+    RouteDecision,
+    Settings,
+    not_found_message,
+)
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
 from ..plan import Plan
@@ -61,3 +69,15 @@ def decide(settings: Settings, traits: RequestTraits, *, param: str | None = Non
             param=param,
         )
     return decision
+
+
+def resolve(settings: Settings, model: str, *, param: str | None = None) -> tuple[Provider, Route]:
+    """The provider and route for a model name alone, or a 404 listing what is routable:
+    for an ingress that plans a single upstream itself (a Plan, not a Routed: no traits,
+    fallbacks or key pools). Prefer `decide`."""
+    resolved = settings.resolve(model)
+    if resolved is None:
+        raise ProxyError(
+            404, not_found_message(settings, model), error_type="not_found_error", param=param
+        )
+    return resolved
