@@ -172,8 +172,10 @@ def run_claude(
     max_turns: int = 4,
     timeout: float = TIMEOUT,
     extra_args: Sequence[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
 ) -> ClaudeRun:
-    """`claude -p PROMPT` against `base_url` in a throwaway HOME and working directory."""
+    """`claude -p PROMPT` against `base_url` in a throwaway HOME and working directory
+    (`cwd`: a project directory of the caller's instead)."""
     argv = [
         str(claude),
         "-p",
@@ -197,7 +199,7 @@ def run_claude(
         proc = subprocess.Popen(
             argv,
             env=claude_env(base_url, home),
-            cwd=work,
+            cwd=work if cwd is None else cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

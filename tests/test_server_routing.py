@@ -74,10 +74,9 @@ def test_spoof_and_target_model(mock: MockServer) -> None:
             proxy, "GET", "/v1/models", headers={"anthropic-version": "2023-06-01"}
         )
         models = orjson.loads(body)
-        assert status == 200 and [m["id"] for m in models["data"]] == [
-            "claude-spoofed-1",
-            "gpt-target",
-        ]
+        # The listing names what a client asks for: the spoof name (the upstream model
+        # behind it is the proxy's business).
+        assert status == 200 and [m["id"] for m in models["data"]] == ["claude-spoofed-1"]
         assert models["data"][0]["type"] == "model" and models["has_more"] is False
         status, body = request(proxy, "GET", "/v1/models")
         assert orjson.loads(body)["object"] == "list"

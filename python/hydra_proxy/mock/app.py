@@ -29,6 +29,7 @@ JSON. State (recordings, script) is per process: use one worker for scripted tes
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import random
 import secrets
@@ -64,6 +65,13 @@ MODELS: Final = (
     "claude-haiku-4-5",
 )
 _CACHE_MAX: Final = 1024
+
+
+def key_hash(key: str) -> str:
+    """How recorded requests name a key they carried (tests compare it, never the key)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 _KNOB_HEADERS: Final = frozenset(
     {
         "x-mock-chunks",
@@ -487,6 +495,12 @@ class MockApp:
             "query": _redact_query(scope.get("query_string", b"").decode("latin-1")),
             "headers": {k: (REDACTED if k in SECRET_HEADERS else v) for k, v in headers.items()},
             "body": body,
+            # Which key was sent, without the key: the first 12 hex digits of its SHA-256.
+            "key_hashes": {
+                k: key_hash(v.removeprefix("Bearer "))
+                for k, v in headers.items()
+                if k in SECRET_HEADERS
+            },
         }
         size = len(raw)
         self._recorded.append((entry, size))

@@ -1,7 +1,8 @@
 """The ASGI application: routing, authentication, errors in the client's protocol.
 
-Every request runs the same pipeline: parse -> resolve the route -> plan (the ingress
-modules, no I/O) -> send -> relay | forward | json (the exchange module).
+Every request runs the same pipeline: parse -> decide the route (the ingress modules, no
+I/O) -> each attempt in order (the attempts module: fallback chains, key pools) -> send ->
+relay | forward | json (the exchange module).
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ import hmac
 import logging
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from .. import __version__, ids, tokens
-from ..config import Settings
+from ..config import Settings, key_pools, models_listing, request_traits
 from ..errors import ProxyError, invalid_request
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
 from ..transducers import select
-from . import exchange
+from . import attempts, exchange
 from .asgi import (
     JSON,
     BodyTooLarge,
@@ -33,7 +35,8 @@ from .asgi import (
     read_body,
     respond,
 )
-from .ingress import Context, chat, messages, parse_request, resolve
+from .exchange import UpstreamUnreachable
+from .ingress import Context, Routed, chat, decide, messages, parse_request
 from .plan import Plan
 from .upstream import Upstream
 
@@ -41,7 +44,7 @@ log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
 
 # The client endpoints that take a model request, and the ingress that plans each.
-_INGRESS = {
+_INGRESS: dict[str, Callable[[Context, Scope, bytes], Routed | Plan]] = {
     "/v1/messages": messages.plan,
     "/v1/chat/completions": chat.plan,
 }
@@ -56,6 +59,7 @@ class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.upstream = Upstream(settings)
+        self.pools = key_pools(settings.providers)
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
         self.context = Context(settings, self.impl, self.signing_key)
@@ -162,11 +166,20 @@ class App:
         except ClientGone:
             return
 
-    async def exchange(self, plan: Plan, scope: Scope, receive: Receive, send: Send) -> None:
+    async def exchange(
+        self, routed: Routed | Plan, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         async def http_error(exc: ProxyError) -> None:
             await self.error(scope, send, exc)
 
-        await exchange.run(plan, self.upstream, self.settings, scope, receive, send, http_error)
+        if isinstance(routed, Plan):  # an ingress that plans one upstream itself (resolve)
+            await exchange.run(
+                routed, self.upstream, self.settings, scope, receive, send, http_error
+            )
+            return
+        await attempts.run(
+            routed, self.upstream, self.pools, self.settings, scope, receive, send, http_error
+        )
 
     def authorize(self, scope: Scope) -> None:
         """With HYDRA_PROXY_KEYS set, a client must present one of them."""
@@ -186,6 +199,8 @@ class App:
         headers = []
         if exc.retry_after:
             headers.append((b"retry-after", exc.retry_after.encode()))
+        if isinstance(exc, UpstreamUnreachable):
+            headers.append((b"x-should-retry", b"false"))
         if _anthropic_client(scope):
             body = exc.anthropic_body(scope.get("hydra.request_id"))
         else:
@@ -194,42 +209,51 @@ class App:
 
     async def count_tokens(self, scope: Scope, send: Send, body: bytes) -> None:
         request = parse_request(body)
-        resolve(self.settings, request["model"])
+        decide(self.settings, request_traits(request, headers=scope["headers"]))
         if not isinstance(request.get("messages"), list):
             raise invalid_request("messages: a list of messages is required", "messages")
         count = estimate_input_tokens(request)
         await respond(scope, send, 200, orjson.dumps({"input_tokens": count}))
 
     def models(self, scope: Scope) -> bytes:
-        names = sorted(
-            {
-                r.spoof_model or r.model or r.match
-                for r in self.settings.routes
-                if "*" not in (r.spoof_model or r.model or r.match)
-            }
-            | ({self.settings.spoof_model} if self.settings.spoof_model else set())
-            | ({self.settings.target_model} if self.settings.target_model else set())
-        )
-        created = int(self.started)
+        """Every routable name (models_listing), in the client's shape: Anthropic's when
+        the request has anthropic-version, else OpenAI's; context window and max output
+        where known."""
+        listing = models_listing(self.settings)
         if header(scope, b"anthropic-version") is not None:
-            data: list[dict[str, Any]] = [
-                {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
-                for n in names
-            ]
+            data: list[dict[str, Any]] = []
+            for m in listing:
+                item: dict[str, Any] = {
+                    "type": "model",
+                    "id": m.id,
+                    "display_name": m.id,
+                    "created_at": "1970-01-01T00:00:00Z",
+                }
+                if m.context_window is not None:
+                    item["max_input_tokens"] = m.context_window
+                if m.max_output is not None:
+                    item["max_tokens"] = m.max_output
+                data.append(item)
             return orjson.dumps(
                 {
                     "data": data,
                     "has_more": False,
-                    "first_id": names[0] if names else None,
-                    "last_id": names[-1] if names else None,
+                    "first_id": listing[0].id if listing else None,
+                    "last_id": listing[-1].id if listing else None,
                 }
             )
-        return orjson.dumps(
-            {
-                "object": "list",
-                "data": [
-                    {"id": n, "object": "model", "created": created, "owned_by": "hydra-proxy"}
-                    for n in names
-                ],
+        created = int(self.started)
+        rows: list[dict[str, Any]] = []
+        for m in listing:
+            row: dict[str, Any] = {
+                "id": m.id,
+                "object": "model",
+                "created": created,
+                "owned_by": m.provider,
             }
-        )
+            if m.context_window is not None:
+                row["context_window"] = m.context_window
+            if m.max_output is not None:
+                row["max_output_tokens"] = m.max_output
+            rows.append(row)
+        return orjson.dumps({"object": "list", "data": rows})

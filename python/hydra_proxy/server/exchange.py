@@ -6,6 +6,7 @@ The one place where an upstream failure before the first byte becomes the client
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -17,17 +18,35 @@ from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
 from .relay import forward, relay
+from .upstream import Attempt as UpstreamAttempt
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
 _SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
+log = logging.getLogger("hydra_proxy.upstream")
+
+# What an upstream failure reports to the exchange: its HTTP status (None: not reached or
+# no answer in time) and its retry-after.
+Report = Callable[[int | None, str | None], None]
 
 
-def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyError:
+class UpstreamUnreachable(ProxyError):
+    """An upstream that cannot be reached at all: a configuration error (a local server not
+    started, a wrong base_url), not overload. Answered with ``x-should-retry: false`` so that
+    SDK clients (the Anthropic and OpenAI SDKs, Claude Code) do not retry it for minutes."""
+
+
+def error_from_upstream(
+    exc: UpstreamHTTPError | UpstreamUnavailable, plan: Plan | None = None
+) -> ProxyError:
     """An upstream failure before the first byte, as the error the client should see."""
     if isinstance(exc, UpstreamUnavailable):
+        where = f"provider {plan.provider!r} at {plan.url}" if plan and plan.provider else ""
         if exc.timeout:
-            return ProxyError(504, str(exc), error_type="timeout_error")
-        return ProxyError(529, str(exc), error_type="overloaded_error")
+            text = f"{where}: {exc}" if where else str(exc)
+            return ProxyError(504, text, error_type="timeout_error")
+        message = f"cannot reach {where}: {exc.__cause__ or exc}" if where else str(exc)
+        log.warning("%s", message)
+        return UpstreamUnreachable(502, message, error_type="api_error")
     try:
         payload: object = orjson.loads(exc.body)
     except orjson.JSONDecodeError:
@@ -72,27 +91,49 @@ async def run(
     receive: Receive,
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
+    *,
+    connected: H1Response | None = None,
+    report: Report | None = None,
 ) -> None:
-    """Send `plan` upstream and answer the client; raises ProxyError before any byte."""
+    """Send `plan` upstream and answer the client; raises ProxyError before any byte.
+
+    `connected`: the upstream's 200 response, when an earlier step (a fallback chain's
+    attempt) already sent the plan; `report`: told the upstream's status (once)."""
     if plan.kind == "relay":
-        await _relay(plan, upstream, settings, scope, receive, send, http_error)
+        await _relay(plan, upstream, settings, scope, receive, send, http_error, connected, report)
         return
-    try:
-        response = await upstream.post(plan.url, plan.headers, plan.body)
-    except UpstreamHTTPError as exc:
-        if plan.kind == "forward":  # same protocol: the upstream's own error, as it is
-            extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
-            await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
+    if connected is not None:
+        response = connected
+    else:
+        try:
+            response = await upstream.post(plan.url, plan.headers, plan.body)
+        except UpstreamHTTPError as exc:
+            if report is not None:
+                report(exc.status, exc.retry_after)
+            await answer_http_error(plan, exc, scope, send)
             return
-        raise error_from_upstream(exc) from None
-    except UpstreamUnavailable as exc:
-        raise error_from_upstream(exc) from None
+        except UpstreamUnavailable as exc:
+            if report is not None:
+                report(None, None)
+            raise error_from_upstream(exc, plan) from None
+        if report is not None:
+            report(200, None)
     if plan.kind == "forward":
         await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
         return
     assert plan.convert is not None
     reply = plan.convert(await read_json(response, settings.max_body_bytes))
     await respond(scope, send, 200, orjson.dumps(reply))
+
+
+async def answer_http_error(plan: Plan, exc: UpstreamHTTPError, scope: Scope, send: Send) -> None:
+    """An upstream's error status, answered: as it is on the same protocol (forward), else
+    converted (raises ProxyError)."""
+    if plan.kind == "forward":  # same protocol: the upstream's own error, as it is
+        extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
+        await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
+        return
+    raise error_from_upstream(exc, plan) from None
 
 
 async def _relay(
@@ -103,22 +144,53 @@ async def _relay(
     receive: Receive,
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
+    connected: H1Response | None = None,
+    report: Report | None = None,
 ) -> None:
+    if connected is not None:
+        done: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
+        done.set_result(connected)
+        await _relay_from(plan, done, None, settings, scope, receive, send, http_error)
+        return
     try:
         attempt = upstream.start(plan.url, plan.headers, plan.body)
     except UpstreamUnavailable as exc:
-        raise error_from_upstream(exc) from None
+        if report is not None:
+            report(None, None)
+        raise error_from_upstream(exc, plan) from None
 
     async def connect() -> H1Response:
         try:
-            return await upstream.post(plan.url, plan.headers, plan.body, attempt)
-        except (UpstreamHTTPError, UpstreamUnavailable) as exc:
-            raise error_from_upstream(exc) from None
+            response = await upstream.post(plan.url, plan.headers, plan.body, attempt)
+        except UpstreamHTTPError as exc:
+            if report is not None:
+                report(exc.status, exc.retry_after)
+            raise error_from_upstream(exc, plan) from None
+        except UpstreamUnavailable as exc:
+            if report is not None:
+                report(None, None)
+            raise error_from_upstream(exc, plan) from None
+        if report is not None:
+            report(200, None)
+        return response
 
     # The request goes out first (already written when a kept-alive connection was free);
     # the transducer, and its token estimate, is built while the upstream works on it.
     connecting = asyncio.ensure_future(connect())
-    if attempt.response is None:
+    await _relay_from(plan, connecting, attempt, settings, scope, receive, send, http_error)
+
+
+async def _relay_from(
+    plan: Plan,
+    connecting: asyncio.Future[H1Response],
+    attempt: UpstreamAttempt | None,
+    settings: Settings,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    http_error: Callable[[ProxyError], Awaitable[None]],
+) -> None:
+    if attempt is not None and attempt.response is None:
         try:
             await asyncio.sleep(0)  # lets a new connection start
         except asyncio.CancelledError:
@@ -138,7 +210,7 @@ async def _relay(
             http_error=http_error,
         )
     finally:
-        if connecting.cancelled() and attempt.response is not None:
+        if connecting.cancelled() and attempt is not None and attempt.response is not None:
             attempt.response.close()  # written, but its attempt never ran
     details = dict(plan.log)
     details["usage"] = "/".join(map(str, transducer.usage))
@@ -146,6 +218,8 @@ async def _relay(
         details["stop"] = transducer.stop_reason
     if transducer.error is not None:
         details["error"] = transducer.error[0]
+    elif scope.get("hydra.status") != 200:
+        details["error"] = "upstream"  # answered as an HTTP error before the stream began
     elif not transducer.complete:
         details["error"] = "client_gone"
     scope["hydra.log"] = details

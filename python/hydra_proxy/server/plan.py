@@ -33,3 +33,6 @@ class Plan:
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
+    provider: str = ""
+    """The provider's name, for errors that must say which upstream failed (set by the
+    attempts module)."""

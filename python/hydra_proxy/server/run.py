@@ -1,16 +1,43 @@
-"""Serving the app with granian (one process per worker)."""
+"""Serving the app with granian (one process per worker).
+
+Hot reload: granian's main process takes SIGHUP and respawns every worker gracefully
+(in-flight streams finish on the old worker), calling its reload hooks first. The hook
+here re-reads the config in the main process (`config.reload`: validated fully, keys
+included); the respawned workers load the app from the new settings, key pools rebuilt.
+A bad config is refused with the same errors as at start, and the workers come back with
+the settings in force. Nothing is checked on the request path.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 
-from ..config import Settings
+from ..config import ConfigError, Settings, reload
 from .app import App
 
+log = logging.getLogger("hydra_proxy")
 
-def _load_app(settings: Settings) -> App:
-    return App(settings)
+
+class SettingsHolder:
+    """The settings in force, replaced on SIGHUP in the main process; the worker loader
+    reads it when granian (re)spawns a worker."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def reload(self) -> None:
+        try:
+            new = reload(None, self.settings)
+        except ConfigError as exc:
+            log.error("config reload refused, the running config stays:\n%s", exc)
+            return
+        self.settings = new
+        log.warning("config reloaded from %s", new.config_file or "flags and environment")
+
+
+def _load_app(holder: SettingsHolder) -> App:
+    return App(holder.settings)
 
 
 def serve(settings: Settings, *, log_level: str = "info") -> None:
@@ -34,5 +61,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
         log_access=False,
         workers_kill_timeout=int(settings.shutdown_grace),
     )
+    holder = SettingsHolder(settings)
+    server.on_reload(holder.reload)
     # A module-level function in a partial stays picklable for non-fork start methods.
-    server.serve(target_loader=functools.partial(_load_app, settings), wrap_loader=False)
+    server.serve(target_loader=functools.partial(_load_app, holder), wrap_loader=False)

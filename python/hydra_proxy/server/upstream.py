@@ -11,6 +11,7 @@ import asyncio
 import logging
 import random
 import sys
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -61,6 +62,15 @@ def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
     return backoff
 
 
+def _local_refusal(url: str, exc: H1Error) -> bool:
+    """A connection refused on this machine: a local server (Ollama, vLLM) that is not
+    running, a configuration error that no retry fixes."""
+    if not isinstance(exc.__cause__, ConnectionRefusedError):
+        return False
+    host = urllib.parse.urlsplit(url).hostname or ""
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
 @dataclass(frozen=True)
 class Attempt:
     request: Request
@@ -92,14 +102,22 @@ class Upstream:
         return Attempt(request, self.client().send_now(request))
 
     async def post(
-        self, url: str, headers: Mapping[str, str], body: bytes, attempt_: Attempt | None = None
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        attempt_: Attempt | None = None,
+        *,
+        retries: int | None = None,
     ) -> H1Response:
         """POST and return a 200 response whose body is still to come.
 
         Retries connection failures and retryable statuses with backoff (nothing has been
-        sent to the client yet). Raises UpstreamHTTPError or UpstreamUnavailable.
+        sent to the client yet), at most `retries` times (default: the settings'; 0 when a
+        fallback chain has a next attempt). Raises UpstreamHTTPError or UpstreamUnavailable.
         """
         settings = self._settings
+        retries = settings.retries if retries is None else retries
         started = attempt_ or self.start(url, headers, body)
         request, first = started.request, started.response
         attempt = 0
@@ -121,7 +139,7 @@ class Upstream:
             except H1Error as exc:
                 if response is not None and response.reused:
                     continue  # a kept-alive connection the upstream had closed: not an attempt
-                if attempt < settings.retries:
+                if attempt < retries and not _local_refusal(url, exc):
                     backoff = _retry_delay(attempt, None) or 0.0
                     log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
                     attempt += 1
@@ -141,7 +159,7 @@ class Upstream:
                 error_body = b""
             finally:
                 response.release()
-            if response.status in RETRY_STATUSES and attempt < settings.retries:
+            if response.status in RETRY_STATUSES and attempt < retries:
                 delay = _retry_delay(attempt, retry_after)
                 if delay is not None:  # else the client gets the status and retry-after
                     log.info("upstream HTTP %d; retrying in %.2fs", response.status, delay)

@@ -1,18 +1,29 @@
 """Ingress: one module per client endpoint, each turning a client request into a Plan.
 
-parse -> resolve the route -> plan, with no I/O: the exchange module sends the plan.
+parse -> decide the route (request traits) -> a `Routed`: the decision and how to plan
+each of its attempts, with no I/O. The attempts module sends the plans in order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from ...config import Provider, Route, Settings
+from ...config import (
+    Attempt,
+    Provider,
+    RequestTraits,
+    Route,
+    RouteDecision,
+    Settings,
+    not_found_message,
+)
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
+from ..plan import Plan
 
 
 @dataclass(frozen=True)
@@ -38,11 +49,35 @@ def parse_request(body: bytes) -> dict[str, Any]:
     return request
 
 
+@dataclass(frozen=True)
+class Routed:
+    """A routed client request: the decision and the Plan of each attempt (built on demand
+    for the attempt's provider kind and model, through the same ingress function)."""
+
+    decision: RouteDecision
+    build: Callable[[Attempt], Plan]
+
+
+def decide(settings: Settings, traits: RequestTraits, *, param: str | None = None) -> RouteDecision:
+    """The route a request takes, or a 404 `not_found_error` listing what is routable."""
+    decision = settings.decide(traits)
+    if decision is None:
+        raise ProxyError(
+            404,
+            not_found_message(settings, traits.model),
+            error_type="not_found_error",
+            param=param,
+        )
+    return decision
+
+
 def resolve(settings: Settings, model: str, *, param: str | None = None) -> tuple[Provider, Route]:
-    """The provider and route for `model`, or a 404 naming it."""
+    """The provider and route for a model name alone, or a 404 listing what is routable:
+    for an ingress that plans a single upstream itself (a Plan, not a Routed: no traits,
+    fallbacks or key pools). Prefer `decide`."""
     resolved = settings.resolve(model)
     if resolved is None:
         raise ProxyError(
-            404, f"model: no route for model {model!r}", error_type="not_found_error", param=param
+            404, not_found_message(settings, model), error_type="not_found_error", param=param
         )
     return resolved

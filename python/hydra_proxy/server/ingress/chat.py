@@ -11,12 +11,13 @@ import orjson
 from ... import ids
 from ...chat.request.reader import MessagesTarget, messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
-from ...config import Provider, Route
+from ...config import Attempt, RequestTraits, request_traits
+from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
-from . import Context, parse_request, resolve
+from . import Context, Routed, decide, parse_request
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -36,16 +37,60 @@ def wants_continuation(ctx: Context, scope: Scope) -> bool:
     return any(name in agent for name in _REPLAYING_CLIENTS)
 
 
-def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
+def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
+    """The routing traits of a Chat request, read from the fields routing looks at (the
+    full translation waits for the attempt; the token estimate translates only if a route
+    asks for it)."""
+    effort = request.get("reasoning_effort")
+    max_tokens = request.get("max_completion_tokens", request.get("max_tokens"))
+    images = any(
+        isinstance(part, dict) and part.get("type") == "image_url"
+        for m in request.get("messages") or ()
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for part in m["content"]
+    )
+    view: dict[str, Any] = {
+        "model": request["model"],
+        "tools": request.get("tools"),
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": [{"type": "image"}]}] if images else [],
+    }
+    if isinstance(effort, str):
+        view["output_config"] = {"effort": effort}
+        if effort not in ("none", "minimal"):
+            view["thinking"] = {"type": "enabled"}
+
+    def estimate() -> int:
+        translated = messages_request_from_chat(
+            request, MessagesTarget(model=request["model"]), stream=False
+        )
+        return estimate_input_tokens(translated.body)
+
+    return request_traits(view, client="chat", headers=scope["headers"], estimate=estimate)
+
+
+def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     request = parse_request(body)
+    decision = decide(ctx.settings, chat_traits(request, scope), param="model")
+
+    def build(attempt: Attempt) -> Plan:
+        return plan_attempt(ctx, scope, body, request, attempt)
+
+    return Routed(decision, build)
+
+
+def plan_attempt(
+    ctx: Context, scope: Scope, body: bytes, request: dict[str, Any], attempt: Attempt
+) -> Plan:
+    """The Plan of one attempt: passthrough to an OpenAI upstream, else translated."""
+    provider = attempt.provider
     model: str = request["model"]
-    provider, route = resolve(ctx.settings, model, param="model")
     if provider.kind == "openai":
-        return passthrough(body, request, provider, route)
+        return passthrough(body, request, attempt)
     key = ctx.signing_key if wants_continuation(ctx, scope) else None
     target = MessagesTarget(
-        model=route.model or model,
-        max_tokens_limit=route.max_tokens_limit or provider.max_tokens_limit,
+        model=attempt.model,
+        max_tokens_limit=attempt.max_tokens_limit,
         continuation_key=key,
     )
     stream = request.get("stream") is True
@@ -68,7 +113,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
         body=orjson.dumps(translation.body),
         client="openai",
         kind="relay" if stream else "json",
-        log={"model": model, "provider": provider.name, "stream": 1} if stream else {},
+        log={"model": model, "stream": 1} if stream else {"model": model},
     )
     if not stream:
 
@@ -104,16 +149,16 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
     return out
 
 
-def passthrough(body: bytes, request: dict[str, Any], provider: Provider, route: Route) -> Plan:
+def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An OpenAI client on an OpenAI upstream: the bytes go through unchanged both ways."""
-    if route.model and route.model != request["model"]:
-        request["model"] = route.model
-        body = orjson.dumps(request)
-    dialect = DIALECTS[provider.kind]
+    if attempt.model != request["model"]:
+        body = orjson.dumps({**request, "model": attempt.model})
+    dialect = DIALECTS[attempt.provider.kind]
     return Plan(
-        url=dialect.url(provider),
-        headers=dialect.headers(provider, accept=None),
+        url=dialect.url(attempt.provider),
+        headers=dialect.headers(attempt.provider, accept=None),
         body=body,
         client="openai",
         kind="forward",
+        log={"model": request["model"]},
     )

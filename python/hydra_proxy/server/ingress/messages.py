@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -9,22 +11,22 @@ import orjson
 from ... import ids
 from ...chat.request.writer import ChatTarget, chat_request_from_messages
 from ...chat.response.reader import message_from_chat_completion
-from ...config import Provider, Route
+from ...config import Attempt, request_traits
 from ...signature import is_proxy_signature
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
-from . import Context, parse_request, resolve
+from . import Context, Routed, decide, parse_request
 
 
-def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
-    limit = route.max_tokens_limit or provider.max_tokens_limit
+def chat_target(attempt: Attempt, signing_key: bytes) -> ChatTarget:
+    provider = attempt.provider
     return ChatTarget(
-        model=route.model or model,
+        model=attempt.model,
         max_tokens_field=provider.max_tokens_field,
-        max_tokens_limit=limit,
+        max_tokens_limit=attempt.max_tokens_limit,
         reasoning=provider.reasoning,
         replay_reasoning=provider.replay_reasoning,
         signing_key=signing_key,
@@ -32,18 +34,40 @@ def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes
     )
 
 
-def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
+def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     request = parse_request(body)
+    # Counted at most once: by a long_context rule, else by the stream's message_start.
+    estimate = functools.cache(lambda: estimate_input_tokens(request))
+    traits = request_traits(
+        request, client="anthropic", headers=scope["headers"], estimate=estimate
+    )
+    decision = decide(ctx.settings, traits)
+
+    def build(attempt: Attempt) -> Plan:
+        return plan_attempt(ctx, scope, body, request, attempt, decision.reported_model, estimate)
+
+    return Routed(decision, build)
+
+
+def plan_attempt(
+    ctx: Context,
+    scope: Scope,
+    body: bytes,
+    request: dict[str, Any],
+    attempt: Attempt,
+    reported_model: str,
+    estimate: Callable[[], int],
+) -> Plan:
+    """The Plan of one attempt: passthrough to an Anthropic upstream, else translated."""
+    provider = attempt.provider
     model: str = request["model"]
-    provider, route = resolve(ctx.settings, model)
     if provider.kind == "anthropic":
-        return passthrough(scope, body, request, provider, route)
+        return passthrough(scope, body, request, attempt)
     dialect = DIALECTS[provider.kind]
     stream = request.get("stream") is True
     chat_request = chat_request_from_messages(
-        request, chat_target(provider, route, model, ctx.signing_key), stream=stream
+        request, chat_target(attempt, ctx.signing_key), stream=stream
     )
-    reported_model = route.spoof_model or model
     signing_key = ctx.signing_key
     settings = ctx.settings
     out = Plan(
@@ -54,7 +78,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
         body=orjson.dumps(chat_request),
         client="anthropic",
         kind="relay" if stream else "json",
-        log={"model": model, "provider": provider.name, "stream": 1} if stream else {},
+        log={"model": model, "stream": 1} if stream else {"model": model},
     )
     if not stream:
 
@@ -77,7 +101,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
         built: StreamTransducer = transducer_class(
             ids.message_id(),
             reported_model,
-            estimate_input_tokens(request),
+            estimate(),
             # Always signed: Claude Code keeps only signed thinking, and a conversation may
             # move to a route whose upstream needs its reasoning back.
             signing_key=signing_key,
@@ -89,20 +113,16 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
     return out
 
 
-def passthrough(
-    scope: Scope, body: bytes, request: dict[str, Any], provider: Provider, route: Route
-) -> Plan:
+def passthrough(scope: Scope, body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An Anthropic client on an Anthropic upstream: bytes in and out (re-encoded only when
-    the route renames the model or the proxy's own signatures must go)."""
+    the attempt renames the model or the proxy's own signatures must go)."""
+    provider = attempt.provider
     dialect = DIALECTS[provider.kind]
-    reencode = route.model is not None and route.model != request["model"]
-    if reencode:
-        request["model"] = route.model
-    if dialect.strips_proxy_signatures and b"hydra1." in body:
-        strip_proxy_signatures(request)
-        reencode = True
-    if reencode:
+    if attempt.model != request["model"]:
+        request = {**request, "model": attempt.model}  # the request stays shared by attempts
         body = orjson.dumps(request)
+    if dialect.strips_proxy_signatures and b"hydra1." in body:
+        body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
     headers = dialect.headers(provider, accept=None)
     for name in dialect.passthrough_headers:
         value = header(scope, name)
@@ -114,6 +134,7 @@ def passthrough(
         body=body,
         client="anthropic",
         kind="forward",
+        log={"model": request["model"]},
     )
 
 

@@ -1,0 +1,136 @@
+"""A routed request's attempts, in order: fallback chains and key pools.
+
+Each attempt takes a key from its provider's pool, is planned for its provider (kind and
+model, through the same ingress function), and is sent. A connect error, a timeout, a 429
+or a 5xx moves on to the next attempt, but only before anything reached the client: an
+attempt that is not the last is connected (its response head awaited) before its reply is
+relayed, so a stream is never spliced. The last (or only) attempt takes the exchange's
+usual path: the transducer is built while the upstream works, with pings.
+
+Keys: an attempt whose pool has every key resting (after a 429 or 401/403) is skipped; when
+no attempt is left the client gets a 429 with the soonest key's retry-after. A pool of one
+key on the last attempt is sent anyway (there is nothing to rotate to).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+from ..config import Attempt, KeyPool, Settings, should_fall_back
+from ..config.keys import Key
+from ..errors import ProxyError
+from . import exchange
+from .asgi import Receive, Scope, Send
+from .dialects import DIALECTS
+from .ingress import Routed
+from .plan import Plan
+from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+
+
+def _with_key(plan: Plan, attempt: Attempt, key: Key | None) -> Plan:
+    """The plan, authenticated with the pool's key (the dialect put the provider's first)."""
+    if key is not None:
+        dialect = DIALECTS[attempt.provider.kind]
+        plan.headers[dialect.auth_header] = dialect.auth_prefix + key.value
+    plan.provider = attempt.provider.name
+    return plan
+
+
+def _keys_resting(name: str, pool: KeyPool, now: float) -> ProxyError:
+    soonest = pool.soonest(now)
+    seconds = max(1, math.ceil(soonest[1])) if soonest else 1
+    return ProxyError(
+        429,
+        f"every key of provider {name!r} is resting after rate limits; retry in {seconds} s",
+        error_type="rate_limit_error",
+        retry_after=str(seconds),
+    )
+
+
+class _Reporter:
+    """Told how one attempt went: logs it and reports it to the key's pool."""
+
+    def __init__(
+        self,
+        name: str,
+        pool: KeyPool | None,
+        key: Key | None,
+        tried: list[str],
+        log: dict[str, object],
+    ) -> None:
+        self.name, self.pool, self.key, self.tried, self.log = name, pool, key, tried, log
+
+    def __call__(self, status: int | None, retry_after: str | None) -> None:
+        self.tried.append(f"{self.name}:{status if status is not None else 'unreachable'}")
+        self.log["attempts"] = ",".join(self.tried)
+        if self.pool is not None and self.key is not None:
+            self.pool.report(self.key, status, retry_after, time.monotonic())
+
+
+async def run(
+    routed: Routed,
+    upstream: Upstream,
+    pools: dict[str, KeyPool],
+    settings: Settings,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    http_error: Callable[[ProxyError], Awaitable[None]],
+) -> None:
+    """Try the attempts in order and answer the client (raises ProxyError before any byte).
+
+    The access log names the route and every attempt as ``provider:status`` (``cooling``:
+    every key rested; ``unreachable``: not reached or no answer in time)."""
+    decision = routed.decision
+    tried: list[str] = []
+    log: dict[str, object] = {"route": decision.label}
+    scope["hydra.log"] = log
+    resting: ProxyError | None = None
+    attempts = decision.attempts
+    for index, attempt in enumerate(attempts):
+        name = attempt.provider.name
+        pool = pools.get(name)
+        key: Key | None = None
+        if pool is not None and len(pool):
+            key = pool.acquire(time.monotonic())
+            if key is None and len(pool) == 1 and index + 1 == len(attempts):
+                # A lone key on the last attempt still goes: nothing else could answer, and
+                # the upstream's own 429 (with its retry-after) is the truth.
+                key = pool.keys[0]
+            if key is None:
+                tried.append(f"{name}:cooling")
+                log["attempts"] = ",".join(tried)
+                resting = _keys_resting(name, pool, time.monotonic())
+                continue
+        plan = _with_key(routed.build(attempt), attempt, key)
+        plan.log.update(log)
+        log = plan.log
+        scope["hydra.log"] = log
+        report = _Reporter(name, pool, key, tried, log)
+        last = index + 1 == len(attempts)
+        if last:
+            await exchange.run(
+                plan, upstream, settings, scope, receive, send, http_error, report=report
+            )
+            return
+        try:
+            response = await upstream.post(plan.url, plan.headers, plan.body, retries=0)
+        except UpstreamHTTPError as exc:
+            report(exc.status, exc.retry_after)
+            if should_fall_back(exc.status):
+                continue
+            await exchange.answer_http_error(plan, exc, scope, send)
+            return
+        except UpstreamUnavailable as exc:
+            report(None, None)
+            exchange.error_from_upstream(exc, plan)  # logged: the next attempt runs
+            continue
+        report(200, None)
+        await exchange.run(
+            plan, upstream, settings, scope, receive, send, http_error, connected=response
+        )
+        return
+    assert resting is not None  # only resting keys end the loop without an answer
+    raise resting
