@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta};
+use super::event::{read_event, BlockStart, Delta, ReadError};
 use crate::errors::upstream_error;
 use crate::json::trim_json_ws;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -68,24 +68,28 @@ impl Decoder for AnthropicDecoder {
         let parsed = match read_event(&text, &mut slot) {
             Ok(parsed) => parsed,
             Err(err) => {
-                // The typed reader may stop at a wrong type before a later syntax error, so
-                // the text is parsed again to tell the two apart.
-                match serde_json::from_str::<Value>(&text) {
-                    Err(_) if is_error_event => {
+                // A shape error may come before a later error key, so the (valid) text is
+                // read again as a tree to look for one.
+                let value = match err {
+                    ReadError::Syntax => None,
+                    ReadError::Shape(err) => {
+                        debug_assert_eq!(err.classify(), Category::Data);
+                        crate::json::parse(&text)
+                    }
+                };
+                match value {
+                    None if is_error_event => {
                         let (kind, message) = upstream_error(&Value::String(text.into_owned()));
                         self.fail(kind, &message, emit);
                     }
-                    Err(_) => self.fail("api_error", MSG_INVALID_JSON, emit),
-                    Ok(value)
+                    None => self.fail("api_error", MSG_INVALID_JSON, emit),
+                    Some(value)
                         if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) =>
                     {
                         let (kind, message) = upstream_error(&value);
                         self.fail(kind, &message, emit);
                     }
-                    Ok(_) => {
-                        debug_assert_eq!(err.classify(), Category::Data);
-                        self.fail("api_error", MSG_BAD_SHAPE, emit);
-                    }
+                    Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
                 }
                 return;
             }

@@ -14,3 +14,21 @@ pub fn trim_json_ws(data: &[u8]) -> &[u8] {
         .map_or(start, |i| i + 1);
     &data[start..end]
 }
+
+/// Whether `text` is one JSON value as orjson (the Python twins' parser) accepts it: the
+/// validating scanner's rules and depth limit, whitespace around allowed.
+pub fn is_valid(text: &str) -> bool {
+    let mut scanner = scan::Scanner::new(text);
+    scanner.skip_value(0).is_ok() && scanner.end().is_ok()
+}
+
+/// JSON text as orjson reads it: validated by the scanner ([`is_valid`]), then read as a
+/// tree without serde_json's own recursion limit (the scanner bounded the depth).
+pub fn parse(text: &str) -> Option<serde_json::Value> {
+    if !is_valid(text) {
+        return None;
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    reader.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut reader).ok()
+}
