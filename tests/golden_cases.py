@@ -285,6 +285,7 @@ def _anthropic_corners() -> dict[str, bytes]:
             "leading-zero": b'{"type":"content_block_start","index":0,"extra":{"n":01},"content_block":{"type":"text","text":""}}',
             "too-deep": b'{"type":"content_block_start","index":0,"extra":' + b"[" * 1024 + b"]" * 1024 + b',"content_block":{"type":"text","text":""}}',
             "deep-ok": b'{"type":"content_block_start","index":0,"extra":' + b"[" * 1023 + b"]" * 1023 + b',"content_block":{"type":"text","text":""}}',
+            "repeated-key-last-wins": b'{"type":1e308,"index":"zero","content_block":7,"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","type":"text"}}',
             "deep-bad-shape-error": b'{"type":"content_block_start","index":"zero","extra":' + b"[" * 500 + b"]" * 500 + b',"error":{"type":"overloaded_error","message":"deep"}}',
         }.items()},
         "error-event-lone-surrogate": sse(START) + b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"\\ud800"}}\n\n',

@@ -64,9 +64,20 @@ impl Decoder for AnthropicDecoder {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(data),
         };
+        let last_wins: Option<String>;
         let mut slot = None;
+        let mut retry = None;
         let parsed = match read_event(&text, &mut slot) {
             Ok(parsed) => parsed,
+            // A key repeated after a wrong-typed value: read as Python reads it (rare).
+            Err(ReadError::Shape(_))
+                if {
+                    last_wins = crate::json::last_key_wins(&text);
+                    last_wins.is_some()
+                } && read_event(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
+            {
+                retry.as_ref().unwrap()
+            }
             Err(err) => {
                 // A shape error may come before a later error key, so the (valid) text is
                 // read again as a tree to look for one.
