@@ -274,6 +274,21 @@ def _anthropic_corners() -> dict[str, bytes]:
             MESSAGE_STOP,
         ),
         "escapes": sse(START, _block_start(0, {"type": "text", "text": ""}), _delta(0, {"type": "text_delta", "text": 'q"\\\n\x00\u2028 😀'}), _stop(0), MESSAGE_STOP),
+        # Invalid JSON in fields the decoder skips: orjson (the Python twin) rejects the
+        # whole event, so the native reader must too.
+        **{f"skipped-{name}": sse(START) + b"event: content_block_start\ndata: " + data + b"\n\n" + sse(*text, MESSAGE_STOP) for name, data in {
+            "lone-surrogate-message-start": b'{"type":"message_start","message":{"type":"mess\\ud800age","usage":{"input_tokens":3}}}',
+            "lone-low-surrogate": b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","x":"\\udc00"},"y":1}',
+            "invalid-escape": b'{"type":"content_block_start","index":0,"extra":"a\\qb","content_block":{"type":"text","text":""}}',
+            "control-char": b'{"type":"content_block_start","index":0,"extra":"a\x01b","content_block":{"type":"text","text":""}}',
+            "number-overflow": b'{"type":"content_block_start","index":0,"extra":[1e400],"content_block":{"type":"text","text":""}}',
+            "leading-zero": b'{"type":"content_block_start","index":0,"extra":{"n":01},"content_block":{"type":"text","text":""}}',
+            "too-deep": b'{"type":"content_block_start","index":0,"extra":' + b"[" * 1024 + b"]" * 1024 + b',"content_block":{"type":"text","text":""}}',
+            "deep-ok": b'{"type":"content_block_start","index":0,"extra":' + b"[" * 1023 + b"]" * 1023 + b',"content_block":{"type":"text","text":""}}',
+            "repeated-key-last-wins": b'{"type":1e308,"index":"zero","content_block":7,"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","type":"text"}}',
+            "deep-bad-shape-error": b'{"type":"content_block_start","index":"zero","extra":' + b"[" * 500 + b"]" * 500 + b',"error":{"type":"overloaded_error","message":"deep"}}',
+        }.items()},
+        "error-event-lone-surrogate": sse(START) + b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"\\ud800"}}\n\n',
     }  # fmt: skip
 
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta};
+use super::event::{read_event, BlockStart, Delta, ReadError};
 use crate::errors::upstream_error;
 use crate::json::trim_json_ws;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -64,28 +64,43 @@ impl Decoder for AnthropicDecoder {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(data),
         };
+        let last_wins: Option<String>;
         let mut slot = None;
+        let mut retry = None;
         let parsed = match read_event(&text, &mut slot) {
             Ok(parsed) => parsed,
+            // A key repeated after a wrong-typed value: read as Python reads it (rare).
+            Err(ReadError::Shape(_))
+                if {
+                    last_wins = crate::json::last_key_wins(&text);
+                    last_wins.is_some()
+                } && read_event(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
+            {
+                retry.as_ref().unwrap()
+            }
             Err(err) => {
-                // The typed reader may stop at a wrong type before a later syntax error, so
-                // the text is parsed again to tell the two apart.
-                match serde_json::from_str::<Value>(&text) {
-                    Err(_) if is_error_event => {
+                // A shape error may come before a later error key, so the (valid) text is
+                // read again as a tree to look for one.
+                let value = match err {
+                    ReadError::Syntax => None,
+                    ReadError::Shape(err) => {
+                        debug_assert_eq!(err.classify(), Category::Data);
+                        crate::json::parse(&text)
+                    }
+                };
+                match value {
+                    None if is_error_event => {
                         let (kind, message) = upstream_error(&Value::String(text.into_owned()));
                         self.fail(kind, &message, emit);
                     }
-                    Err(_) => self.fail("api_error", MSG_INVALID_JSON, emit),
-                    Ok(value)
+                    None => self.fail("api_error", MSG_INVALID_JSON, emit),
+                    Some(value)
                         if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) =>
                     {
                         let (kind, message) = upstream_error(&value);
                         self.fail(kind, &message, emit);
                     }
-                    Ok(_) => {
-                        debug_assert_eq!(err.classify(), Category::Data);
-                        self.fail("api_error", MSG_BAD_SHAPE, emit);
-                    }
+                    Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
                 }
                 return;
             }

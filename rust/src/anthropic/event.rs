@@ -226,18 +226,35 @@ impl<'de, T: Fields<'de>> Visitor<'de> for Fill<'_, T> {
     }
 }
 
-/// Parse one event into `slot`; `Err` carries serde_json's error (syntax vs unexpected
-/// shape).
+/// Why an event could not be read.
+pub enum ReadError {
+    /// Not JSON as orjson (the Python twin's parser) accepts it.
+    Syntax,
+    /// Valid JSON of an unexpected shape (serde_json's error says where).
+    Shape(serde_json::Error),
+}
+
+/// Parse one event into `slot`. The text is first checked by the validating scanner
+/// (orjson's rules): serde_json accepts what it skips without checking it as strictly
+/// (lone surrogate escapes, depth), and the twins must reject the same texts.
 #[inline]
 pub fn read_event<'s, 'a>(
     json: &'a str,
     slot: &'s mut Option<Event<'a>>,
-) -> Result<&'s Event<'a>, serde_json::Error> {
+) -> Result<&'s Event<'a>, ReadError> {
+    if !crate::json::is_valid(json) {
+        return Err(ReadError::Syntax);
+    }
     let mut de = serde_json::Deserializer::from_str(json);
-    Fill(slot).deserialize(&mut de)?;
-    de.end()?; // only whitespace may follow, as serde_json::from_str checks
+    // The scanner bounded the depth at orjson's limit, which is deeper than serde_json's.
+    de.disable_recursion_limit();
+    Fill(slot).deserialize(&mut de).map_err(ReadError::Shape)?;
+    de.end().map_err(ReadError::Shape)?;
     match slot {
         Some(event) => Ok(event),
-        None => Err(de::Error::invalid_type(de::Unexpected::Unit, &"an object")),
+        None => Err(ReadError::Shape(de::Error::invalid_type(
+            de::Unexpected::Unit,
+            &"an object",
+        ))),
     }
 }

@@ -2,10 +2,7 @@
 //! encoder needs, mirrored once here: item ids, the status of a stop reason, the client
 //! reasoning carrier and the error codes.
 
-use serde_json::Value;
-
 use crate::continuation::{self, Block};
-use crate::json::scan::Scanner;
 
 /// Anthropic stop reason -> `incomplete_details.reason` (responses.response.INCOMPLETE_REASONS).
 pub const INCOMPLETE_REASONS: [(&str, &str); 3] = [
@@ -119,14 +116,4 @@ pub fn sign_upstream_item(thinking: &str, item_id: &str, encrypted: &str, key: &
     out
 }
 
-/// JSON text as orjson reads it (the Python twin's parser): validated by the
-/// scanner, whose rules and depth limit are orjson's, then read as a tree without
-/// serde_json's own recursion limit (the scanner bounded the depth).
-pub fn parse(text: &str) -> Option<Value> {
-    let mut scanner = Scanner::new(text);
-    scanner.skip_value(0).ok()?;
-    scanner.end().ok()?;
-    let mut reader = serde_json::Deserializer::from_str(text);
-    reader.disable_recursion_limit();
-    serde::Deserialize::deserialize(&mut reader).ok()
-}
+pub use crate::json::parse;
