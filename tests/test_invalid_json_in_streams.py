@@ -16,16 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import ANTHROPIC_STREAMS, messages_via_chat_class
+from conftest import ANTHROPIC_STREAMS, OPENAI_STREAMS, messages_via_chat_class
 from gemini_streams import GEMINI_STREAMS
 from golden_cases import make
 from responses_streams import RESPONSES_STREAMS
 
-# (direction, fixture folder, recordings): each decoder, through each of its encoders. The
-# Chat decoder is not listed yet: its error-chunk path (chat/decoder.rs) still reads the
-# payload with serde_json's 128-deep recursion limit, so an error chunk with a value nested
-# deeper than 128 (and valid for orjson) differs; that file is outside this change.
+# (direction, fixture folder, recordings): each decoder, through each of its encoders.
 DECODERS = [
+    ("messages_via_chat", "openai", OPENAI_STREAMS),
+    ("responses_via_chat", "openai", OPENAI_STREAMS),
     ("chat_via_messages", "anthropic", sorted(ANTHROPIC_STREAMS)),
     ("responses_via_messages", "anthropic", sorted(ANTHROPIC_STREAMS)),
     ("messages_via_gemini", "gemini", GEMINI_STREAMS),

@@ -95,10 +95,11 @@ impl Decoder for ChatDecoder {
             Err(_) => String::from_utf8_lossy(data),
         };
         if event == Some(b"error") {
-            let payload = match serde_json::from_str::<Value>(&text) {
-                Ok(value) => value,
-                Err(_) if trim_json_ws(data).is_empty() => Value::Null,
-                Err(_) => Value::String(text.into_owned()),
+            // Read as orjson reads it (the Python twin): its validity rules and depth.
+            let payload = match crate::json::parse(&text) {
+                Some(value) => value,
+                None if trim_json_ws(data).is_empty() => Value::Null,
+                None => Value::String(text.into_owned()),
             };
             let (kind, message) = upstream_error(&payload);
             self.fail(kind, &message, emit);
@@ -179,11 +180,10 @@ impl ChatDecoder {
     }
 
     fn fail_upstream<S: Sink>(&mut self, text: &str, emit: &mut S) {
-        // (The chunk reader validated the text; serde_json only fails on nesting deeper
-        // than its 128 levels, where orjson allows 1024.)
-        let (kind, message) = match serde_json::from_str::<Value>(text) {
-            Ok(value) => upstream_error(&value),
-            Err(_) => ("api_error", MSG_UPSTREAM_DEFAULT.to_owned()),
+        // The chunk reader validated the text; read it as orjson does (no 128-level limit).
+        let (kind, message) = match crate::json::parse(text) {
+            Some(value) => upstream_error(&value),
+            None => ("api_error", MSG_UPSTREAM_DEFAULT.to_owned()),
         };
         self.fail(kind, &message, emit);
     }
