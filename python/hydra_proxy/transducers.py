@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -203,6 +204,22 @@ class Implementation:
     ChatViaMessagesStream: ChatViaMessagesFactory
     MessagesViaGeminiStream: MessagesViaGeminiFactory
     ChatViaGeminiStream: ChatViaGeminiFactory
+
+    def transducer(self, upstream: str, client: str) -> Callable[..., StreamTransducer]:
+        """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
+        `client` protocol ("anthropic", "openai" for Chat, "responses"); KeyError for a
+        pair without one (same-protocol pairs are passed through, not transduced)."""
+        factory: Callable[..., StreamTransducer] = getattr(self, COMPOSITIONS[upstream, client])
+        return factory
+
+
+# (upstream kind, client protocol) -> the composition's class name: Decoder x Encoder.
+COMPOSITIONS: dict[tuple[str, str], str] = {
+    ("openai", "anthropic"): "MessagesViaChatStream",
+    ("anthropic", "openai"): "ChatViaMessagesStream",
+    ("gemini", "anthropic"): "MessagesViaGeminiStream",
+    ("gemini", "openai"): "ChatViaGeminiStream",
+}
 
 
 PYTHON = Implementation(

@@ -22,12 +22,16 @@ from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 _SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
 
 
-def error_from_upstream(exc: UpstreamHTTPError | UpstreamUnavailable) -> ProxyError:
+def error_from_upstream(
+    exc: UpstreamHTTPError | UpstreamUnavailable, plan: Plan | None = None
+) -> ProxyError:
     """An upstream failure before the first byte, as the error the client should see."""
     if isinstance(exc, UpstreamUnavailable):
         if exc.timeout:
             return ProxyError(504, str(exc), error_type="timeout_error")
         return ProxyError(529, str(exc), error_type="overloaded_error")
+    if plan is not None and plan.read_error is not None:
+        return plan.read_error(exc.status, exc.body, exc.retry_after)
     try:
         payload: object = orjson.loads(exc.body)
     except orjson.JSONDecodeError:
@@ -84,9 +88,9 @@ async def run(
             extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
             await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
             return
-        raise error_from_upstream(exc) from None
+        raise error_from_upstream(exc, plan) from None
     except UpstreamUnavailable as exc:
-        raise error_from_upstream(exc) from None
+        raise error_from_upstream(exc, plan) from None
     if plan.kind == "forward":
         await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
         return
@@ -107,13 +111,13 @@ async def _relay(
     try:
         attempt = upstream.start(plan.url, plan.headers, plan.body)
     except UpstreamUnavailable as exc:
-        raise error_from_upstream(exc) from None
+        raise error_from_upstream(exc, plan) from None
 
     async def connect() -> H1Response:
         try:
             return await upstream.post(plan.url, plan.headers, plan.body, attempt)
         except (UpstreamHTTPError, UpstreamUnavailable) as exc:
-            raise error_from_upstream(exc) from None
+            raise error_from_upstream(exc, plan) from None
 
     # The request goes out first (already written when a kept-alive connection was free);
     # the transducer, and its token estimate, is built while the upstream works on it.

@@ -1,4 +1,4 @@
-"""POST /v1/messages: Anthropic Messages clients, served by a Chat upstream or passed through."""
+"""POST /v1/messages: Anthropic Messages clients, on any upstream kind or passed through."""
 
 from __future__ import annotations
 
@@ -7,29 +7,15 @@ from typing import Any
 import orjson
 
 from ... import ids
-from ...chat.request.writer import ChatTarget, chat_request_from_messages
-from ...chat.response.reader import message_from_chat_completion
 from ...config import Provider, Route
-from ...signature import is_proxy_signature
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
+from ..upstreams import Target, strip_proxy_signatures
 from . import Context, parse_request, resolve
-
-
-def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
-    limit = route.max_tokens_limit or provider.max_tokens_limit
-    return ChatTarget(
-        model=route.model or model,
-        max_tokens_field=provider.max_tokens_field,
-        max_tokens_limit=limit,
-        reasoning=provider.reasoning,
-        replay_reasoning=provider.replay_reasoning,
-        signing_key=signing_key,
-        sampling=provider.sampling,
-    )
+from .translated import Factory, translated
 
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
@@ -38,55 +24,35 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
     provider, route = resolve(ctx.settings, model)
     if provider.kind == "anthropic":
         return passthrough(scope, body, request, provider, route)
-    dialect = DIALECTS[provider.kind]
-    stream = request.get("stream") is True
-    chat_request = chat_request_from_messages(
-        request, chat_target(provider, route, model, ctx.signing_key), stream=stream
-    )
     reported_model = route.spoof_model or model
     signing_key = ctx.signing_key
-    settings = ctx.settings
-    out = Plan(
-        url=dialect.url(provider),
-        headers=dialect.headers(
-            provider, accept="text/event-stream" if stream else "application/json"
-        ),
-        body=orjson.dumps(chat_request),
-        client="anthropic",
-        kind="relay" if stream else "json",
-        log={"model": model, "provider": provider.name, "stream": 1} if stream else {},
-    )
-    if not stream:
+    max_event_bytes = ctx.settings.max_event_bytes
 
-        def convert(completion: Any) -> Any:
-            return message_from_chat_completion(
-                completion,
-                message_id=ids.message_id(),
-                model=reported_model,
-                signing_key=signing_key,
-            )
-
-        out.convert = convert
-        return out
-
-    transducer_class = ctx.impl.MessagesViaChatStream
-
-    def transducer() -> StreamTransducer:
+    def build(factory: Factory) -> StreamTransducer:
         # The estimate is only needed for message_start: it runs once the upstream request
         # is on its way.
-        built: StreamTransducer = transducer_class(
+        return factory(
             ids.message_id(),
             reported_model,
             estimate_input_tokens(request),
             # Always signed: Claude Code keeps only signed thinking, and a conversation may
             # move to a route whose upstream needs its reasoning back.
             signing_key=signing_key,
-            max_event_bytes=settings.max_event_bytes,
+            max_event_bytes=max_event_bytes,
         )
-        return built
 
-    out.transducer = transducer
-    return out
+    # The canonical request is the client's own: the Messages reader is the identity.
+    return translated(
+        ctx,
+        request,
+        Target(provider, route, route.model or model, signing_key),
+        client="anthropic",
+        stream=request.get("stream") is True,
+        reported_model=reported_model,
+        write_reply=lambda message: message,
+        build=build,
+        log={"model": model, "provider": provider.name},
+    )
 
 
 def passthrough(
@@ -115,19 +81,3 @@ def passthrough(
         client="anthropic",
         kind="forward",
     )
-
-
-def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
-    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
-    for message in request.get("messages") or ():
-        if isinstance(message, dict) and isinstance(message.get("content"), list):
-            message["content"] = [
-                block
-                for block in message["content"]
-                if not (
-                    isinstance(block, dict)
-                    and block.get("type") == "thinking"
-                    and is_proxy_signature(block.get("signature"))
-                )
-            ]
-    return request
