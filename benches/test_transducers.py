@@ -105,6 +105,92 @@ def test_baseline_byte_copy(benchmark, stream: str) -> None:  # type: ignore[no-
     benchmark(lambda: [bytes(bytearray(b)) for b in bodies])
 
 
+# -- the OpenAI Responses compositions (issue 10) ------------------------------------------
+# Each runs on the synthetic streams in its upstream's protocol: the Chat stream itself, or
+# that stream translated once into Anthropic (MessagesViaChatStream) or into Responses
+# (ResponsesViaChatStream), so every row carries the same content.
+
+COMPOSITIONS: dict[str, tuple[str, Callable[[Callable[..., object]], object]]] = {
+    "responses_via_chat": (
+        "chat",
+        lambda cls: cls("resp_bench", "gpt-5-codex", 1764460800, 100, signing_key=b"bench-key"),
+    ),
+    "responses_via_messages": (
+        "anthropic",
+        lambda cls: cls("resp_bench", "gpt-5-codex", 1764460800, 100, signing_key=b"bench-key"),
+    ),
+    "messages_via_responses": (
+        "responses",
+        lambda cls: cls("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"bench-key"),
+    ),
+    "chat_via_responses": (
+        "responses",
+        lambda cls: cls("chatcmpl-bench", "gpt-5-codex", 1764460800, include_usage=True),
+    ),
+}
+_CLASS_NAMES = {
+    "responses_via_chat": "ResponsesViaChatStream",
+    "responses_via_messages": "ResponsesViaMessagesStream",
+    "messages_via_responses": "MessagesViaResponsesStream",
+    "chat_via_responses": "ChatViaResponsesStream",
+}
+SYNTHETIC = ["text-2000", "tool-500-fragments", "reasoning-then-tools"]
+
+
+def _in_protocol(protocol: str, body: bytes) -> bytes:
+    """A Chat body in the upstream protocol `protocol` (translated by Python, once)."""
+    from hydra_proxy import transducers
+
+    if protocol == "chat":
+        return body
+    t: object
+    if protocol == "anthropic":
+        t = transducers.MessagesViaChatStream("msg_bench", "claude-sonnet-4-5", 100)
+    else:
+        t = transducers.ResponsesViaChatStream("resp_bench", "gpt-5-codex", 1764460800, 100)
+    return t.feed(body) + t.finish()  # type: ignore[attr-defined,no-any-return]
+
+
+def _run(make: Callable[..., object], cls: Callable[..., object], chunks: list[bytes]) -> int:
+    t = make(cls)
+    feed = t.feed  # type: ignore[attr-defined]
+    size = sum(len(feed(chunk)) for chunk in chunks)
+    return size + len(t.finish())  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("stream", SYNTHETIC)
+@pytest.mark.parametrize("composition", list(COMPOSITIONS))
+@pytest.mark.parametrize("impl", list(IMPLEMENTATIONS))
+def test_responses_composition(benchmark, impl: str, composition: str, stream: str) -> None:  # type: ignore[no-untyped-def]
+    from hydra_proxy import transducers
+
+    if impl == "native":
+        try:
+            from hydra_proxy import _native
+        except ImportError:  # pragma: no cover
+            pytest.skip("optional native extension hydra_proxy._native is not built")
+        cls = getattr(_native, _CLASS_NAMES[composition])
+    else:
+        cls = getattr(transducers.PYTHON, _CLASS_NAMES[composition])
+    protocol, make = COMPOSITIONS[composition]
+    body = _in_protocol(protocol, STREAMS[stream]())
+    chunks = CHUNKINGS["event-aligned"](body)
+    output = _run(make, cls, chunks)  # also the warm-up
+    benchmark.group = f"{composition} / {stream}"
+    benchmark.extra_info.update(
+        {
+            "impl": impl,
+            "stream": f"{composition}:{stream}",
+            "chunking": "event-aligned",
+            "upstream_events": body.count(b"\n\n"),
+            "upstream_bytes": len(body),
+            "output_bytes": output,
+        }
+    )
+    assert output > 0
+    benchmark(_run, make, cls, chunks)
+
+
 # -- Gemini upstream: MessagesViaGeminiStream ------------------------------------------------
 
 from hydra_proxy.transducers import MessagesViaGeminiStream as PythonGemini  # noqa: E402

@@ -15,12 +15,15 @@ from typing import Any
 
 from conftest import (
     ANTHROPIC_STREAMS,
+    _native,
     chat_via_messages_class,
     messages_via_chat_class,
     openai_stream,
 )
 from gemini_golden import GEMINI_DIRECTIONS, make_gemini
 from gemini_streams import gemini_stream
+from hydra_proxy import transducers
+from responses_streams import RESPONSES_STREAMS
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -274,10 +277,75 @@ def _anthropic_corners() -> dict[str, bytes]:
     }  # fmt: skip
 
 
+def _responses_corners() -> dict[str, bytes]:
+    created = {"type": "response.created", "response": {"id": "resp_u", "model": "gpt-5"}}
+    message = {"id": "msg_u", "type": "message", "role": "assistant", "content": []}
+    fc = {"id": "fc_u", "type": "function_call", "call_id": "", "name": "run", "namespace": "ns"}
+    rs = {"id": "rs_u", "type": "reasoning", "summary": []}
+
+    def at(i: int, **e: Any) -> dict[str, Any]:
+        return {"output_index": i, **e}
+
+    def done(usage: Any = None, **response: Any) -> dict[str, Any]:
+        return {
+            "type": "response.completed",
+            "response": {"id": "resp_u", "usage": usage, **response},
+        }
+
+    return {
+        "empty": b"",
+        "cut-off": _sse(created, at(0, type="response.output_text.delta", delta="hi")),
+        "invalid-json": _sse(created) + b"data: {nope\n\n",
+        "not-an-object": _sse(created, [1, 2]),
+        "error-event": _sse({"type": "error", "code": "rate_limit_exceeded", "message": "slow"}),
+        "error-payload": _sse({"error": {"code": "server_error", "message": ""}}),
+        "failed": _sse(created, {"type": "response.failed", "response": {"error": {"code": "invalid_prompt", "message": "no"}}}),
+        "done-only-text": _sse(
+            created,
+            at(0, type="response.output_item.added", item=message),
+            at(0, type="response.output_item.done", item={**message, "content": [
+                {"type": "output_text", "text": "whole"}, {"type": "refusal", "refusal": "no"}, 5]}),
+            done({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 2}, "output_tokens": 3}),
+        ),
+        "namespace-call-no-id": _sse(
+            created,
+            at(0, type="response.output_item.added", item=fc),
+            at(0, type="response.output_item.done", item={**fc, "arguments": '{"a":1}'}),
+            done({"input_tokens": "x", "output_tokens": -1}),
+        ),
+        "reasoning-parts": _sse(
+            created,
+            at(0, type="response.output_item.added", item=rs),
+            at(0, type="response.reasoning_summary_text.delta", summary_index=0, delta="one"),
+            at(0, type="response.reasoning_summary_text.delta", summary_index=1, delta="two"),
+            at(0, type="response.reasoning_text.delta", delta="!"),
+            at(0, type="response.output_item.done", item={**rs, "encrypted_content": "gAAA"}),
+            at(1, type="response.output_item.added", item=rs),
+            at(1, type="response.output_item.done", item={**rs, "summary": [{"type": "summary_text", "text": "late"}]}),
+            at(2, type="response.output_item.added", item=rs),
+            at(2, type="response.output_item.done", item=rs),
+            at(3, type="response.output_text.delta", content_index=0, delta="a"),
+            at(3, type="response.output_text.delta", content_index=1, delta="b"),
+            at(3, type="response.output_item.done", item=message),
+            done(None, incomplete_details={"reason": "max_output_tokens"}),
+        ),
+        "escapes": _sse(
+            created,
+            at(0, type="response.output_text.delta", delta='q"\\\n\x00\u2028 😀'),
+            done(),
+        ),
+    }  # fmt: skip
+
+
 def corner_inputs() -> dict[str, bytes]:
     inputs = {f"chat/corner-{k}.sse": v for k, v in _chat_corners().items()}
     inputs.update({f"anthropic/corner-{k}.sse": v for k, v in _anthropic_corners().items()})
+    inputs.update(responses_corner_inputs())
     return inputs
+
+
+def responses_corner_inputs() -> dict[str, bytes]:
+    return {f"responses/corner-{k}.sse": v for k, v in _responses_corners().items()}
 
 
 def scripted_cases() -> list[dict[str, Any]]:
@@ -322,7 +390,34 @@ def load_input(source: str) -> bytes:
     folder, _, fixture = name.partition("/")
     if folder == "gemini":
         return gemini_stream(fixture)
+    if folder == "responses":
+        return RESPONSES_STREAMS[fixture]
     return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
+
+
+# The OpenAI Responses compositions (issue 10): direction -> (class name, leading arguments).
+RESPONSES_DIRECTIONS: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "responses_via_chat": ("ResponsesViaChatStream", ("resp_golden", "gpt-golden", 1764547200, 42)),
+    "responses_via_messages": (
+        "ResponsesViaMessagesStream",
+        ("resp_golden", "gpt-golden", 1764547200, 42),
+    ),
+    "messages_via_responses": ("MessagesViaResponsesStream", ("msg_golden", "claude-golden", 42)),
+    "chat_via_responses": (
+        "ChatViaResponsesStream",
+        ("chatcmpl-golden", "claude-golden", 1764547200),
+    ),
+}
+
+
+def _responses_class(name: str, impl: str) -> Any:
+    if impl == "python":
+        return getattr(transducers.PYTHON, name)
+    if _native is None:
+        import pytest
+
+        pytest.skip("optional native extension hydra_proxy._native is not built")
+    return getattr(_native, name)
 
 
 def make(case: dict[str, Any], impl: str) -> Any:
@@ -330,6 +425,11 @@ def make(case: dict[str, Any], impl: str) -> Any:
     for key in ("signing_key", "continuation_key"):
         if options.get(key) is not None:
             options[key] = options[key].encode()
+    if "tool_names" in options:
+        options["tool_names"] = [tuple(row) for row in options["tool_names"]]
+    if case["direction"] in RESPONSES_DIRECTIONS:
+        name, args = RESPONSES_DIRECTIONS[case["direction"]]
+        return _responses_class(name, impl)(*args, **options)
     if case["direction"] == "messages_via_chat":
         return messages_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
     if case["direction"] in GEMINI_DIRECTIONS:

@@ -29,6 +29,10 @@ def test_cases_cover_every_input() -> None:
         "chat_via_messages",
         "messages_via_gemini",
         "chat_via_gemini",
+        "responses_via_chat",
+        "responses_via_messages",
+        "messages_via_responses",
+        "chat_via_responses",
     }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
 

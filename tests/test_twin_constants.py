@@ -13,6 +13,8 @@ from hydra_proxy import errors, stream
 from hydra_proxy.anthropic import decoder as anthropic_decoder
 from hydra_proxy.chat import decoder as chat_decoder
 from hydra_proxy.chat import mapping
+from hydra_proxy.responses import errors as responses_errors
+from hydra_proxy.responses import response as responses_response
 from hydra_proxy.stream import messages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,8 +45,14 @@ def test_native_messages() -> None:
         "MSG_INTERLEAVED": chat_decoder.MSG_INTERLEAVED,
         "MSG_UNKNOWN_BLOCK": anthropic_decoder.MSG_UNKNOWN_BLOCK,
         "MSG_UPSTREAM_DEFAULT": errors.MSG_UPSTREAM_DEFAULT,
+        "MSG_UPSTREAM_FAILED": responses_errors.MSG_UPSTREAM_FAILED,
     }
     assert _native.DEFAULT_MAX_EVENT_BYTES == stream.DEFAULT_MAX_EVENT_BYTES
+
+
+def test_native_responses_tables() -> None:
+    assert _native.RESPONSE_ERROR_CODES == responses_errors.RESPONSE_ERROR_CODES
+    assert _native.INCOMPLETE_REASONS == responses_response.INCOMPLETE_REASONS
 
 
 def test_mapping_functions_use_the_tables() -> None:
@@ -74,6 +82,21 @@ STREAM_MODULES = {
     "messages",
     "transducer",
 }
+
+
+# The Responses package also holds Python-only request and non-streamed modules; its Rust
+# side is the stream code, whose modules each have a Python twin (shared.rs mirrors the
+# pieces of response.py, reasoning.py and errors.py the encoder needs, checked above).
+def test_every_rust_responses_module_has_a_python_twin() -> None:
+    rust = ROOT / "rust" / "src" / "responses"
+    python = ROOT / "python" / "hydra_proxy" / "responses"
+    for path in sorted(rust.glob("*.rs")):
+        if path.stem in ("mod", "shared"):
+            continue
+        twin = python / f"{path.stem}.py"
+        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
+        assert f"rust/src/responses/{path.name}" in twin.read_text()
+        assert f"python/hydra_proxy/responses/{twin.name}" in path.read_text()
 
 
 @pytest.mark.parametrize("package", ["stream", "chat", "anthropic"])

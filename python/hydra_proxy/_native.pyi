@@ -10,13 +10,20 @@ __all__ = [
     "FINISH_REASONS",
     "GEMINI_ERROR_FINISH_REASONS",
     "GEMINI_REFUSAL_FINISH_REASONS",
+    "INCOMPLETE_REASONS",
     "MESSAGES",
     "MSG_BAD_JSON_PATH",
+    "RESPONSE_ERROR_CODES",
     "STOP_REASONS",
     "ChatViaGeminiStream",
     "ChatViaMessagesStream",
+    "ChatViaResponsesStream",
     "MessagesViaChatStream",
     "MessagesViaGeminiStream",
+    "MessagesViaResponsesStream",
+    "ResponsesViaChatStream",
+    "ResponsesViaGeminiStream",
+    "ResponsesViaMessagesStream",
     "__version__",
 ]
 
@@ -138,12 +145,171 @@ class ChatViaGeminiStream:
     @property
     def usage(self) -> tuple[int, int, int]: ...
 
+@final
+class ResponsesViaChatStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class ResponsesViaGeminiStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class ResponsesViaMessagesStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class MessagesViaResponsesStream:
+    def __new__(
+        cls,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class ChatViaResponsesStream:
+    def __new__(
+        cls,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = False,
+        continuation_key: bytes | None = None,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
 __version__: Final[str]
 DEFAULT_MAX_EVENT_BYTES: Final[int]
 ANTHROPIC_ERROR_TYPES: Final[list[str]]
 STOP_REASONS: Final[dict[str, str]]
 FINISH_REASONS: Final[dict[str, str]]
 MESSAGES: Final[dict[str, str]]
+RESPONSE_ERROR_CODES: Final[dict[str, str]]
+INCOMPLETE_REASONS: Final[dict[str, str]]
 GEMINI_REFUSAL_FINISH_REASONS: Final[list[str]]
 GEMINI_ERROR_FINISH_REASONS: Final[list[str]]
 MSG_BAD_JSON_PATH: Final[str]

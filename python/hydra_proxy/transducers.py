@@ -20,6 +20,8 @@ from .anthropic.encoder import AnthropicEncoder
 from .chat.decoder import ChatDecoder
 from .chat.encoder import ChatEncoder
 from .gemini.decoder import GeminiDecoder
+from .responses.decoder import ResponsesDecoder
+from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
 from .stream.transducer import Transducer
 
@@ -84,6 +86,226 @@ class ChatViaMessagesStream(Transducer[AnthropicDecoder, ChatEncoder]):
             ChatEncoder(completion_id, model, created, include_usage, continuation_key),
             max_event_bytes,
         )
+
+
+# -- OpenAI Responses clients (issue 10) --------------------------------------------------
+
+
+def _responses_encoder(
+    response_id: str,
+    model: str,
+    created_at: int,
+    input_tokens: int,
+    echo: str,
+    include_encrypted: bool,
+    summary: bool,
+    signing_key: bytes | None,
+    tool_names: NameTable | None,
+) -> ResponsesEncoder:
+    return ResponsesEncoder(
+        response_id,
+        model,
+        created_at,
+        input_tokens,
+        echo,
+        include_encrypted,
+        summary,
+        signing_key,
+        tool_names,
+    )
+
+
+class ResponsesViaChatStream(Transducer[ChatDecoder, ResponsesEncoder]):
+    """Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
+
+    `echo` is the request echo as JSON text (`responses.encoder.echo_text`), `tool_names`
+    the name table (`responses.encoder.name_table`); `signing_key` signs Chat reasoning and
+    the reasoning carrier."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ChatDecoder(response_id, signing_key),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesViaMessagesStream(Transducer[AnthropicDecoder, ResponsesEncoder]):
+    """Translate one Anthropic Messages SSE body into OpenAI Responses SSE events (the
+    arguments as for `ResponsesViaChatStream`)."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            AnthropicDecoder(),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesViaGeminiStream(Transducer[GeminiDecoder, ResponsesEncoder]):
+    """Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events
+    (the arguments as for `ResponsesViaChatStream`; `signing_key` also signs Gemini's
+    thought signatures, and the response id names the tool calls)."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            GeminiDecoder(response_id, signing_key),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesStreamFactory(Protocol):
+    """The constructor of a ResponsesVia*Stream, either implementation's."""
+
+    def __call__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = ...,
+        include_encrypted: bool = ...,
+        summary: bool = ...,
+        signing_key: bytes | None = ...,
+        tool_names: NameTable | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+# -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+
+class MessagesViaResponsesStream(Transducer[ResponsesDecoder, AnthropicEncoder]):
+    """Translate one OpenAI Responses SSE body into Anthropic Messages SSE events;
+    `signing_key` signs the upstream reasoning items into the thinking signatures."""
+
+    def __init__(
+        self,
+        message_id: str,
+        model: str,
+        input_tokens: int,
+        *,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ResponsesDecoder(message_id, signing_key),
+            AnthropicEncoder(message_id, model, input_tokens),
+            max_event_bytes,
+        )
+
+
+class ChatViaResponsesStream(Transducer[ResponsesDecoder, ChatEncoder]):
+    """Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks;
+    `signing_key` signs the upstream reasoning items, `continuation_key` carries them
+    through the Chat client."""
+
+    def __init__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = False,
+        continuation_key: bytes | None = None,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            ResponsesDecoder(completion_id, signing_key),
+            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
+            max_event_bytes,
+        )
+
+
+class ChatViaResponsesFactory(Protocol):
+    """The constructor of a ChatViaResponsesStream, either implementation's."""
+
+    def __call__(
+        self,
+        completion_id: str,
+        model: str,
+        created: int,
+        *,
+        include_usage: bool = ...,
+        continuation_key: bytes | None = ...,
+        signing_key: bytes | None = ...,
+        max_event_bytes: int = ...,
+    ) -> StreamTransducer: ...
+
+
+# -- end of OpenAI Responses ----------------------------------------------------------------
 
 
 class MessagesViaChatFactory(Protocol):
@@ -195,6 +417,10 @@ class ChatViaGeminiFactory(Protocol):
     ) -> StreamTransducer: ...
 
 
+# The same constructor as a MessagesViaChatStream's.
+MessagesViaResponsesFactory = MessagesViaChatFactory
+
+
 @dataclass(frozen=True)
 class Implementation:
     """One implementation's transducer constructors, named as the classes they are."""
@@ -204,6 +430,11 @@ class Implementation:
     ChatViaMessagesStream: ChatViaMessagesFactory
     MessagesViaGeminiStream: MessagesViaGeminiFactory
     ChatViaGeminiStream: ChatViaGeminiFactory
+    ResponsesViaChatStream: ResponsesStreamFactory
+    ResponsesViaMessagesStream: ResponsesStreamFactory
+    MessagesViaResponsesStream: MessagesViaResponsesFactory
+    ChatViaResponsesStream: ChatViaResponsesFactory
+    ResponsesViaGeminiStream: ResponsesStreamFactory
 
     def transducer(self, upstream: str, client: str) -> Callable[..., StreamTransducer]:
         """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
@@ -219,6 +450,11 @@ COMPOSITIONS: dict[tuple[str, str], str] = {
     ("anthropic", "openai"): "ChatViaMessagesStream",
     ("gemini", "anthropic"): "MessagesViaGeminiStream",
     ("gemini", "openai"): "ChatViaGeminiStream",
+    ("openai", "responses"): "ResponsesViaChatStream",
+    ("anthropic", "responses"): "ResponsesViaMessagesStream",
+    ("responses", "anthropic"): "MessagesViaResponsesStream",
+    ("responses", "openai"): "ChatViaResponsesStream",
+    ("gemini", "responses"): "ResponsesViaGeminiStream",
 }
 
 
@@ -228,6 +464,11 @@ PYTHON = Implementation(
     ChatViaMessagesStream,
     MessagesViaGeminiStream,
     ChatViaGeminiStream,
+    ResponsesViaChatStream=ResponsesViaChatStream,
+    ResponsesViaMessagesStream=ResponsesViaMessagesStream,
+    MessagesViaResponsesStream=MessagesViaResponsesStream,
+    ChatViaResponsesStream=ChatViaResponsesStream,
+    ResponsesViaGeminiStream=ResponsesViaGeminiStream,
 )
 
 
@@ -241,6 +482,11 @@ def native() -> Implementation:
         _native.ChatViaMessagesStream,
         _native.MessagesViaGeminiStream,
         _native.ChatViaGeminiStream,
+        ResponsesViaChatStream=_native.ResponsesViaChatStream,
+        ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
+        MessagesViaResponsesStream=_native.MessagesViaResponsesStream,
+        ChatViaResponsesStream=_native.ChatViaResponsesStream,
+        ResponsesViaGeminiStream=_native.ResponsesViaGeminiStream,
     )
 
 

@@ -4,7 +4,7 @@
 //! in python/hydra_proxy/ that produces the same bytes (docs/ARCHITECTURE.md).
 //!
 //! - [`stream`]: the canonical event model and the decoder/encoder composition;
-//! - one module per protocol ([`chat`], [`anthropic`]) with its decoder and encoder, and
+//! - one module per protocol ([`chat`], [`anthropic`], [`responses`]) with its decoder and encoder, and
 //!   [`gemini`], an upstream (a decoder);
 //! - [`transducers`]: the compositions the server runs.
 
@@ -14,6 +14,7 @@ pub mod continuation;
 pub mod errors;
 pub mod gemini;
 pub mod json;
+pub mod responses;
 pub mod signature;
 pub mod sse;
 pub mod stream;

@@ -7,7 +7,7 @@ use pyo3::types::{PyBytes, PyDict};
 
 use crate::errors::ANTHROPIC_ERROR_TYPES;
 use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
-use crate::{anthropic, chat, gemini, transducers};
+use crate::{anthropic, chat, gemini, responses, transducers};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -221,6 +221,216 @@ fn add_gemini(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
+
+/// (sent name, client name, namespace, custom): responses.encoder.NameTable.
+type NameTable = Vec<(String, String, Option<String>, bool)>;
+
+fn responses_options<'a>(
+    echo: &'a str,
+    include_encrypted: bool,
+    summary: bool,
+    signing_key: Option<&'a [u8]>,
+    tool_names: Option<NameTable>,
+) -> responses::ResponsesOptions<'a> {
+    let tool_names = tool_names
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(sent, name, namespace, custom)| {
+            let origin = responses::ToolOrigin {
+                name,
+                namespace,
+                custom,
+            };
+            (sent, origin)
+        })
+        .collect();
+    responses::ResponsesOptions {
+        echo,
+        include_encrypted,
+        summary,
+        signing_key,
+        tool_names,
+    }
+}
+
+/// Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaChatStream {
+    inner: transducers::ResponsesViaChatStream,
+}
+
+transducer_methods!(
+    ResponsesViaChatStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaChatStream {
+            inner: transducers::responses_via_chat(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaGeminiStream {
+    inner: transducers::ResponsesViaGeminiStream,
+}
+
+transducer_methods!(
+    ResponsesViaGeminiStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaGeminiStream {
+            inner: transducers::responses_via_gemini(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one Anthropic Messages SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaMessagesStream {
+    inner: transducers::ResponsesViaMessagesStream,
+}
+
+transducer_methods!(
+    ResponsesViaMessagesStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaMessagesStream {
+            inner: transducers::responses_via_messages(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+/// Translate one OpenAI Responses SSE body into Anthropic Messages SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct MessagesViaResponsesStream {
+    inner: transducers::MessagesViaResponsesStream,
+}
+
+transducer_methods!(
+    MessagesViaResponsesStream,
+    (u64, u64, u64),
+    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        message_id: &str,
+        model: &str,
+        input_tokens: u64,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        MessagesViaResponsesStream {
+            inner: transducers::messages_via_responses(
+                message_id,
+                model,
+                input_tokens,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+/// Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks.
+#[pyclass(module = "hydra_proxy._native")]
+struct ChatViaResponsesStream {
+    inner: transducers::ChatViaResponsesStream,
+}
+
+transducer_methods!(
+    ChatViaResponsesStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    fn new(
+        completion_id: &str,
+        model: &str,
+        created: u64,
+        include_usage: bool,
+        continuation_key: Option<&[u8]>,
+        signing_key: Option<&[u8]>,
+        max_event_bytes: usize,
+    ) -> Self {
+        ChatViaResponsesStream {
+            inner: transducers::chat_via_responses(
+                completion_id,
+                model,
+                created,
+                include_usage,
+                continuation_key,
+                signing_key,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
+// -- end of OpenAI Responses ----------------------------------------------------------------
+
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in pairs {
@@ -234,6 +444,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<MessagesViaChatStream>()?;
     m.add_class::<ChatViaMessagesStream>()?;
+    m.add_class::<ResponsesViaChatStream>()?;
+    m.add_class::<ResponsesViaMessagesStream>()?;
+    m.add_class::<ResponsesViaGeminiStream>()?;
+    m.add_class::<MessagesViaResponsesStream>()?;
+    m.add_class::<ChatViaResponsesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -246,8 +461,16 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_INTERLEAVED", chat::decoder::MSG_INTERLEAVED),
         ("MSG_UNKNOWN_BLOCK", anthropic::decoder::MSG_UNKNOWN_BLOCK),
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
+        (
+            "MSG_UPSTREAM_FAILED",
+            responses::shared::MSG_UPSTREAM_FAILED,
+        ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
+    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
+    let reasons = responses::shared::INCOMPLETE_REASONS;
+    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
     add_gemini(m)?;
     Ok(())
 }

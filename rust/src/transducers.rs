@@ -3,6 +3,7 @@
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
+use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
 use crate::stream::Transducer;
 
 /// Anthropic Messages clients on an OpenAI Chat Completions upstream.
@@ -35,6 +36,88 @@ pub fn chat_via_messages(
 ) -> ChatViaMessagesStream {
     Transducer::new(
         AnthropicDecoder::new(),
+        ChatEncoder::new(
+            completion_id,
+            model,
+            created,
+            include_usage,
+            continuation_key,
+        ),
+        max_event_bytes,
+    )
+}
+
+// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
+
+/// OpenAI Responses clients (Codex CLI) on an OpenAI Chat Completions upstream.
+pub type ResponsesViaChatStream = Transducer<ChatDecoder, ResponsesEncoder>;
+
+/// OpenAI Responses clients (Codex CLI) on an Anthropic Messages upstream.
+pub type ResponsesViaMessagesStream = Transducer<AnthropicDecoder, ResponsesEncoder>;
+
+pub fn responses_via_chat(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaChatStream {
+    Transducer::new(
+        ChatDecoder::new(response_id, options.signing_key),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
+        max_event_bytes,
+    )
+}
+
+pub fn responses_via_messages(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaMessagesStream {
+    Transducer::new(
+        AnthropicDecoder::new(),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
+        max_event_bytes,
+    )
+}
+
+// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
+
+/// Anthropic Messages clients on an OpenAI Responses upstream.
+pub type MessagesViaResponsesStream = Transducer<ResponsesDecoder, AnthropicEncoder>;
+
+/// OpenAI Chat Completions clients on an OpenAI Responses upstream.
+pub type ChatViaResponsesStream = Transducer<ResponsesDecoder, ChatEncoder>;
+
+pub fn messages_via_responses(
+    message_id: &str,
+    model: &str,
+    input_tokens: u64,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> MessagesViaResponsesStream {
+    Transducer::new(
+        ResponsesDecoder::new(message_id, signing_key),
+        AnthropicEncoder::new(message_id, model, input_tokens),
+        max_event_bytes,
+    )
+}
+
+pub fn chat_via_responses(
+    completion_id: &str,
+    model: &str,
+    created: u64,
+    include_usage: bool,
+    continuation_key: Option<&[u8]>,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> ChatViaResponsesStream {
+    Transducer::new(
+        ResponsesDecoder::new(completion_id, signing_key),
         ChatEncoder::new(
             completion_id,
             model,
@@ -92,6 +175,28 @@ pub fn chat_via_gemini(
             include_usage,
             continuation_key,
         ),
+        max_event_bytes,
+    )
+}
+
+// -- OpenAI Responses clients on a Gemini upstream ------------------------------------------
+
+/// OpenAI Responses clients (Codex CLI) on a Gemini upstream.
+pub type ResponsesViaGeminiStream = Transducer<GeminiDecoder, ResponsesEncoder>;
+
+/// The response id names the tool calls; `options.signing_key` signs thinking and carries
+/// Gemini's thought signatures.
+pub fn responses_via_gemini(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaGeminiStream {
+    Transducer::new(
+        GeminiDecoder::new(response_id, options.signing_key),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
         max_event_bytes,
     )
 }

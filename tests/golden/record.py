@@ -1,6 +1,6 @@
 """Record the golden stream translations (tests/golden/cases.json and outputs/).
 
-    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs]
+    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs | --responses-inputs]
 
 The goldens pin the bytes both transducers emit today, so a refactoring of the stream code
 can be checked byte for byte (tests/test_golden.py). Re-record only for an intended change
@@ -24,6 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 import gemini_golden  # noqa: E402
 import golden_cases  # noqa: E402
 from conftest import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
+from responses_streams import RESPONSES_STREAMS  # noqa: E402
 
 KEY = "golden-key"
 
@@ -85,6 +86,83 @@ def write_inputs() -> None:
         path.write_bytes(body)
 
 
+def _responses_cases(chat_inputs: list[str], anthropic_inputs: list[str]) -> list[dict[str, Any]]:
+    """The OpenAI Responses compositions (issue 10): the encoder behind the Chat and the
+    Anthropic decoders over their inputs, and the decoder over the Responses recordings."""
+    from hydra_proxy.responses.context import ResponsesContext
+    from hydra_proxy.responses.encoder import echo_text
+
+    context = ResponsesContext("gpt-golden", instructions="golden", tools=[{"type": "web_search"}])
+    full = {
+        "echo": echo_text(context),
+        "include_encrypted": True,
+        "summary": True,
+        "signing_key": KEY,
+        "tool_names": [
+            ["ns__Bash", "Bash", "ns", False],
+            ["apply_patch", "apply_patch", None, True],
+        ],
+    }
+    encoder_options: list[dict[str, Any]] = [full, {}]
+    inputs = HERE / "inputs"
+    responses_inputs = [f"fixture:responses/{n}" for n in sorted(RESPONSES_STREAMS)] + [
+        f"input:{p.relative_to(inputs)}" for p in sorted((inputs / "responses").glob("*.sse"))
+    ]
+    out: list[dict[str, Any]] = []
+    for direction, sources in (
+        ("responses_via_chat", chat_inputs),
+        ("responses_via_messages", anthropic_inputs),
+    ):
+        for source in sources:
+            for options in encoder_options:
+                out.append({"direction": direction, "input": source, "options": options})
+    for source in responses_inputs:
+        for signed in (True, False):
+            out.append(
+                {
+                    "direction": "messages_via_responses",
+                    "input": source,
+                    "options": {"signing_key": KEY if signed else None},
+                }
+            )
+            out.append(
+                {
+                    "direction": "chat_via_responses",
+                    "input": source,
+                    "options": {
+                        "include_usage": signed,
+                        "continuation_key": KEY if signed else None,
+                        "signing_key": KEY if signed else None,
+                    },
+                }
+            )
+    out.append(
+        {
+            "direction": "responses_via_messages",
+            "input": "input:anthropic/corner-cut-off.sse",
+            "options": full,
+            "script": ["ping", "feed", "ping", ["fail", "rate_limit_error", "broke"], "finish"],
+        }
+    )
+    out.append(
+        {
+            "direction": "responses_via_chat",
+            "input": "input:chat/corner-empty.sse",
+            "options": full,
+            "script": [["fail", "api_error", "before anything"], "feed", "finish"],
+        }
+    )
+    return out
+
+
+def write_responses_inputs() -> None:
+    """Write only the Responses corner inputs (the others stay as recorded)."""
+    for name, body in sorted(golden_cases.responses_corner_inputs().items()):
+        path = HERE / "inputs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+
+
 def cases() -> list[dict[str, Any]]:
     """Every (direction, input, options, script) the goldens cover."""
     out: list[dict[str, Any]] = []
@@ -113,6 +191,7 @@ def cases() -> list[dict[str, Any]]:
                     "options": {"include_usage": on, "continuation_key": KEY if on else None},
                 }
             )
+    out += _responses_cases(chat_inputs, anthropic_inputs)
     out += golden_cases.scripted_cases()
     out += gemini_golden.cases()
     for case in out:
@@ -126,6 +205,8 @@ def main() -> None:
         raise SystemExit("record with the native extension built: both must agree")
     if "--inputs" in sys.argv:
         write_inputs()
+    if "--responses-inputs" in sys.argv:
+        write_responses_inputs()
     if "--inputs" in sys.argv or "--gemini-inputs" in sys.argv:
         gemini_golden.write_inputs()
     recorded = []

@@ -33,7 +33,7 @@ from .asgi import (
     read_body,
     respond,
 )
-from .ingress import Context, chat, messages, parse_request, resolve
+from .ingress import Context, chat, messages, parse_request, resolve, responses
 from .plan import Plan
 from .upstream import Upstream
 
@@ -44,6 +44,7 @@ access_log = logging.getLogger("hydra_proxy.access")
 _INGRESS = {
     "/v1/messages": messages.plan,
     "/v1/chat/completions": chat.plan,
+    "/v1/responses": responses.plan,
 }
 
 

@@ -1,0 +1,574 @@
+"""Canonical events -> OpenAI Responses SSE (twin of rust/src/responses/encoder.rs).
+
+Output grammar (what Codex CLI and the openai SDK's stream accumulator read), every event
+with its ``sequence_number`` (0, 1, 2...):
+
+- ``response.created`` then ``response.in_progress``, first, before anything else (a
+  failure included): the ``response`` object with the proxy's id, ``created_at`` and model,
+  ``status: "in_progress"``, ``output: []``, the request echo, ``usage: null``.
+- Output items, one open at a time, numbered by ``output_index`` in the order they open,
+  grouped as the non-streamed mapping groups blocks (`responses.response`): a run of text
+  blocks is one assistant ``message`` item (``msg_``) with one ``output_text`` part
+  (output_item.added, content_part.added, output_text.delta..., and at the item's end
+  output_text.done, content_part.done, output_item.done); a run of thinking and redacted
+  thinking blocks is one ``reasoning`` item (``rs_``): each thinking block with text is a
+  summary part (reasoning_summary_part.added, reasoning_summary_text.delta..., .done,
+  summary_part.done) when the request asked for a summary, and the item's
+  ``encrypted_content`` is the client carrier of all the run's blocks (signatures and
+  redacted data included, `reasoning.encode_carrier`) when it asked for encrypted
+  reasoning and a key is set; each tool_use block is a ``function_call`` item (``fc_``;
+  ``call_id`` the tool_use id, ``name``/``namespace`` restored through the name table;
+  function_call_arguments.delta as the JSON arrives, ``{}`` for a call without
+  arguments, then .done) or, for a custom tool, a ``custom_tool_call`` item (``ctc_``)
+  whose ``input`` is the string the model wrote (the arguments' ``input`` member, sent as
+  one custom_tool_call_input.delta and .done once the arguments are whole). Item ids are
+  `responses.response.item_id`'s. A text block's citations that carry a URL become
+  ``url_citation`` annotations spanning the block (output_text.annotation.added when the
+  block ends, as the non-streamed mapping makes them); server-tool blocks have no form
+  here (their findings are in the text).
+- The end: ``response.completed``, or ``response.incomplete`` with
+  ``incomplete_details.reason`` for a token limit (`responses.response.response_status`;
+  the last message item then has ``status: "incomplete"``), the ``response`` with every
+  item as output_item.done sent it and ``usage`` (`responses.response.responses_usage`:
+  input counts cached and cache-written tokens). A failure after the first byte ends the
+  stream with ``response.failed`` (what Codex reads; ``error.code`` from
+  `responses.errors.response_error_code`), whose output holds the finished items; no
+  completion follows, so it never looks whole.
+- A keepalive is an SSE comment.
+"""
+
+from __future__ import annotations
+
+from orjson import dumps, loads
+
+from ..stream.events import (
+    BlockStart,
+    BlockStop,
+    CitationDelta,
+    Error,
+    Event,
+    MessageStart,
+    MessageStop,
+    Ping,
+    RedactedThinking,
+    ServerTool,
+    SignatureDelta,
+    StopReason,
+    Text,
+    TextDelta,
+    Thinking,
+    ThinkingDelta,
+    ToolArgumentsDelta,
+    ToolUse,
+    Usage,
+)
+from . import output as out
+from .context import ResponsesContext
+from .errors import response_error_code
+from .reasoning import Block
+from .response import item_id, reasoning_item, response_status, responses_usage
+from .tools import CUSTOM_INPUT_KEY, ToolNames, ToolOrigin
+
+__all__ = ["NameTable", "ResponsesEncoder", "echo_text", "name_table"]
+
+# (sent name, client name, namespace, custom): `ToolNames` as plain data, for both
+# implementations' constructors.
+NameTable = list[tuple[str, str, str | None, bool]]
+
+
+def name_table(names: ToolNames) -> NameTable:
+    return [(sent, o.name, o.namespace, o.custom) for sent, o in names.by_sent.items()]
+
+
+def echo_text(context: ResponsesContext) -> str:
+    """The request echo a streamed ``response`` object repeats, as the encoder takes it."""
+    return dumps(context.echo()).decode()
+
+
+def echo_inner(echo: str) -> bytes:
+    """The members of a JSON object text (nothing for anything but an object)."""
+    text = echo.strip(" \t\n\r")
+    if len(text) < 2 or text[0] != "{" or text[-1] != "}":
+        return b""
+    return text[1:-1].strip(" \t\n\r").encode()
+
+
+def custom_call_input(arguments: str) -> str:
+    """A custom tool call's input from its tool_use arguments: the ``input`` string, else
+    nothing for no or empty arguments, else the arguments as they are."""
+    try:
+        value = loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+    if isinstance(value, dict):
+        member = value.get(CUSTOM_INPUT_KEY)
+        if isinstance(member, str):
+            return member
+        if not value:
+            return ""
+    return arguments
+
+
+class _Message:
+    kind = "message"
+
+    def __init__(self, item: str) -> None:
+        self.item = item
+        self.text: list[str] = []
+        self.length = 0  # characters of text so far
+        self.block_start = 0  # where the open text block's text starts
+        self.citations: list[tuple[str, str]] = []  # the open block's (title, url)
+        self.annotations: list[bytes] = []
+
+
+class _Reasoning:
+    kind = "reasoning"
+
+    def __init__(self, item: str) -> None:
+        self.item = item
+        self.blocks: list[Block] = []
+        self.summaries = 0  # summary parts finished
+        self.part_open = False
+        self.pieces: list[str] = []  # the open thinking block's text (joined at its stop)
+
+    def settle(self) -> str:
+        """The open thinking block's text, written into its block."""
+        text = "".join(self.pieces)
+        if self.pieces:
+            self.blocks[-1]["thinking"] = text
+            self.pieces = []
+        return text
+
+
+class _Call:
+    kind = "call"
+
+    def __init__(self, item: str, call_id: str, origin: ToolOrigin) -> None:
+        self.item = item
+        self.call_id = call_id
+        self.origin = origin
+        self.arguments: list[str] = []
+
+
+_Item = _Message | _Reasoning | _Call
+
+
+def _add_citation(item: _Message, citation: str) -> None:
+    """Note a text block's citation that carries a URL (`url_citations` of the non-streamed
+    mapping); it becomes an annotation spanning the block when the block ends."""
+    try:
+        value = loads(citation)
+    except ValueError:
+        return
+    if type(value) is not dict:
+        return
+    url = value.get("url")
+    if type(url) is str and url:
+        title = value.get("title")
+        item.citations.append((title if type(title) is str else "", url))
+
+
+def _thinking(item: _Item | None) -> bool:
+    """The open item is reasoning fed by a thinking (not redacted) block."""
+    return isinstance(item, _Reasoning) and item.blocks[-1]["type"] == "thinking"
+
+
+class ResponsesEncoder:
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+    ) -> None:
+        self._response_id = response_id
+        self._model = model
+        self._created_at = created_at
+        self._estimate = input_tokens
+        self._echo = echo_inner(echo)
+        self._context = ResponsesContext(
+            model, include_encrypted=include_encrypted, summary=summary
+        )
+        self._key = signing_key
+        self._names = {
+            sent: ToolOrigin(name, namespace, custom)
+            for sent, name, namespace, custom in tool_names or ()
+        }
+        self._seq = 0
+        self._started = False
+        self._ended = False
+        self._complete = False
+        self._error: tuple[str, str] | None = None
+        self._stop_reason: str | None = None
+        self._status: str | None = None
+        self._usage = Usage()
+        self._items: list[bytes] = []  # finished items, as output_item.done sent them
+        self._item: _Item | None = None  # the open item
+        self._block: int | None = None  # the open block (decoder id) feeding it
+
+    # -- bytes ---------------------------------------------------------------------------
+
+    def _next(self) -> int:
+        seq = self._seq
+        self._seq += 1
+        return seq
+
+    def _response(self, status: str, **fields: bytes) -> bytes:
+        return out.response_object(
+            self._response_id,
+            self._created_at,
+            status,
+            self._model,
+            self._items,
+            self._echo,
+            **fields,
+        )
+
+    def _ensure_started(self, parts: list[bytes]) -> None:
+        if not self._started:
+            self._started = True
+            response = self._response("in_progress")
+            parts.append(out.response_event(b"response.created", self._next(), response))
+            parts.append(out.response_event(b"response.in_progress", self._next(), response))
+
+    # -- events --------------------------------------------------------------------------
+
+    def event(self, parts: list[bytes], event: Event) -> None:
+        self._ensure_started(parts)
+        item = self._item
+        match event:
+            case TextDelta(block, text):
+                if block == self._block and isinstance(item, _Message):
+                    item.text.append(text)
+                    item.length += len(text)
+                    parts.append(out.text_delta(self._next(), item.item, self._index(), text))
+            case ThinkingDelta(block, thinking):
+                if block == self._block and _thinking(item):
+                    assert isinstance(item, _Reasoning)
+                    self._thinking_delta(parts, item, thinking)
+            case SignatureDelta(block, signature):
+                if block == self._block and _thinking(item):
+                    assert isinstance(item, _Reasoning)
+                    item.blocks[-1]["signature"] = signature
+            case ToolArgumentsDelta(block, partial_json):
+                if block == self._block and isinstance(item, _Call):
+                    item.arguments.append(partial_json)
+                    if not item.origin.custom:
+                        parts.append(
+                            out.call_input(
+                                b"response.function_call_arguments.delta",
+                                b"delta",
+                                self._next(),
+                                item.item,
+                                self._index(),
+                                partial_json,
+                            )
+                        )
+            case CitationDelta(block, citation):
+                if block == self._block and isinstance(item, _Message):
+                    _add_citation(item, citation)
+            case BlockStart(block, kind):
+                self._block_start(parts, block, kind)
+            case BlockStop(block):
+                if block == self._block:
+                    self._block_stop(parts)
+            case MessageStart():
+                pass
+            case Usage():
+                mine = self._usage
+                if event.input_tokens is not None:
+                    mine.input_tokens = event.input_tokens
+                if event.cache_read_input_tokens is not None:
+                    mine.cache_read_input_tokens = event.cache_read_input_tokens
+                if event.cache_creation_input_tokens is not None:
+                    mine.cache_creation_input_tokens = event.cache_creation_input_tokens
+                if event.output_tokens is not None:
+                    mine.output_tokens = event.output_tokens
+            case StopReason(reason):
+                self._stop_reason = reason
+            case MessageStop():
+                self._end(parts)
+            case Error(kind, message):
+                self._fail(parts, kind, message)
+            case Ping():
+                parts.append(out.PING)
+
+    def _index(self) -> int:
+        """The output index of the open item (items finish in the order they open)."""
+        return len(self._items)
+
+    def _block_start(self, parts: list[bytes], block: int, kind: object) -> None:
+        if self._block is not None and not isinstance(kind, ServerTool):
+            self._block_stop(parts)  # a lenient upstream's overlapping blocks
+        match kind:
+            case Text():
+                message = self._item
+                if isinstance(message, _Message):
+                    message.block_start = message.length
+                else:
+                    self._close(parts)
+                    item = _Message(item_id("msg", self._response_id, self._index()))
+                    self._open(parts, item, out.message_item(item.item, "in_progress", None))
+                    parts.append(
+                        out.content_part(
+                            b"response.content_part.added",
+                            self._next(),
+                            item.item,
+                            self._index(),
+                            "",
+                        )
+                    )
+            case Thinking() | RedactedThinking():
+                reasoning = self._item
+                if not isinstance(reasoning, _Reasoning):
+                    self._close(parts)
+                    reasoning = _Reasoning(item_id("rs", self._response_id, self._index()))
+                    self._open(parts, reasoning, out.reasoning_item_added(reasoning.item))
+                if isinstance(kind, RedactedThinking):
+                    reasoning.blocks.append({"type": "redacted_thinking", "data": kind.data})
+                else:
+                    reasoning.blocks.append({"type": "thinking", "thinking": "", "signature": ""})
+            case ToolUse(tool_id, name):
+                self._close(parts)
+                origin = self._names.get(name) or ToolOrigin(name)
+                prefix = "ctc" if origin.custom else "fc"
+                call = _Call(item_id(prefix, self._response_id, self._index()), tool_id, origin)
+                self._open(parts, call, self._call_item(call, "in_progress", ""))
+            case ServerTool():
+                return
+        self._block = block
+
+    def _open(self, parts: list[bytes], item: _Item, added: bytes) -> None:
+        self._item = item
+        parts.append(
+            out.item_event(b"response.output_item.added", self._next(), self._index(), added)
+        )
+
+    def _thinking_delta(self, parts: list[bytes], item: _Reasoning, thinking: str) -> None:
+        item.pieces.append(thinking)
+        if not self._context.summary:
+            return
+        index = self._index()
+        if not item.part_open:
+            item.part_open = True
+            parts.append(
+                out.summary_part(
+                    b"response.reasoning_summary_part.added",
+                    self._next(),
+                    item.item,
+                    index,
+                    item.summaries,
+                    "",
+                )
+            )
+        parts.append(
+            out.summary_text(
+                b"response.reasoning_summary_text.delta",
+                b"delta",
+                self._next(),
+                item.item,
+                index,
+                item.summaries,
+                thinking,
+            )
+        )
+
+    def _block_stop(self, parts: list[bytes]) -> None:
+        self._block = None
+        item = self._item
+        if isinstance(item, _Reasoning):
+            text = item.settle()
+            if item.part_open:
+                index = self._index()
+                for kind, field in (
+                    (b"response.reasoning_summary_text.done", b"text"),
+                    (b"response.reasoning_summary_part.done", b""),
+                ):
+                    seq = self._next()
+                    if field:
+                        event = out.summary_text(
+                            kind, field, seq, item.item, index, item.summaries, text
+                        )
+                    else:
+                        event = out.summary_part(kind, seq, item.item, index, item.summaries, text)
+                    parts.append(event)
+                item.part_open = False
+                item.summaries += 1
+        elif isinstance(item, _Call):
+            self._close(parts)  # a call is one block
+        elif isinstance(item, _Message):
+            for title, url in item.citations:
+                annotation = out.url_citation(item.block_start, item.length, title, url)
+                parts.append(
+                    out.annotation_added(
+                        self._next(), item.item, self._index(), len(item.annotations), annotation
+                    )
+                )
+                item.annotations.append(annotation)
+            item.citations = []
+
+    def _call_item(self, call: _Call, status: str, text: str) -> bytes:
+        origin = call.origin
+        if origin.custom:
+            return out.custom_call_item(
+                call.item, status, text, call.call_id, origin.name, origin.namespace
+            )
+        return out.function_call_item(
+            call.item, status, text, call.call_id, origin.name, origin.namespace
+        )
+
+    def _close(self, parts: list[bytes], incomplete: bool = False) -> None:
+        """Finish the open item: its done events, and it joins the output."""
+        item = self._item
+        if item is None:
+            return
+        index = self._index()
+        done: bytes
+        if isinstance(item, _Message):
+            text = "".join(item.text)
+            parts.append(
+                out.text_done(self._next(), item.item, index, text)
+                + out.content_part(
+                    b"response.content_part.done",
+                    self._next(),
+                    item.item,
+                    index,
+                    text,
+                    item.annotations,
+                )
+            )
+            status = "incomplete" if incomplete else "completed"
+            done = out.message_item(item.item, status, text, item.annotations)
+        elif isinstance(item, _Reasoning):
+            item.settle()
+            done = dumps(reasoning_item(item.blocks, item.item, self._context, self._key))
+        else:
+            arguments = "".join(item.arguments)
+            if item.origin.custom:
+                text = custom_call_input(arguments)
+                if text:
+                    parts.append(
+                        out.call_input(
+                            b"response.custom_tool_call_input.delta",
+                            b"delta",
+                            self._next(),
+                            item.item,
+                            index,
+                            text,
+                        )
+                    )
+                parts.append(
+                    out.call_input(
+                        b"response.custom_tool_call_input.done",
+                        b"input",
+                        self._next(),
+                        item.item,
+                        index,
+                        text,
+                    )
+                )
+            else:
+                if not arguments:
+                    text = "{}"  # a call without arguments takes none
+                    parts.append(
+                        out.call_input(
+                            b"response.function_call_arguments.delta",
+                            b"delta",
+                            self._next(),
+                            item.item,
+                            index,
+                            text,
+                        )
+                    )
+                else:
+                    text = arguments
+                parts.append(
+                    out.call_input(
+                        b"response.function_call_arguments.done",
+                        b"arguments",
+                        self._next(),
+                        item.item,
+                        index,
+                        text,
+                    )
+                )
+            done = self._call_item(item, "completed", text)
+        parts.append(out.item_event(b"response.output_item.done", self._next(), index, done))
+        self._items.append(done)
+        self._item = None
+        self._block = None
+
+    def _usage_json(self) -> bytes:
+        usage = self._usage
+        fresh = self._estimate if usage.input_tokens is None else usage.input_tokens
+        anthropic_usage = {
+            "input_tokens": fresh,
+            "cache_read_input_tokens": usage.cache_read_input_tokens or 0,
+            "cache_creation_input_tokens": usage.cache_creation_input_tokens or 0,
+            "output_tokens": usage.output_tokens or 0,
+        }
+        return dumps(responses_usage(anthropic_usage))
+
+    def _end(self, parts: list[bytes]) -> None:
+        status, incomplete = response_status(self._stop_reason)
+        self._close(parts, incomplete=incomplete is not None)
+        if incomplete is None:
+            kind = b"response.completed"
+            response = self._response(status, usage=self._usage_json())
+        else:
+            kind = b"response.incomplete"
+            details = b'{"reason":"%s"}' % incomplete["reason"].encode()
+            response = self._response(status, incomplete_details=details, usage=self._usage_json())
+        parts.append(out.response_event(kind, self._next(), response))
+        self._status = "completed" if incomplete is None else incomplete["reason"]
+        self._ended = True
+        self._complete = True
+
+    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
+        error = out.error(response_error_code(error_type), message)
+        response = self._response("failed", error=error)
+        parts.append(out.response_event(b"response.failed", self._next(), response))
+        self._error = (error_type, message)
+        self._ended = True
+
+    # -- what the server asks ------------------------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """The output has ended: completed, incomplete or failed."""
+        return self._ended
+
+    @property
+    def complete(self) -> bool:
+        """The output ended with response.completed or response.incomplete."""
+        return self._complete
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        """(Anthropic error type, message) of the failure that ended the output, if any."""
+        return self._error
+
+    @property
+    def has_content(self) -> bool:
+        """At least one output item was started."""
+        return bool(self._items) or self._item is not None
+
+    @property
+    def stop_reason(self) -> str | None:
+        """``completed``, or the ``incomplete_details.reason``, once the stream has ended."""
+        return self._status
+
+    @property
+    def usage(self) -> tuple[int, int, int]:
+        """(input_tokens incl. cached and cache-written, cached_tokens, output_tokens); the
+        estimate until the upstream counts the input."""
+        usage = self._usage
+        fresh = self._estimate if usage.input_tokens is None else usage.input_tokens
+        cached = usage.cache_read_input_tokens or 0
+        written = usage.cache_creation_input_tokens or 0
+        return fresh + cached + written, cached, usage.output_tokens or 0

@@ -1,0 +1,491 @@
+//! OpenAI Responses stream -> canonical events (twin of
+//! python/hydra_proxy/responses/decoder.py, which documents the grammar).
+//!
+//! Its quirks: blocks come from output items (message content parts, reasoning items,
+//! function and custom tool calls; hosted tool items are skipped), one open at a time;
+//! a reasoning item's replay state (its id and encrypted_content) is signed into the
+//! thinking block's signature; custom tool input is streamed as `{"input": "..."}`.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
+use crate::json::trim_json_ws;
+use crate::json::write::write_str;
+use crate::signature::sign_thinking;
+use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
+use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Thinking,
+    Tool,
+    Custom,
+}
+
+#[derive(Clone, Copy)]
+struct Open {
+    block: u64,
+    kind: Kind,
+    index: i128,
+    part: u64,
+}
+
+pub struct ResponsesDecoder {
+    message_id: String,
+    key: Option<Vec<u8>>,
+    started: bool,
+    ended: bool,
+    blocks: u64,
+    has_call: bool,
+    open: Option<Open>,
+    /// The open tool block got argument/input deltas.
+    streamed: bool,
+    /// The last output index that had text.
+    texted: Option<i128>,
+    /// The reasoning item being read: its output index, text so far, last summary index.
+    reasoning: Option<i128>,
+    thinking: String,
+    summary_index: Option<u64>,
+}
+
+static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+
+fn empty() -> &'static Map<String, Value> {
+    EMPTY.get_or_init(Map::new)
+}
+
+fn get_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    obj.get(key).and_then(Value::as_str)
+}
+
+fn get_dict<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a Map<String, Value> {
+    match obj.get(key).and_then(Value::as_object) {
+        Some(map) => map,
+        None => empty(),
+    }
+}
+
+fn get_list<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a [Value] {
+    obj.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn uint(obj: &Map<String, Value>, key: &str) -> Option<u64> {
+    obj.get(key).and_then(Value::as_u64)
+}
+
+fn texts<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a str> {
+    parts
+        .iter()
+        .filter_map(Value::as_object)
+        .filter(|part| get_str(part, "type") == Some(kind))
+        .filter_map(|part| get_str(part, "text"))
+        .collect()
+}
+
+/// `text` escaped as inside a JSON string (escaping is per character).
+fn json_fragment(out: &mut String, text: &str) {
+    let mut quoted = Vec::with_capacity(text.len() + 2);
+    write_str(&mut quoted, text);
+    out.push_str(std::str::from_utf8(&quoted[1..quoted.len() - 1]).expect("escaped UTF-8"));
+}
+
+impl ResponsesDecoder {
+    pub fn new(message_id: &str, signing_key: Option<&[u8]>) -> Self {
+        ResponsesDecoder {
+            message_id: message_id.to_owned(),
+            key: signing_key.filter(|k| !k.is_empty()).map(<[u8]>::to_vec),
+            started: false,
+            ended: false,
+            blocks: 0,
+            has_call: false,
+            open: None,
+            streamed: false,
+            texted: None,
+            reasoning: None,
+            thinking: String::new(),
+            summary_index: None,
+        }
+    }
+}
+
+impl Decoder for ResponsesDecoder {
+    fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
+        let trimmed = trim_json_ws(data);
+        if self.ended || trimmed.is_empty() || trimmed == b"[DONE]" {
+            return;
+        }
+        let text = String::from_utf8_lossy(data);
+        let Some(payload) = parse(&text) else {
+            return self.fail("api_error", MSG_INVALID_JSON, emit);
+        };
+        let Some(payload) = payload.as_object() else {
+            return self.fail("api_error", MSG_BAD_SHAPE, emit);
+        };
+        let kind: Option<Cow<'_, str>> = match get_str(payload, "type") {
+            Some(kind) => Some(Cow::Borrowed(kind)),
+            None => event.map(String::from_utf8_lossy),
+        };
+        let kind = kind.as_deref();
+        if kind == Some("error")
+            || (kind.is_none() && payload.get("error").is_some_and(Value::is_object))
+        {
+            let error = match payload.get("error").and_then(Value::as_object) {
+                Some(error) if !error.is_empty() => error,
+                _ => payload,
+            };
+            return self.upstream_error(error, emit);
+        }
+        if !self.started {
+            self.started = true;
+            let response = get_dict(payload, "response");
+            emit.emit(Event::MessageStart {
+                id: get_str(response, "id"),
+                model: get_str(response, "model"),
+            });
+        }
+        let index = uint(payload, "output_index").map_or(-1, i128::from);
+        match kind {
+            Some("response.output_text.delta" | "response.refusal.delta") => {
+                self.text_delta(payload, index, emit)
+            }
+            Some(
+                kind @ ("response.reasoning_summary_text.delta" | "response.reasoning_text.delta"),
+            ) => self.thinking_delta(kind, payload, index, emit),
+            Some("response.function_call_arguments.delta") => {
+                self.arguments_delta(payload, index, emit)
+            }
+            Some("response.custom_tool_call_input.delta") => self.input_delta(payload, index, emit),
+            Some("response.output_item.added") => {
+                self.item_added(get_dict(payload, "item"), index, emit)
+            }
+            Some("response.output_item.done") => {
+                self.item_done(get_dict(payload, "item"), index, emit)
+            }
+            Some("response.completed" | "response.incomplete") => {
+                self.end(get_dict(payload, "response"), emit)
+            }
+            Some("response.failed") => {
+                let error = get_dict(get_dict(payload, "response"), "error");
+                self.upstream_error(error, emit)
+            }
+            _ => {}
+        }
+    }
+
+    fn finish<S: Sink>(&mut self, emit: &mut S) {
+        self.fail("api_error", MSG_CUT_OFF, emit);
+    }
+}
+
+impl ResponsesDecoder {
+    fn start<S: Sink>(
+        &mut self,
+        kind: Kind,
+        index: i128,
+        part: u64,
+        block: BlockKind<'_>,
+        emit: &mut S,
+    ) -> u64 {
+        self.close(emit);
+        let id = self.blocks;
+        self.blocks += 1;
+        emit.emit(Event::BlockStart {
+            block: id,
+            kind: block,
+        });
+        self.open = Some(Open {
+            block: id,
+            kind,
+            index,
+            part,
+        });
+        self.streamed = false;
+        id
+    }
+
+    fn close<S: Sink>(&mut self, emit: &mut S) {
+        if let Some(open) = self.open.take() {
+            emit.emit(Event::BlockStop { block: open.block });
+        }
+    }
+
+    /// The open block's id if it is of `kind` and belongs to output item `index`.
+    fn is_open(&self, kind: Kind, index: i128) -> Option<u64> {
+        self.open
+            .filter(|open| open.kind == kind && open.index == index)
+            .map(|open| open.block)
+    }
+
+    fn text_delta<S: Sink>(&mut self, payload: &Map<String, Value>, index: i128, emit: &mut S) {
+        let Some(delta) = get_str(payload, "delta").filter(|d| !d.is_empty()) else {
+            return;
+        };
+        let part = uint(payload, "content_index").unwrap_or(0);
+        let block = match (self.is_open(Kind::Text, index), self.open) {
+            (Some(block), Some(open)) if open.part == part => block,
+            _ => self.start(Kind::Text, index, part, BlockKind::Text, emit),
+        };
+        self.texted = Some(index);
+        emit.emit(Event::TextDelta { block, text: delta });
+    }
+
+    fn thinking_delta<S: Sink>(
+        &mut self,
+        kind: &str,
+        payload: &Map<String, Value>,
+        index: i128,
+        emit: &mut S,
+    ) {
+        let Some(delta) = get_str(payload, "delta").filter(|d| !d.is_empty()) else {
+            return;
+        };
+        if self.reasoning != Some(index) {
+            return;
+        }
+        let block = match self.is_open(Kind::Thinking, index) {
+            Some(block) => block,
+            None => self.start(Kind::Thinking, index, 0, BlockKind::Thinking, emit),
+        };
+        if kind == "response.reasoning_summary_text.delta" {
+            let summary = uint(payload, "summary_index").unwrap_or(0);
+            if !self.thinking.is_empty() && Some(summary) != self.summary_index {
+                self.thinking.push_str("\n\n");
+                emit.emit(Event::ThinkingDelta {
+                    block,
+                    thinking: "\n\n",
+                });
+            }
+            self.summary_index = Some(summary);
+        }
+        self.thinking.push_str(delta);
+        emit.emit(Event::ThinkingDelta {
+            block,
+            thinking: delta,
+        });
+    }
+
+    fn arguments_delta<S: Sink>(
+        &mut self,
+        payload: &Map<String, Value>,
+        index: i128,
+        emit: &mut S,
+    ) {
+        let delta = get_str(payload, "delta").filter(|d| !d.is_empty());
+        if let (Some(partial_json), Some(block)) = (delta, self.is_open(Kind::Tool, index)) {
+            self.streamed = true;
+            emit.emit(Event::ToolArgumentsDelta {
+                block,
+                partial_json,
+            });
+        }
+    }
+
+    fn input_delta<S: Sink>(&mut self, payload: &Map<String, Value>, index: i128, emit: &mut S) {
+        let delta = get_str(payload, "delta").filter(|d| !d.is_empty());
+        if let (Some(delta), Some(block)) = (delta, self.is_open(Kind::Custom, index)) {
+            let mut partial_json = String::new();
+            if !self.streamed {
+                partial_json.push_str("{\"input\":\"");
+            }
+            self.streamed = true;
+            json_fragment(&mut partial_json, delta);
+            emit.emit(Event::ToolArgumentsDelta {
+                block,
+                partial_json: &partial_json,
+            });
+        }
+    }
+
+    fn item_added<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        match get_str(item, "type") {
+            Some(kind @ ("function_call" | "custom_tool_call")) => {
+                let call_id = match get_str(item, "call_id").filter(|c| !c.is_empty()) {
+                    Some(call_id) => call_id.to_owned(),
+                    None => {
+                        let rest = self
+                            .message_id
+                            .strip_prefix("msg_")
+                            .unwrap_or(&self.message_id);
+                        format!("toolu_{rest}_{}", self.blocks)
+                    }
+                };
+                let name = get_str(item, "name").unwrap_or("");
+                let name = match get_str(item, "namespace").filter(|n| !n.is_empty()) {
+                    Some(namespace) => flatten(namespace, name),
+                    None => name.to_owned(),
+                };
+                self.has_call = true;
+                let block_kind = if kind == "function_call" {
+                    Kind::Tool
+                } else {
+                    Kind::Custom
+                };
+                let tool = BlockKind::ToolUse {
+                    id: &call_id,
+                    name: &name,
+                };
+                self.start(block_kind, index, 0, tool, emit);
+            }
+            Some("reasoning") => {
+                self.close(emit);
+                self.reasoning = Some(index);
+                self.thinking.clear();
+                self.summary_index = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn item_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        match get_str(item, "type") {
+            Some("reasoning") if self.reasoning == Some(index) => {
+                self.reasoning_done(item, index, emit)
+            }
+            Some("function_call") => {
+                if let Some(block) = self.is_open(Kind::Tool, index) {
+                    if let Some(arguments) = get_str(item, "arguments").filter(|a| !a.is_empty()) {
+                        if !self.streamed {
+                            emit.emit(Event::ToolArgumentsDelta {
+                                block,
+                                partial_json: arguments,
+                            });
+                        }
+                    }
+                    self.close(emit);
+                }
+            }
+            Some("custom_tool_call") => {
+                if let Some(block) = self.is_open(Kind::Custom, index) {
+                    if self.streamed {
+                        emit.emit(Event::ToolArgumentsDelta {
+                            block,
+                            partial_json: "\"}",
+                        });
+                    } else {
+                        let mut whole = Vec::new();
+                        whole.extend_from_slice(b"{\"input\":");
+                        write_str(&mut whole, get_str(item, "input").unwrap_or(""));
+                        whole.push(b'}');
+                        let partial_json = std::str::from_utf8(&whole).expect("JSON text");
+                        emit.emit(Event::ToolArgumentsDelta {
+                            block,
+                            partial_json,
+                        });
+                    }
+                    self.close(emit);
+                }
+            }
+            Some("message") => {
+                if self.is_open(Kind::Text, index).is_some() {
+                    self.close(emit);
+                } else if self.texted != Some(index) {
+                    for part in get_list(item, "content")
+                        .iter()
+                        .filter_map(Value::as_object)
+                    {
+                        let kind = get_str(part, "type");
+                        let field = if kind == Some("refusal") {
+                            "refusal"
+                        } else {
+                            "text"
+                        };
+                        let text = get_str(part, field).filter(|t| !t.is_empty());
+                        if let (Some("output_text" | "refusal"), Some(text)) = (kind, text) {
+                            let block = self.start(Kind::Text, index, 0, BlockKind::Text, emit);
+                            emit.emit(Event::TextDelta { block, text });
+                            self.close(emit);
+                        }
+                    }
+                }
+                self.texted = Some(index);
+            }
+            _ => {}
+        }
+    }
+
+    fn reasoning_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        self.reasoning = None;
+        let encrypted = get_str(item, "encrypted_content").filter(|e| !e.is_empty());
+        let mut text = std::mem::take(&mut self.thinking);
+        let block = match self.is_open(Kind::Thinking, index) {
+            Some(block) => block,
+            None => {
+                text = texts(get_list(item, "summary"), "summary_text").join("\n\n");
+                if text.is_empty() {
+                    text = texts(get_list(item, "content"), "reasoning_text").concat();
+                }
+                if text.is_empty() && !(encrypted.is_some() && self.key.is_some()) {
+                    return;
+                }
+                let block = self.start(Kind::Thinking, index, 0, BlockKind::Thinking, emit);
+                if !text.is_empty() {
+                    emit.emit(Event::ThinkingDelta {
+                        block,
+                        thinking: &text,
+                    });
+                }
+                block
+            }
+        };
+        let signature = match (&self.key, encrypted) {
+            (Some(key), Some(encrypted)) => {
+                let item_id = get_str(item, "id").unwrap_or("");
+                Some(sign_upstream_item(&text, item_id, encrypted, key))
+            }
+            (Some(key), None) if !text.is_empty() => Some(sign_thinking(&text, key)),
+            _ => None,
+        };
+        if let Some(signature) = signature {
+            emit.emit(Event::SignatureDelta {
+                block,
+                signature: &signature,
+            });
+        }
+        self.close(emit);
+    }
+
+    fn end<S: Sink>(&mut self, response: &Map<String, Value>, emit: &mut S) {
+        self.close(emit);
+        if let Some(usage) = response.get("usage").and_then(Value::as_object) {
+            let total = uint(usage, "input_tokens").unwrap_or(0);
+            let details = get_dict(usage, "input_tokens_details");
+            let cached = uint(details, "cached_tokens").unwrap_or(0).min(total);
+            let written = uint(details, "cache_write_tokens")
+                .unwrap_or(0)
+                .min(total - cached);
+            emit.emit(Event::Usage(Usage {
+                input_tokens: Some(total - cached - written),
+                cache_read_input_tokens: Some(cached),
+                cache_creation_input_tokens: Some(written),
+                output_tokens: Some(uint(usage, "output_tokens").unwrap_or(0)),
+            }));
+        }
+        let reason = get_str(get_dict(response, "incomplete_details"), "reason");
+        let reason = match reason {
+            Some("max_output_tokens") => "max_tokens",
+            Some("content_filter") => "refusal",
+            _ if self.has_call => "tool_use",
+            _ => "end_turn",
+        };
+        emit.emit(Event::StopReason { reason });
+        emit.emit(Event::MessageStop);
+        self.ended = true;
+    }
+
+    fn upstream_error<S: Sink>(&mut self, error: &Map<String, Value>, emit: &mut S) {
+        let (kind, message) = upstream_failure(get_str(error, "code"), get_str(error, "message"));
+        self.fail(kind, &message, emit);
+    }
+
+    fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
+        if !self.ended {
+            emit.emit(Event::Error { kind, message });
+            self.ended = true;
+        }
+    }
+}

@@ -1,0 +1,726 @@
+//! Canonical events -> OpenAI Responses SSE (twin of
+//! python/hydra_proxy/responses/encoder.py, which documents the grammar).
+//!
+//! Its quirks: response.created and response.in_progress come first; output items open one
+//! at a time, numbered by output_index, a run of text blocks one message item, a run of
+//! thinking blocks one reasoning item (the client carrier of its blocks as
+//! encrypted_content), each tool call one function_call or custom_tool_call item with the
+//! client's name restored; every event has a sequence_number; the end is
+//! response.completed, response.incomplete or response.failed, whose response repeats
+//! every finished item.
+
+use std::collections::HashMap;
+
+use super::output::{self as out, ResponseTail};
+use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
+use crate::continuation::Block;
+use crate::json::trim_json_ws;
+use crate::stream::{BlockKind, Encoder, Event, Usage};
+
+/// What a tool name sent upstream stands for in the client's request
+/// (responses.tools.ToolOrigin).
+#[derive(Clone, Debug, Default)]
+pub struct ToolOrigin {
+    pub name: String,
+    pub namespace: Option<String>,
+    pub custom: bool,
+}
+
+/// What the encoder needs to know of the request.
+#[derive(Default)]
+pub struct ResponsesOptions<'a> {
+    /// The request echo, a JSON object's text (responses.encoder.echo_text).
+    pub echo: &'a str,
+    pub include_encrypted: bool,
+    pub summary: bool,
+    pub signing_key: Option<&'a [u8]>,
+    /// Sent tool name -> the client's tool.
+    pub tool_names: HashMap<String, ToolOrigin>,
+}
+
+enum Item {
+    Message {
+        id: String,
+        text: String,
+        /// Characters of text so far, where the open text block's text starts, its
+        /// citations (title, url), and the annotations made (JSON texts joined, count).
+        length: u64,
+        block_start: u64,
+        citations: Vec<(String, String)>,
+        annotations: Vec<u8>,
+        annotation_count: u64,
+    },
+    Reasoning {
+        id: String,
+        blocks: Vec<Block>,
+        /// Summary parts finished, and whether one is open.
+        summaries: u64,
+        part_open: bool,
+    },
+    Call {
+        id: String,
+        call_id: String,
+        origin: ToolOrigin,
+        arguments: String,
+    },
+}
+
+pub struct ResponsesEncoder {
+    response_id: String,
+    model: String,
+    created_at: u64,
+    estimate: u64,
+    echo: Vec<u8>,
+    include_encrypted: bool,
+    summary: bool,
+    key: Option<Vec<u8>>,
+    names: HashMap<String, ToolOrigin>,
+    seq: u64,
+    started: bool,
+    ended: bool,
+    complete: bool,
+    error: Option<(&'static str, String)>,
+    stop_reason: Option<String>,
+    status: Option<&'static str>,
+    usage: Usage,
+    /// Finished items as output_item.done sent them, joined with commas, and their count.
+    items: Vec<u8>,
+    count: u64,
+    /// The open item, and the open block (decoder id) feeding it.
+    item: Option<Item>,
+    block: Option<u64>,
+}
+
+/// The members of a JSON object text (nothing for anything but an object).
+fn echo_inner(echo: &str) -> Vec<u8> {
+    let text = trim_json_ws(echo.as_bytes());
+    if text.len() < 2 || text[0] != b'{' || text[text.len() - 1] != b'}' {
+        return Vec::new();
+    }
+    trim_json_ws(&text[1..text.len() - 1]).to_vec()
+}
+
+/// A custom tool call's input from its tool_use arguments: the `input` string, else
+/// nothing for no or empty arguments, else the arguments as they are.
+fn custom_call_input(arguments: &str) -> String {
+    if arguments.is_empty() {
+        return String::new();
+    }
+    match parse(arguments) {
+        Some(serde_json::Value::Object(map)) => match map.get("input") {
+            Some(serde_json::Value::String(input)) => input.clone(),
+            _ if map.is_empty() => String::new(),
+            _ => arguments.to_owned(),
+        },
+        _ => arguments.to_owned(),
+    }
+}
+
+/// Note a text block's citation that carries a URL (the non-streamed mapping's
+/// `url_citations`); it becomes an annotation spanning the block when the block ends.
+fn add_citation(citations: &mut Vec<(String, String)>, citation: &str) {
+    let Some(serde_json::Value::Object(value)) = parse(citation) else {
+        return;
+    };
+    if let Some(url) = value
+        .get("url")
+        .and_then(|u| u.as_str())
+        .filter(|u| !u.is_empty())
+    {
+        let title = value.get("title").and_then(|t| t.as_str()).unwrap_or("");
+        citations.push((title.to_owned(), url.to_owned()));
+    }
+}
+
+impl ResponsesEncoder {
+    pub fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        options: ResponsesOptions<'_>,
+    ) -> Self {
+        ResponsesEncoder {
+            response_id: response_id.to_owned(),
+            model: model.to_owned(),
+            created_at,
+            estimate: input_tokens,
+            echo: echo_inner(options.echo),
+            include_encrypted: options.include_encrypted,
+            summary: options.summary,
+            key: options.signing_key.map(<[u8]>::to_vec),
+            names: options.tool_names,
+            seq: 0,
+            started: false,
+            ended: false,
+            complete: false,
+            error: None,
+            stop_reason: None,
+            status: None,
+            usage: Usage::default(),
+            items: Vec::new(),
+            count: 0,
+            item: None,
+            block: None,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        let seq = self.seq;
+        self.seq += 1;
+        seq
+    }
+
+    fn response(&self, status: &str, tail: &ResponseTail<'_>) -> Vec<u8> {
+        let mut response = Vec::with_capacity(256 + self.echo.len() + self.items.len());
+        out::response_object(
+            &mut response,
+            &self.response_id,
+            self.created_at,
+            status,
+            &self.model,
+            &self.items,
+            &self.echo,
+            tail,
+        );
+        response
+    }
+
+    fn ensure_started(&mut self, out: &mut Vec<u8>) {
+        if !self.started {
+            self.started = true;
+            let tail = ResponseTail {
+                error: None,
+                incomplete_reason: None,
+                usage: None,
+            };
+            let response = self.response("in_progress", &tail);
+            let seq = self.next();
+            out::response_event(out, "response.created", seq, &response);
+            let seq = self.next();
+            out::response_event(out, "response.in_progress", seq, &response);
+        }
+    }
+
+    fn open(&mut self, out: &mut Vec<u8>, item: Item, added: &[u8]) {
+        self.item = Some(item);
+        let seq = self.next();
+        out::item_event(out, "response.output_item.added", seq, self.count, added);
+    }
+
+    fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
+        if self.block.is_some() && !matches!(kind, BlockKind::ServerTool { .. }) {
+            self.block_stop(out); // a lenient upstream's overlapping blocks
+        }
+        match kind {
+            BlockKind::Text => {
+                if let Some(Item::Message {
+                    length,
+                    block_start,
+                    ..
+                }) = &mut self.item
+                {
+                    *block_start = *length;
+                } else {
+                    self.close(out, false);
+                    let id = item_id("msg", &self.response_id, self.count);
+                    let mut added = Vec::new();
+                    out::message_item(&mut added, &id, "in_progress", None, b"");
+                    let part_id = id.clone();
+                    self.open(
+                        out,
+                        Item::Message {
+                            id,
+                            text: String::new(),
+                            length: 0,
+                            block_start: 0,
+                            citations: Vec::new(),
+                            annotations: Vec::new(),
+                            annotation_count: 0,
+                        },
+                        &added,
+                    );
+                    let seq = self.next();
+                    out::content_part(
+                        out,
+                        "response.content_part.added",
+                        seq,
+                        &part_id,
+                        self.count,
+                        "",
+                        b"",
+                    );
+                }
+            }
+            BlockKind::Thinking | BlockKind::RedactedThinking { .. } => {
+                if !matches!(self.item, Some(Item::Reasoning { .. })) {
+                    self.close(out, false);
+                    let id = item_id("rs", &self.response_id, self.count);
+                    let mut added = Vec::new();
+                    out::reasoning_item_added(&mut added, &id);
+                    let item = Item::Reasoning {
+                        id,
+                        blocks: Vec::new(),
+                        summaries: 0,
+                        part_open: false,
+                    };
+                    self.open(out, item, &added);
+                }
+                if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
+                    blocks.push(match kind {
+                        BlockKind::RedactedThinking { data } => Block::Redacted {
+                            data: data.to_owned(),
+                        },
+                        _ => Block::Thinking {
+                            text: String::new(),
+                            signature: String::new(),
+                        },
+                    });
+                }
+            }
+            BlockKind::ToolUse { id, name } => {
+                self.close(out, false);
+                let origin = self.names.get(name).cloned().unwrap_or_else(|| ToolOrigin {
+                    name: name.to_owned(),
+                    namespace: None,
+                    custom: false,
+                });
+                let prefix = if origin.custom { "ctc" } else { "fc" };
+                let item = item_id(prefix, &self.response_id, self.count);
+                let mut added = Vec::new();
+                out::call_item(
+                    &mut added,
+                    origin.custom,
+                    &item,
+                    "in_progress",
+                    "",
+                    id,
+                    &origin.name,
+                    origin.namespace.as_deref(),
+                );
+                let call = Item::Call {
+                    id: item,
+                    call_id: id.to_owned(),
+                    origin,
+                    arguments: String::new(),
+                };
+                self.open(out, call, &added);
+            }
+            BlockKind::ServerTool { .. } => return,
+        }
+        self.block = Some(block);
+    }
+
+    fn thinking_delta(&mut self, out: &mut Vec<u8>, thinking: &str) {
+        let summary = self.summary;
+        let index = self.count;
+        let mut seq = self.seq;
+        if let Some(Item::Reasoning {
+            id,
+            blocks,
+            summaries,
+            part_open,
+        }) = &mut self.item
+        {
+            if let Some(Block::Thinking { text, .. }) = blocks.last_mut() {
+                text.push_str(thinking);
+            }
+            if !summary {
+                return;
+            }
+            if !*part_open {
+                *part_open = true;
+                out::summary_part(
+                    out,
+                    "response.reasoning_summary_part.added",
+                    seq,
+                    id,
+                    index,
+                    *summaries,
+                    "",
+                );
+                seq += 1;
+            }
+            out::summary_text(
+                out,
+                "response.reasoning_summary_text.delta",
+                "delta",
+                seq,
+                id,
+                index,
+                *summaries,
+                thinking,
+            );
+            seq += 1;
+        }
+        self.seq = seq;
+    }
+
+    fn block_stop(&mut self, out: &mut Vec<u8>) {
+        self.block = None;
+        let index = self.count;
+        let mut seq = self.seq;
+        match &mut self.item {
+            Some(Item::Reasoning {
+                id,
+                blocks,
+                summaries,
+                part_open,
+            }) if *part_open => {
+                let text = match blocks.last() {
+                    Some(Block::Thinking { text, .. }) => text.as_str(),
+                    _ => "",
+                };
+                out::summary_text(
+                    out,
+                    "response.reasoning_summary_text.done",
+                    "text",
+                    seq,
+                    id,
+                    index,
+                    *summaries,
+                    text,
+                );
+                out::summary_part(
+                    out,
+                    "response.reasoning_summary_part.done",
+                    seq + 1,
+                    id,
+                    index,
+                    *summaries,
+                    text,
+                );
+                seq += 2;
+                *part_open = false;
+                *summaries += 1;
+            }
+            Some(Item::Call { .. }) => {
+                self.close(out, false); // a call is one block
+                return;
+            }
+            Some(Item::Message {
+                id,
+                length,
+                block_start,
+                citations,
+                annotations,
+                annotation_count,
+                ..
+            }) => {
+                for (title, url) in citations.drain(..) {
+                    let mut annotation = Vec::new();
+                    out::url_citation(&mut annotation, *block_start, *length, &title, &url);
+                    out::annotation_added(out, seq, id, index, *annotation_count, &annotation);
+                    seq += 1;
+                    if *annotation_count > 0 {
+                        annotations.push(b',');
+                    }
+                    annotations.extend_from_slice(&annotation);
+                    *annotation_count += 1;
+                }
+            }
+            _ => {}
+        }
+        self.seq = seq;
+    }
+
+    /// Finish the open item: its done events, and it joins the output.
+    fn close(&mut self, out: &mut Vec<u8>, incomplete: bool) {
+        let Some(item) = self.item.take() else {
+            return;
+        };
+        self.block = None;
+        let index = self.count;
+        let mut done = Vec::new();
+        match item {
+            Item::Message {
+                id,
+                text,
+                annotations,
+                ..
+            } => {
+                let seq = self.next();
+                out::text_done(out, seq, &id, index, &text);
+                let seq = self.next();
+                let kind = "response.content_part.done";
+                out::content_part(out, kind, seq, &id, index, &text, &annotations);
+                let status = if incomplete {
+                    "incomplete"
+                } else {
+                    "completed"
+                };
+                out::message_item(&mut done, &id, status, Some(&text), &annotations);
+            }
+            Item::Reasoning { id, blocks, .. } => {
+                let summaries = blocks.iter().filter_map(|block| match block {
+                    Block::Thinking { text, .. } if self.summary && !text.is_empty() => {
+                        Some(text.as_str())
+                    }
+                    _ => None,
+                });
+                let encrypted = match &self.key {
+                    Some(key) if self.include_encrypted && !key.is_empty() => {
+                        Some(encode_carrier(&blocks, key))
+                    }
+                    _ => None,
+                };
+                out::reasoning_item(&mut done, &id, summaries, encrypted.as_deref());
+            }
+            Item::Call {
+                id,
+                call_id,
+                origin,
+                arguments,
+            } => {
+                let text = if origin.custom {
+                    let text = custom_call_input(&arguments);
+                    if !text.is_empty() {
+                        let seq = self.next();
+                        out::call_input(
+                            out,
+                            "response.custom_tool_call_input.delta",
+                            "delta",
+                            seq,
+                            &id,
+                            index,
+                            &text,
+                        );
+                    }
+                    let seq = self.next();
+                    out::call_input(
+                        out,
+                        "response.custom_tool_call_input.done",
+                        "input",
+                        seq,
+                        &id,
+                        index,
+                        &text,
+                    );
+                    text
+                } else {
+                    let text = if arguments.is_empty() {
+                        // a call without arguments takes none
+                        let seq = self.next();
+                        out::call_input(
+                            out,
+                            "response.function_call_arguments.delta",
+                            "delta",
+                            seq,
+                            &id,
+                            index,
+                            "{}",
+                        );
+                        "{}".to_owned()
+                    } else {
+                        arguments
+                    };
+                    let seq = self.next();
+                    out::call_input(
+                        out,
+                        "response.function_call_arguments.done",
+                        "arguments",
+                        seq,
+                        &id,
+                        index,
+                        &text,
+                    );
+                    text
+                };
+                out::call_item(
+                    &mut done,
+                    origin.custom,
+                    &id,
+                    "completed",
+                    &text,
+                    &call_id,
+                    &origin.name,
+                    origin.namespace.as_deref(),
+                );
+            }
+        }
+        let seq = self.next();
+        out::item_event(out, "response.output_item.done", seq, index, &done);
+        if self.count > 0 {
+            self.items.push(b',');
+        }
+        self.items.extend_from_slice(&done);
+        self.count += 1;
+    }
+
+    fn usage_parts(&self) -> (u128, u64, u64, u64) {
+        let usage = &self.usage;
+        let fresh = usage.input_tokens.unwrap_or(self.estimate);
+        let cached = usage.cache_read_input_tokens.unwrap_or(0);
+        let written = usage.cache_creation_input_tokens.unwrap_or(0);
+        let input = fresh as u128 + cached as u128 + written as u128;
+        (input, cached, written, usage.output_tokens.unwrap_or(0))
+    }
+
+    fn end(&mut self, out: &mut Vec<u8>) {
+        let incomplete = incomplete_reason(self.stop_reason.as_deref());
+        self.close(out, incomplete.is_some());
+        let tail = ResponseTail {
+            error: None,
+            incomplete_reason: incomplete,
+            usage: Some(self.usage_parts()),
+        };
+        let (kind, status) = match incomplete {
+            None => ("response.completed", "completed"),
+            Some(_) => ("response.incomplete", "incomplete"),
+        };
+        let response = self.response(status, &tail);
+        let seq = self.next();
+        out::response_event(out, kind, seq, &response);
+        self.status = Some(incomplete.unwrap_or("completed"));
+        self.ended = true;
+        self.complete = true;
+    }
+
+    fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
+        let tail = ResponseTail {
+            error: Some((response_error_code(error_type), message)),
+            incomplete_reason: None,
+            usage: None,
+        };
+        let response = self.response("failed", &tail);
+        let seq = self.next();
+        out::response_event(out, "response.failed", seq, &response);
+        self.error = Some((error_type, message.to_owned()));
+        self.ended = true;
+    }
+
+    fn is_thinking(&self) -> bool {
+        matches!(&self.item, Some(Item::Reasoning { blocks, .. })
+            if matches!(blocks.last(), Some(Block::Thinking { .. })))
+    }
+}
+
+impl Encoder for ResponsesEncoder {
+    type Usage = (u128, u64, u64);
+
+    #[inline(always)]
+    fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
+        self.ensure_started(out);
+        match event {
+            Event::TextDelta { block, text } => {
+                if self.block == Some(block) {
+                    let index = self.count;
+                    let seq = self.seq;
+                    if let Some(Item::Message {
+                        id,
+                        text: all,
+                        length,
+                        ..
+                    }) = &mut self.item
+                    {
+                        all.push_str(text);
+                        *length += text.chars().count() as u64;
+                        out::text_delta(out, seq, id, index, text);
+                        self.seq += 1;
+                    }
+                }
+            }
+            Event::ThinkingDelta { block, thinking } => {
+                if self.block == Some(block) && self.is_thinking() {
+                    self.thinking_delta(out, thinking);
+                }
+            }
+            Event::SignatureDelta { block, signature } => {
+                if self.block == Some(block) && self.is_thinking() {
+                    if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
+                        if let Some(Block::Thinking {
+                            signature: mine, ..
+                        }) = blocks.last_mut()
+                        {
+                            signature.clone_into(mine);
+                        }
+                    }
+                }
+            }
+            Event::ToolArgumentsDelta {
+                block,
+                partial_json,
+            } => {
+                if self.block == Some(block) {
+                    let index = self.count;
+                    let seq = self.seq;
+                    if let Some(Item::Call {
+                        id,
+                        origin,
+                        arguments,
+                        ..
+                    }) = &mut self.item
+                    {
+                        arguments.push_str(partial_json);
+                        if !origin.custom {
+                            out::call_input(
+                                out,
+                                "response.function_call_arguments.delta",
+                                "delta",
+                                seq,
+                                id,
+                                index,
+                                partial_json,
+                            );
+                            self.seq += 1;
+                        }
+                    }
+                }
+            }
+            Event::CitationDelta { block, citation } => {
+                if self.block == Some(block) {
+                    if let Some(Item::Message { citations, .. }) = &mut self.item {
+                        add_citation(citations, citation);
+                    }
+                }
+            }
+            Event::MessageStart { .. } => {}
+            Event::BlockStart { block, kind } => self.block_start(out, block, kind),
+            Event::BlockStop { block } => {
+                if self.block == Some(block) {
+                    self.block_stop(out);
+                }
+            }
+            Event::Usage(usage) => {
+                let mine = &mut self.usage;
+                mine.input_tokens = usage.input_tokens.or(mine.input_tokens);
+                mine.cache_read_input_tokens = usage
+                    .cache_read_input_tokens
+                    .or(mine.cache_read_input_tokens);
+                mine.cache_creation_input_tokens = usage
+                    .cache_creation_input_tokens
+                    .or(mine.cache_creation_input_tokens);
+                mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
+            }
+            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
+            Event::MessageStop => self.end(out),
+            Event::Error { kind, message } => self.fail(out, kind, message),
+            Event::Ping => out.extend_from_slice(out::PING),
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.ended
+    }
+
+    fn complete(&self) -> bool {
+        self.complete
+    }
+
+    fn error(&self) -> Option<(&'static str, &str)> {
+        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    }
+
+    fn has_content(&self) -> bool {
+        self.count > 0 || self.item.is_some()
+    }
+
+    fn stop_reason(&self) -> Option<&str> {
+        self.status
+    }
+
+    fn usage(&self) -> (u128, u64, u64) {
+        let (input, cached, _, output) = self.usage_parts();
+        (input, cached, output)
+    }
+}

@@ -1,0 +1,372 @@
+//! OpenAI Responses SSE events, as bytes (twin of python/hydra_proxy/responses/output.py).
+//!
+//! Every event is `event: <type>\ndata: <compact JSON>\n\n` with `type` and
+//! `sequence_number` first. Items are written once, as JSON text, and the same text is
+//! repeated in the `output` of the closing `response` object.
+
+use crate::json::write::{write_str, write_u128, write_u64};
+
+pub const PING: &[u8] = b": ping\n\n";
+
+pub fn event_start(out: &mut Vec<u8>, kind: &str, sequence_number: u64) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\ndata: {\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"sequence_number\":");
+    write_u64(out, sequence_number);
+    out.push(b',');
+}
+
+pub const EVENT_END: &[u8] = b"}\n\n";
+
+/// The closing parts of a `response` object other than its output.
+pub struct ResponseTail<'a> {
+    pub error: Option<(&'a str, &'a str)>,
+    pub incomplete_reason: Option<&'a str>,
+    /// (input incl. cache, cached, cache write, output)
+    pub usage: Option<(u128, u64, u64, u64)>,
+}
+
+/// A `response` object; `output` is its items' JSON texts joined with commas, `echo` the
+/// inside of the request echo's JSON object.
+#[allow(clippy::too_many_arguments)]
+pub fn response_object(
+    out: &mut Vec<u8>,
+    response_id: &str,
+    created_at: u64,
+    status: &str,
+    model: &str,
+    output: &[u8],
+    echo: &[u8],
+    tail: &ResponseTail<'_>,
+) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, response_id);
+    out.extend_from_slice(b",\"object\":\"response\",\"created_at\":");
+    write_u64(out, created_at);
+    out.extend_from_slice(b",\"status\":\"");
+    out.extend_from_slice(status.as_bytes());
+    out.extend_from_slice(b"\",\"background\":false,\"error\":");
+    match tail.error {
+        Some((code, message)) => error(out, code, message),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"incomplete_details\":");
+    match tail.incomplete_reason {
+        Some(reason) => {
+            out.extend_from_slice(b"{\"reason\":\"");
+            out.extend_from_slice(reason.as_bytes());
+            out.extend_from_slice(b"\"}");
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"model\":");
+    write_str(out, model);
+    out.extend_from_slice(b",\"output\":[");
+    out.extend_from_slice(output);
+    out.push(b']');
+    if !echo.is_empty() {
+        out.push(b',');
+        out.extend_from_slice(echo);
+    }
+    out.extend_from_slice(b",\"usage\":");
+    match tail.usage {
+        Some((input, cached, written, output)) => usage(out, input, cached, written, output),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b'}');
+}
+
+pub fn response_event(out: &mut Vec<u8>, kind: &str, sequence_number: u64, response: &[u8]) {
+    event_start(out, kind, sequence_number);
+    out.extend_from_slice(b"\"response\":");
+    out.extend_from_slice(response);
+    out.extend_from_slice(EVENT_END);
+}
+
+pub fn item_event(
+    out: &mut Vec<u8>,
+    kind: &str,
+    sequence_number: u64,
+    output_index: u64,
+    item: &[u8],
+) {
+    event_start(out, kind, sequence_number);
+    out.extend_from_slice(b"\"output_index\":");
+    write_u64(out, output_index);
+    out.extend_from_slice(b",\"item\":");
+    out.extend_from_slice(item);
+    out.extend_from_slice(EVENT_END);
+}
+
+fn in_item(out: &mut Vec<u8>, item_id: &str, output_index: u64) {
+    out.extend_from_slice(b"\"item_id\":");
+    write_str(out, item_id);
+    out.extend_from_slice(b",\"output_index\":");
+    write_u64(out, output_index);
+}
+
+/// An `output_text` part; `annotations` is their JSON texts joined with commas.
+pub fn text_part(out: &mut Vec<u8>, text: &str, annotations: &[u8]) {
+    out.extend_from_slice(b"{\"type\":\"output_text\",\"annotations\":[");
+    out.extend_from_slice(annotations);
+    out.extend_from_slice(b"],\"logprobs\":[],\"text\":");
+    write_str(out, text);
+    out.push(b'}');
+}
+
+pub fn url_citation(out: &mut Vec<u8>, start: u64, end: u64, title: &str, url: &str) {
+    out.extend_from_slice(b"{\"type\":\"url_citation\",\"end_index\":");
+    write_u64(out, end);
+    out.extend_from_slice(b",\"start_index\":");
+    write_u64(out, start);
+    out.extend_from_slice(b",\"title\":");
+    write_str(out, title);
+    out.extend_from_slice(b",\"url\":");
+    write_str(out, url);
+    out.push(b'}');
+}
+
+pub fn annotation_added(
+    out: &mut Vec<u8>,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    index: u64,
+    annotation: &[u8],
+) {
+    event_start(
+        out,
+        "response.output_text.annotation.added",
+        sequence_number,
+    );
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"content_index\":0,\"annotation_index\":");
+    write_u64(out, index);
+    out.extend_from_slice(b",\"annotation\":");
+    out.extend_from_slice(annotation);
+    out.extend_from_slice(EVENT_END);
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn content_part(
+    out: &mut Vec<u8>,
+    kind: &str,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    text: &str,
+    annotations: &[u8],
+) {
+    event_start(out, kind, sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"content_index\":0,\"part\":");
+    text_part(out, text, annotations);
+    out.extend_from_slice(EVENT_END);
+}
+
+pub fn text_delta(
+    out: &mut Vec<u8>,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    delta: &str,
+) {
+    event_start(out, "response.output_text.delta", sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"content_index\":0,\"delta\":");
+    write_str(out, delta);
+    out.extend_from_slice(b",\"logprobs\":[]");
+    out.extend_from_slice(EVENT_END);
+}
+
+pub fn text_done(
+    out: &mut Vec<u8>,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    text: &str,
+) {
+    event_start(out, "response.output_text.done", sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"content_index\":0,\"text\":");
+    write_str(out, text);
+    out.extend_from_slice(b",\"logprobs\":[]");
+    out.extend_from_slice(EVENT_END);
+}
+
+pub fn summary_part(
+    out: &mut Vec<u8>,
+    kind: &str,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    index: u64,
+    text: &str,
+) {
+    event_start(out, kind, sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"summary_index\":");
+    write_u64(out, index);
+    out.extend_from_slice(b",\"part\":{\"type\":\"summary_text\",\"text\":");
+    write_str(out, text);
+    out.push(b'}');
+    out.extend_from_slice(EVENT_END);
+}
+
+/// A `reasoning_summary_text` delta (`field` `delta`) or done (`text`) event.
+#[allow(clippy::too_many_arguments)]
+pub fn summary_text(
+    out: &mut Vec<u8>,
+    kind: &str,
+    field: &str,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    index: u64,
+    text: &str,
+) {
+    event_start(out, kind, sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"summary_index\":");
+    write_u64(out, index);
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(field.as_bytes());
+    out.extend_from_slice(b"\":");
+    write_str(out, text);
+    out.extend_from_slice(EVENT_END);
+}
+
+/// A function call's arguments or a custom tool call's input: delta or done.
+pub fn call_input(
+    out: &mut Vec<u8>,
+    kind: &str,
+    field: &str,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+    text: &str,
+) {
+    event_start(out, kind, sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(field.as_bytes());
+    out.extend_from_slice(b"\":");
+    write_str(out, text);
+    out.extend_from_slice(EVENT_END);
+}
+
+/// An assistant `message` item; `text` None for the empty item of output_item.added.
+pub fn message_item(
+    out: &mut Vec<u8>,
+    item_id: &str,
+    status: &str,
+    text: Option<&str>,
+    annotations: &[u8],
+) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, item_id);
+    out.extend_from_slice(b",\"type\":\"message\",\"status\":\"");
+    out.extend_from_slice(status.as_bytes());
+    out.extend_from_slice(b"\",\"content\":[");
+    if let Some(text) = text {
+        text_part(out, text, annotations);
+    }
+    out.extend_from_slice(b"],\"role\":\"assistant\"}");
+}
+
+/// A `function_call` (`custom` false: `text` is the arguments) or `custom_tool_call`
+/// (`text` is the input) item.
+#[allow(clippy::too_many_arguments)]
+pub fn call_item(
+    out: &mut Vec<u8>,
+    custom: bool,
+    item_id: &str,
+    status: &str,
+    text: &str,
+    call_id: &str,
+    name: &str,
+    namespace: Option<&str>,
+) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, item_id);
+    if custom {
+        out.extend_from_slice(b",\"type\":\"custom_tool_call\",\"status\":\"");
+    } else {
+        out.extend_from_slice(b",\"type\":\"function_call\",\"status\":\"");
+    }
+    out.extend_from_slice(status.as_bytes());
+    out.extend_from_slice(if custom {
+        b"\",\"input\":"
+    } else {
+        b"\",\"arguments\":"
+    });
+    write_str(out, text);
+    out.extend_from_slice(b",\"call_id\":");
+    write_str(out, call_id);
+    out.extend_from_slice(b",\"name\":");
+    write_str(out, name);
+    if let Some(namespace) = namespace {
+        out.extend_from_slice(b",\"namespace\":");
+        write_str(out, namespace);
+    }
+    out.push(b'}');
+}
+
+/// The empty `reasoning` item of output_item.added.
+pub fn reasoning_item_added(out: &mut Vec<u8>, item_id: &str) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, item_id);
+    out.extend_from_slice(b",\"type\":\"reasoning\",\"summary\":[]}");
+}
+
+/// A finished `reasoning` item (the layout of `responses.response.reasoning_item`).
+pub fn reasoning_item<'a>(
+    out: &mut Vec<u8>,
+    item_id: &str,
+    summaries: impl Iterator<Item = &'a str>,
+    encrypted: Option<&str>,
+) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, item_id);
+    out.extend_from_slice(b",\"type\":\"reasoning\",\"summary\":[");
+    for (i, text) in summaries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"type\":\"summary_text\",\"text\":");
+        write_str(out, text);
+        out.push(b'}');
+    }
+    out.push(b']');
+    if let Some(encrypted) = encrypted {
+        out.extend_from_slice(b",\"encrypted_content\":");
+        write_str(out, encrypted);
+    }
+    out.push(b'}');
+}
+
+/// Responses `usage` (the layout of `responses.response.responses_usage`; no reasoning
+/// token count reaches the stream).
+pub fn usage(out: &mut Vec<u8>, input: u128, cached: u64, written: u64, output: u64) {
+    out.extend_from_slice(b"{\"input_tokens\":");
+    write_u128(out, input);
+    out.extend_from_slice(b",\"input_tokens_details\":{\"cached_tokens\":");
+    write_u64(out, cached);
+    out.extend_from_slice(b",\"cache_write_tokens\":");
+    write_u64(out, written);
+    out.extend_from_slice(b"},\"output_tokens\":");
+    write_u64(out, output);
+    out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":");
+    write_u128(out, input + output as u128);
+    out.push(b'}');
+}
+
+pub fn error(out: &mut Vec<u8>, code: &str, message: &str) {
+    out.extend_from_slice(b"{\"code\":\"");
+    out.extend_from_slice(code.as_bytes());
+    out.extend_from_slice(b"\",\"message\":");
+    write_str(out, message);
+    out.push(b'}');
+}
