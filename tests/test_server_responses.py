@@ -49,7 +49,10 @@ def _body(name: str) -> Any:
 STREAMS = sorted(
     p.name
     for p in RESPONSES.iterdir()
-    if p.suffix in (".sse", ".jsonl") and any(e.get("type") in TERMINAL for e in _events(p.name))
+    if p.suffix in (".sse", ".jsonl")
+    and any(e.get("type") in TERMINAL for e in _events(p.name))
+    # one response per stream (a multi-step agent recording holds several)
+    and sum(e.get("type") == "response.created" for e in _events(p.name)) == 1
 )
 COMPLETES = sorted(
     p.name
@@ -89,27 +92,27 @@ def _clean(mock: MockServer) -> None:
     mock.clear()
 
 
-def _proxy(request: pytest.FixtureRequest, mock: MockServer, *args: str) -> Iterator[ProxyServer]:
+def _proxy(request: pytest.FixtureRequest, base_url: str, *args: str) -> Iterator[ProxyServer]:
     if request.param == "native" and _native is None:
         pytest.skip(NATIVE_MISSING)
     env = {"ANTHROPIC_API_KEY": "sk-ant-upstream-SECRET"}
-    with ProxyServer(mock.url + "/v1", *args, impl=request.param, env=env) as server:
+    with ProxyServer(base_url, *args, impl=request.param, env=env) as server:
         yield server
 
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)
 def on_responses(request: pytest.FixtureRequest, mock: MockServer) -> Iterator[ProxyServer]:
-    yield from _proxy(request, mock, "--provider", "openai-responses")
+    yield from _proxy(request, mock.url + "/v1", "--provider", "openai-responses")
 
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)
 def on_chat(request: pytest.FixtureRequest, mock: MockServer) -> Iterator[ProxyServer]:
-    yield from _proxy(request, mock)
+    yield from _proxy(request, mock.url + "/v1")
 
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)
 def on_anthropic(request: pytest.FixtureRequest, mock: MockServer) -> Iterator[ProxyServer]:
-    yield from _proxy(request, mock, "--provider", "anthropic")
+    yield from _proxy(request, mock.url, "--provider", "anthropic")
 
 
 def responses_client(proxy: ProxyServer) -> openai.OpenAI:
