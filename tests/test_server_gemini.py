@@ -292,3 +292,106 @@ def test_rate_limit_in_openai_shape(proxy: ProxyServer, mock: MockServer) -> Non
         )
     assert caught.value.response.headers["retry-after"] == "35"
     assert "quota" in caught.value.message
+
+
+# -- OpenAI Responses clients (Codex) on Gemini ----------------------------------------------
+
+RESPONSES_TOOL: Any = {
+    "type": "function",
+    "name": "getWeather",
+    "parameters": WEATHER_TOOL["input_schema"],
+}
+
+
+def _responses_summary(response: dict[str, Any]) -> tuple[str, str, list[str]]:
+    output = response["output"]
+    text = "".join(
+        part["text"]
+        for item in output
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    )
+    thinking = "".join(
+        part["text"] for item in output if item["type"] == "reasoning" for part in item["summary"]
+    )
+    names = [item["name"] for item in output if item["type"] == "function_call"]
+    return text, thinking, names
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_responses_sdk_streams_every_recording(
+    proxy: ProxyServer, mock: MockServer, name: str
+) -> None:
+    mock.script([{"replay": f"gemini/{name}"}])
+    with chat_client(proxy).responses.stream(
+        model=MODEL,
+        input="What is the weather in Boston?",
+        tools=[RESPONSES_TOOL],
+        store=False,
+        include=["reasoning.encrypted_content"],
+        reasoning={"effort": "low", "summary": "auto"},
+    ) as stream:
+        got = stream.get_final_response().model_dump(mode="json")
+    assert _responses_summary(got) == expected(stream_parts(name))
+    signatures = _signatures(stream_parts(name))
+    if signatures:  # carried to the client inside the reasoning item's encrypted_content
+        reasoning = [i for i in got["output"] if i["type"] == "reasoning"]
+        assert reasoning and all(
+            i["encrypted_content"].startswith("hydra-reasoning:v1:") for i in reasoning
+        )
+    assert ":streamGenerateContent" in mock.requests()[-1]["path"]
+
+
+@pytest.mark.parametrize("name", COMPLETES)
+def test_responses_sdk_reads_every_complete_recording(
+    proxy: ProxyServer, mock: MockServer, name: str
+) -> None:
+    mock.script([{"replay": f"gemini/{name}"}])
+    got = chat_client(proxy).responses.create(
+        model=MODEL,
+        input="What is the weather in Boston?",
+        store=False,
+        reasoning={"summary": "auto"},
+    )
+    text, _, names = expected(complete_parts(name))
+    summary = _responses_summary(got.model_dump(mode="json"))
+    assert (summary[0], summary[2]) == (text, names)
+
+
+def test_responses_client_replays_the_thought_signature(
+    proxy: ProxyServer, mock: MockServer
+) -> None:
+    mock.script([{"replay": f"gemini/{CALL_TURN}"}, {"text": "Sunny."}])
+    client = chat_client(proxy)
+    ask_once: Any = {
+        "model": MODEL,
+        "tools": [RESPONSES_TOOL],
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    question = {"role": "user", "content": "What is the weather in Boston?"}
+    with client.responses.stream(input=[question], **ask_once) as stream:
+        first = stream.get_final_response().model_dump(mode="json")
+    call = next(i for i in first["output"] if i["type"] == "function_call")
+    replay = [
+        {k: v for k, v in item.items() if k != "status" or item["type"] != "reasoning"}
+        for item in first["output"]
+    ]
+    second_input = [
+        question,
+        *replay,
+        {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"},
+    ]
+    assert client.responses.create(input=second_input, **ask_once).output_text == "Sunny."
+    replayed = mock.requests()[-1]["body"]["contents"]
+    model_turn = next(c for c in replayed if c["role"] == "model")
+    assert _signatures(model_turn["parts"]) == _signatures(stream_parts(CALL_TURN))
+
+
+def test_rate_limit_in_responses_shape(proxy: ProxyServer, mock: MockServer) -> None:
+    mock.script([RATE_LIMITED] * 8)  # every attempt: the delay is in the body only
+    with pytest.raises(openai.RateLimitError) as caught:
+        chat_client(proxy).responses.create(model=MODEL, input="hi", stream=True, store=False)
+    assert caught.value.response.headers["retry-after"] == "35"
+    assert "quota" in caught.value.message
