@@ -105,6 +105,68 @@ def test_baseline_byte_copy(benchmark, stream: str) -> None:  # type: ignore[no-
     benchmark(lambda: [bytes(bytearray(b)) for b in bodies])
 
 
+# -- Gemini upstream: MessagesViaGeminiStream ------------------------------------------------
+
+from hydra_proxy.transducers import MessagesViaGeminiStream as PythonGemini  # noqa: E402
+from streams import GEMINI_CHUNKINGS, GEMINI_STREAMS  # noqa: E402
+
+try:
+    from hydra_proxy._native import MessagesViaGeminiStream as NativeGemini
+except ImportError:  # pragma: no cover
+    NativeGemini = None  # type: ignore[assignment,misc]
+
+GEMINI_IMPLEMENTATIONS: dict[str, Callable[..., object] | None] = {
+    "native": NativeGemini,
+    "python": PythonGemini,
+}
+
+
+@pytest.mark.parametrize("chunking", list(GEMINI_CHUNKINGS))
+@pytest.mark.parametrize("stream", list(GEMINI_STREAMS))
+@pytest.mark.parametrize("impl", list(GEMINI_IMPLEMENTATIONS))
+def test_gemini_transducer(benchmark, impl: str, stream: str, chunking: str) -> None:  # type: ignore[no-untyped-def]
+    cls = GEMINI_IMPLEMENTATIONS[impl]
+    if cls is None:
+        pytest.skip("optional native extension hydra_proxy._native is not built")
+    bodies = GEMINI_STREAMS[stream]().split(b"\x00")
+    chunked = [GEMINI_CHUNKINGS[chunking](body) for body in bodies]
+    output = _translate(cls, chunked)  # also the warm-up
+    benchmark.group = f"{stream} / {chunking}"
+    benchmark.extra_info.update(
+        {
+            "impl": impl,
+            "stream": stream,
+            "chunking": chunking,
+            "upstream_events": sum(body.count(b"data: ") for body in bodies),
+            "upstream_bytes": sum(map(len, bodies)),
+            "output_bytes": output,
+        }
+    )
+    assert output > 0
+    benchmark(_translate, cls, chunked)
+
+
+@pytest.mark.parametrize("stream", list(GEMINI_STREAMS))
+def test_gemini_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: ignore[no-untyped-def]
+    """Only parsing each Gemini event's JSON in Python."""
+    bodies = GEMINI_STREAMS[stream]().split(b"\x00")
+    payloads = [
+        line[5:] for body in bodies for line in body.split(b"\r\n") if line.startswith(b"data:")
+    ]
+    benchmark.group = f"{stream} / baselines"
+    benchmark.extra_info.update(
+        {
+            "impl": "orjson.loads",
+            "stream": stream,
+            "chunking": "-",
+            "upstream_events": len(payloads),
+            "upstream_bytes": sum(map(len, bodies)),
+        }
+    )
+    loads = orjson.loads
+    benchmark(lambda: [loads(p) for p in payloads])
+
+
 # -- the OpenAI Responses compositions (issue 10) ------------------------------------------
 # Each runs on the synthetic streams in its upstream's protocol: the Chat stream itself, or
 # that stream translated once into Anthropic (MessagesViaChatStream) or into Responses
@@ -189,65 +251,3 @@ def test_responses_composition(benchmark, impl: str, composition: str, stream: s
     )
     assert output > 0
     benchmark(_run, make, cls, chunks)
-
-
-# -- Gemini upstream: MessagesViaGeminiStream ------------------------------------------------
-
-from hydra_proxy.transducers import MessagesViaGeminiStream as PythonGemini  # noqa: E402
-from streams import GEMINI_CHUNKINGS, GEMINI_STREAMS  # noqa: E402
-
-try:
-    from hydra_proxy._native import MessagesViaGeminiStream as NativeGemini
-except ImportError:  # pragma: no cover
-    NativeGemini = None  # type: ignore[assignment,misc]
-
-GEMINI_IMPLEMENTATIONS: dict[str, Callable[..., object] | None] = {
-    "native": NativeGemini,
-    "python": PythonGemini,
-}
-
-
-@pytest.mark.parametrize("chunking", list(GEMINI_CHUNKINGS))
-@pytest.mark.parametrize("stream", list(GEMINI_STREAMS))
-@pytest.mark.parametrize("impl", list(GEMINI_IMPLEMENTATIONS))
-def test_gemini_transducer(benchmark, impl: str, stream: str, chunking: str) -> None:  # type: ignore[no-untyped-def]
-    cls = GEMINI_IMPLEMENTATIONS[impl]
-    if cls is None:
-        pytest.skip("optional native extension hydra_proxy._native is not built")
-    bodies = GEMINI_STREAMS[stream]().split(b"\x00")
-    chunked = [GEMINI_CHUNKINGS[chunking](body) for body in bodies]
-    output = _translate(cls, chunked)  # also the warm-up
-    benchmark.group = f"{stream} / {chunking}"
-    benchmark.extra_info.update(
-        {
-            "impl": impl,
-            "stream": stream,
-            "chunking": chunking,
-            "upstream_events": sum(body.count(b"data: ") for body in bodies),
-            "upstream_bytes": sum(map(len, bodies)),
-            "output_bytes": output,
-        }
-    )
-    assert output > 0
-    benchmark(_translate, cls, chunked)
-
-
-@pytest.mark.parametrize("stream", list(GEMINI_STREAMS))
-def test_gemini_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: ignore[no-untyped-def]
-    """Only parsing each Gemini event's JSON in Python."""
-    bodies = GEMINI_STREAMS[stream]().split(b"\x00")
-    payloads = [
-        line[5:] for body in bodies for line in body.split(b"\r\n") if line.startswith(b"data:")
-    ]
-    benchmark.group = f"{stream} / baselines"
-    benchmark.extra_info.update(
-        {
-            "impl": "orjson.loads",
-            "stream": stream,
-            "chunking": "-",
-            "upstream_events": len(payloads),
-            "upstream_bytes": sum(map(len, bodies)),
-        }
-    )
-    loads = orjson.loads
-    benchmark(lambda: [loads(p) for p in payloads])

@@ -388,10 +388,10 @@ def load_input(source: str) -> bytes:
     if kind == "input":
         return (GOLDEN / "inputs" / name).read_bytes()
     folder, _, fixture = name.partition("/")
-    if folder == "gemini":
-        return gemini_stream(fixture)
     if folder == "responses":
         return RESPONSES_STREAMS[fixture]
+    if folder == "gemini":
+        return gemini_stream(fixture)
     return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
 
 

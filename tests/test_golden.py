@@ -27,12 +27,12 @@ def test_cases_cover_every_input() -> None:
     assert {c["direction"] for c in CASES} == {
         "messages_via_chat",
         "chat_via_messages",
-        "messages_via_gemini",
-        "chat_via_gemini",
         "responses_via_chat",
         "responses_via_messages",
         "messages_via_responses",
         "chat_via_responses",
+        "messages_via_gemini",
+        "chat_via_gemini",
     }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
 

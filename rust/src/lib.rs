@@ -4,8 +4,8 @@
 //! in python/hydra_proxy/ that produces the same bytes (docs/ARCHITECTURE.md).
 //!
 //! - [`stream`]: the canonical event model and the decoder/encoder composition;
-//! - one module per protocol ([`chat`], [`anthropic`], [`responses`]) with its decoder and encoder, and
-//!   [`gemini`], an upstream (a decoder);
+//! - one module per protocol ([`chat`], [`anthropic`], [`responses`]) with its decoder and
+//!   encoder, and [`gemini`], an upstream (a decoder);
 //! - [`transducers`]: the compositions the server runs.
 
 pub mod anthropic;

@@ -429,6 +429,21 @@ transducer_methods!(
     }
 );
 
+/// The Responses classes and tables of the module (tests/test_twin_constants.py).
+fn add_responses(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<ResponsesViaChatStream>()?;
+    m.add_class::<ResponsesViaMessagesStream>()?;
+    m.add_class::<ResponsesViaGeminiStream>()?;
+    m.add_class::<MessagesViaResponsesStream>()?;
+    m.add_class::<ChatViaResponsesStream>()?;
+    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
+    let reasons = responses::shared::INCOMPLETE_REASONS;
+    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
+    Ok(())
+}
+
 // -- end of OpenAI Responses ----------------------------------------------------------------
 
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
@@ -444,11 +459,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<MessagesViaChatStream>()?;
     m.add_class::<ChatViaMessagesStream>()?;
-    m.add_class::<ResponsesViaChatStream>()?;
-    m.add_class::<ResponsesViaMessagesStream>()?;
-    m.add_class::<ResponsesViaGeminiStream>()?;
-    m.add_class::<MessagesViaResponsesStream>()?;
-    m.add_class::<ChatViaResponsesStream>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -467,10 +477,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
-    let codes = responses::shared::RESPONSE_ERROR_CODES;
-    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
-    let reasons = responses::shared::INCOMPLETE_REASONS;
-    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
     add_gemini(m)?;
+    add_responses(m)?;
     Ok(())
 }

@@ -47,6 +47,56 @@ pub fn chat_via_messages(
     )
 }
 
+// -- Gemini upstream (streamGenerateContent?alt=sse) ---------------------------------------
+
+use crate::gemini::GeminiDecoder;
+
+/// Anthropic Messages clients on a Gemini upstream.
+pub type MessagesViaGeminiStream = Transducer<GeminiDecoder, AnthropicEncoder>;
+
+/// OpenAI Chat Completions clients on a Gemini upstream.
+pub type ChatViaGeminiStream = Transducer<GeminiDecoder, ChatEncoder>;
+
+pub fn messages_via_gemini(
+    message_id: &str,
+    model: &str,
+    input_tokens: u64,
+    signing_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> MessagesViaGeminiStream {
+    Transducer::new(
+        GeminiDecoder::new(message_id, signing_key),
+        AnthropicEncoder::new(message_id, model, input_tokens),
+        max_event_bytes,
+    )
+}
+
+/// `message_id` names the tool calls; `signing_key` signs thinking and carries thought
+/// signatures, `continuation_key` the Chat continuation suffix that brings them back.
+#[allow(clippy::too_many_arguments)]
+pub fn chat_via_gemini(
+    completion_id: &str,
+    model: &str,
+    created: u64,
+    message_id: &str,
+    include_usage: bool,
+    signing_key: Option<&[u8]>,
+    continuation_key: Option<&[u8]>,
+    max_event_bytes: usize,
+) -> ChatViaGeminiStream {
+    Transducer::new(
+        GeminiDecoder::new(message_id, signing_key),
+        ChatEncoder::new(
+            completion_id,
+            model,
+            created,
+            include_usage,
+            continuation_key,
+        ),
+        max_event_bytes,
+    )
+}
+
 // -- OpenAI Responses clients (issue 10) ----------------------------------------------------
 
 /// OpenAI Responses clients (Codex CLI) on an OpenAI Chat Completions upstream.
@@ -118,56 +168,6 @@ pub fn chat_via_responses(
 ) -> ChatViaResponsesStream {
     Transducer::new(
         ResponsesDecoder::new(completion_id, signing_key),
-        ChatEncoder::new(
-            completion_id,
-            model,
-            created,
-            include_usage,
-            continuation_key,
-        ),
-        max_event_bytes,
-    )
-}
-
-// -- Gemini upstream (streamGenerateContent?alt=sse) ---------------------------------------
-
-use crate::gemini::GeminiDecoder;
-
-/// Anthropic Messages clients on a Gemini upstream.
-pub type MessagesViaGeminiStream = Transducer<GeminiDecoder, AnthropicEncoder>;
-
-/// OpenAI Chat Completions clients on a Gemini upstream.
-pub type ChatViaGeminiStream = Transducer<GeminiDecoder, ChatEncoder>;
-
-pub fn messages_via_gemini(
-    message_id: &str,
-    model: &str,
-    input_tokens: u64,
-    signing_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> MessagesViaGeminiStream {
-    Transducer::new(
-        GeminiDecoder::new(message_id, signing_key),
-        AnthropicEncoder::new(message_id, model, input_tokens),
-        max_event_bytes,
-    )
-}
-
-/// `message_id` names the tool calls; `signing_key` signs thinking and carries thought
-/// signatures, `continuation_key` the Chat continuation suffix that brings them back.
-#[allow(clippy::too_many_arguments)]
-pub fn chat_via_gemini(
-    completion_id: &str,
-    model: &str,
-    created: u64,
-    message_id: &str,
-    include_usage: bool,
-    signing_key: Option<&[u8]>,
-    continuation_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> ChatViaGeminiStream {
-    Transducer::new(
-        GeminiDecoder::new(message_id, signing_key),
         ChatEncoder::new(
             completion_id,
             model,

@@ -1,6 +1,6 @@
 """Record the golden stream translations (tests/golden/cases.json and outputs/).
 
-    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs | --responses-inputs]
+    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs] [--responses-inputs]
 
 The goldens pin the bytes both transducers emit today, so a refactoring of the stream code
 can be checked byte for byte (tests/test_golden.py). Re-record only for an intended change
