@@ -341,3 +341,16 @@ def test_chat_sdk_on_every_responses_reply(
     assert (message.content or "") == output_text(recorded)
     got = [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or []]
     assert got == calls(recorded)
+
+
+def test_dropped_server_tools_are_logged_once_at_info(mock: MockServer) -> None:
+    with ProxyServer(mock.url + "/v1", "--log-level", "info", impl="python") as proxy:
+        responses_client(proxy).responses.create(
+            model=MODEL,
+            input="hi",
+            store=False,
+            tools=[WEATHER, {"type": "web_search"}, {"type": "web_search_preview"}],
+        )
+        lines = [line for line in proxy.log_tail().splitlines() if "left out of" in line]
+    assert len(lines) == 1, lines
+    assert "INFO" in lines[0] and "web_search" in lines[0] and "web_search_preview" in lines[0]
