@@ -36,7 +36,7 @@ from .asgi import (
     respond,
 )
 from .exchange import UpstreamUnreachable
-from .ingress import Context, Routed, chat, decide, messages, parse_request
+from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
 from .plan import Plan
 from .upstream import Upstream
 
@@ -47,6 +47,7 @@ access_log = logging.getLogger("hydra_proxy.access")
 _INGRESS: dict[str, Callable[[Context, Scope, bytes], Routed | Plan]] = {
     "/v1/messages": messages.plan,
     "/v1/chat/completions": chat.plan,
+    "/v1/responses": responses.plan,
 }
 
 

@@ -47,6 +47,8 @@ def error_from_upstream(
         message = f"cannot reach {where}: {exc.__cause__ or exc}" if where else str(exc)
         log.warning("%s", message)
         return UpstreamUnreachable(502, message, error_type="api_error")
+    if plan is not None and plan.read_error is not None:
+        return plan.read_error(exc.status, exc.body, exc.retry_after)
     try:
         payload: object = orjson.loads(exc.body)
     except orjson.JSONDecodeError:
