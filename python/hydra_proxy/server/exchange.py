@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import orjson
 
 from ..config import Settings
 from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
+from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
@@ -74,6 +76,7 @@ async def run(
     http_error: Callable[[ProxyError], Awaitable[None]],
 ) -> None:
     """Send `plan` upstream and answer the client; raises ProxyError before any byte."""
+    account = account_of(scope)
     if plan.kind == "relay":
         await _relay(plan, upstream, settings, scope, receive, send, http_error)
         return
@@ -81,6 +84,8 @@ async def run(
         response = await upstream.post(plan.url, plan.headers, plan.body)
     except UpstreamHTTPError as exc:
         if plan.kind == "forward":  # same protocol: the upstream's own error, as it is
+            if account is not None:
+                account.error_type = error_from_upstream(exc).error_type
             extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
             await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
             return
@@ -88,10 +93,18 @@ async def run(
     except UpstreamUnavailable as exc:
         raise error_from_upstream(exc) from None
     if plan.kind == "forward":
-        await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        if account is not None:
+            send = account.tap(send)
+        failure = await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        if account is not None:
+            account.error_type = failure
         return
     assert plan.convert is not None
-    reply = plan.convert(await read_json(response, settings.max_body_bytes))
+    upstream_reply = await read_json(response, settings.max_body_bytes)
+    if account is not None and isinstance(upstream_reply, dict):
+        usage = upstream_reply.get("usage")
+        account.reply_usage = usage if isinstance(usage, dict) else None
+    reply = plan.convert(upstream_reply)
     await respond(scope, send, 200, orjson.dumps(reply))
 
 
@@ -125,11 +138,15 @@ async def _relay(
             connecting.cancel()
             raise
     assert plan.transducer is not None
+    make_transducer = plan.transducer
+    account = account_of(scope)
+    if account is not None:
+        make_transducer = partial(account.built_by, plan.transducer)
     try:
-        transducer = await relay(
+        await relay(
             scope,
             connecting,
-            plan.transducer,
+            make_transducer,
             receive,
             send,
             _SSE_HEADERS,
@@ -140,12 +157,3 @@ async def _relay(
     finally:
         if connecting.cancelled() and attempt.response is not None:
             attempt.response.close()  # written, but its attempt never ran
-    details = dict(plan.log)
-    details["usage"] = "/".join(map(str, transducer.usage))
-    if transducer.stop_reason is not None:
-        details["stop"] = transducer.stop_reason
-    if transducer.error is not None:
-        details["error"] = transducer.error[0]
-    elif not transducer.complete:
-        details["error"] = "client_gone"
-    scope["hydra.log"] = details

@@ -20,6 +20,18 @@ from ..transducers import StreamTransducer
 ClientProtocol = Literal["anthropic", "openai"]
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a request went, for its usage record (server/accounting.py)."""
+
+    route: str  # the route's match pattern
+    provider: str  # the provider's name
+    upstream: str  # the provider's kind (its protocol): "openai", "anthropic", ...
+    requested_model: str
+    target_model: str
+    stream: bool
+
+
 @dataclass
 class Plan:
     url: str
@@ -33,3 +45,5 @@ class Plan:
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
+    target: Target | None = None
+    """Where the request goes, for its usage record."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import shutil
 
 from ..config import Settings
+from ..usage.metrics import multiprocess_dir, setup_multiprocess_dir
 from .app import App
 
 
@@ -34,5 +36,13 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
         log_access=False,
         workers_kill_timeout=int(settings.shutdown_grace),
     )
-    # A module-level function in a partial stays picklable for non-fork start methods.
-    server.serve(target_loader=functools.partial(_load_app, settings), wrap_loader=False)
+    # Several workers count metrics in shared files; the env var is inherited by them.
+    own_dir = None
+    if settings.workers > 1 and multiprocess_dir() is None:
+        own_dir = setup_multiprocess_dir()
+    try:
+        # A module-level function in a partial stays picklable for non-fork start methods.
+        server.serve(target_loader=functools.partial(_load_app, settings), wrap_loader=False)
+    finally:
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)

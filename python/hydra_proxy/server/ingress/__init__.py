@@ -13,6 +13,7 @@ import orjson
 from ...config import Provider, Route, Settings
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
+from ..plan import Target
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,15 @@ def resolve(settings: Settings, model: str, *, param: str | None = None) -> tupl
             404, f"model: no route for model {model!r}", error_type="not_found_error", param=param
         )
     return resolved
+
+
+def target_of(provider: Provider, route: Route, model: str, request: dict[str, Any]) -> Target:
+    """Where the request goes, for its usage record."""
+    return Target(
+        route=route.match,
+        provider=provider.name,
+        upstream=provider.kind,
+        requested_model=model,
+        target_model=route.model or model,
+        stream=request.get("stream") is True,
+    )

@@ -16,7 +16,7 @@ from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
-from . import Context, parse_request, resolve
+from . import Context, parse_request, resolve, target_of
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -69,6 +69,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
         client="openai",
         kind="relay" if stream else "json",
         log={"model": model, "provider": provider.name, "stream": 1} if stream else {},
+        target=target_of(provider, route, model, request),
     )
     if not stream:
 
@@ -106,6 +107,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
 
 def passthrough(body: bytes, request: dict[str, Any], provider: Provider, route: Route) -> Plan:
     """An OpenAI client on an OpenAI upstream: the bytes go through unchanged both ways."""
+    where = target_of(provider, route, request["model"], request)
     if route.model and route.model != request["model"]:
         request["model"] = route.model
         body = orjson.dumps(request)
@@ -116,4 +118,5 @@ def passthrough(body: bytes, request: dict[str, Any], provider: Provider, route:
         body=body,
         client="openai",
         kind="forward",
+        target=where,
     )

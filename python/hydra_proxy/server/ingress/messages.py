@@ -16,7 +16,7 @@ from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
-from . import Context, parse_request, resolve
+from . import Context, parse_request, resolve, target_of
 
 
 def chat_target(provider: Provider, route: Route, model: str, signing_key: bytes) -> ChatTarget:
@@ -55,6 +55,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Plan:
         client="anthropic",
         kind="relay" if stream else "json",
         log={"model": model, "provider": provider.name, "stream": 1} if stream else {},
+        target=target_of(provider, route, model, request),
     )
     if not stream:
 
@@ -98,6 +99,7 @@ def passthrough(
     reencode = route.model is not None and route.model != request["model"]
     if reencode:
         request["model"] = route.model
+    where = target_of(provider, route, request["model"], request)
     if dialect.strips_proxy_signatures and b"hydra1." in body:
         strip_proxy_signatures(request)
         reencode = True
@@ -114,6 +116,7 @@ def passthrough(
         body=body,
         client="anthropic",
         kind="forward",
+        target=where,
     )
 
 
