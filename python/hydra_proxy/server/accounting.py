@@ -245,7 +245,8 @@ class Account:
     def close(self, usage: UsageService | None, status: int, request_id: str) -> dict[str, object]:
         """Record the request; returns the access-log details."""
         now = time.monotonic()
-        tokens, estimated = self.tokens()
+        # An error answered before the reply started: nothing was generated or billed.
+        tokens, estimated = self.tokens() if status < 400 else (Tokens(), False)
         target = self.target
         transducer = self.transducer
         error_type = self.error_type
