@@ -230,9 +230,7 @@ def test_every_kind_of_request_gets_its_record(mock: MockServer, tmp_path: Path,
             "/v1/messages",
             messages("gpt-4o", stream=True),
         )
-        _, ids["bad-request"], _ = post(
-            proxy, "/v1/messages", {"model": "gpt-4o", "messages": 3}
-        )
+        _, ids["bad-request"], _ = post(proxy, "/v1/messages", {"model": "gpt-4o", "messages": 3})
         samples = metrics(proxy)
     records = rows(ledger)  # after a clean shutdown: nothing lost
 
