@@ -208,6 +208,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         continuation=str(values.get("continuation", "auto")).lower(),
         pricing=pricing,
         usage_ledger=None if str(ledger).lower() == "off" else str(ledger),
+        usage_metrics=bool(usage_cfg.get("metrics", True)),
         usage_tracing=bool(usage_cfg.get("tracing", False)),
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),

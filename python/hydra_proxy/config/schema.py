@@ -152,6 +152,7 @@ USAGE: dict[str, Field] = {
         'where records go: "sqlite:PATH", "postgresql://..." or "off"',
         env="HYDRA_USAGE_LEDGER",
     ),
+    "metrics": Field((bool,), "Prometheus metrics at GET /metrics (default true)"),
     "tracing": Field((bool,), "OpenTelemetry traces (needs hydra-proxy[otel])"),
 }
 

@@ -48,8 +48,9 @@ class Settings:
     # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
     # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
     pricing: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # `[usage]`: the ledger's URL (None: no ledger) and OpenTelemetry traces.
+    # `[usage]`: the ledger's URL (None: no ledger), metrics and OpenTelemetry traces.
     usage_ledger: str | None = DEFAULT_LEDGER
+    usage_metrics: bool = True
     usage_tracing: bool = False
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).

@@ -225,7 +225,7 @@ class App:
 
     async def metrics(self, scope: Scope, send: Send) -> None:
         if self.usage is None:
-            raise ProxyError(503, "the worker is starting", error_type="overloaded_error")
+            raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
         status, content_type, body = await asyncio.to_thread(self.usage.metrics_response)
         await respond(scope, send, status, body, content_type.encode())
 
@@ -245,7 +245,7 @@ class App:
                 )
                 return
         if self.usage is None:
-            raise ProxyError(503, "the worker is starting", error_type="overloaded_error")
+            raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
         query = scope.get("query_string", b"").decode("latin-1")
         status, content_type, body = await asyncio.to_thread(
             self.usage.dashboard, scope["path"], query
@@ -308,12 +308,15 @@ class App:
         )
 
 
-def start_usage(settings: Settings) -> UsageService:
-    """The worker's usage accounting: the ledger (None: off), metrics, prices, traces."""
+def start_usage(settings: Settings) -> UsageService | None:
+    """The worker's usage accounting: the ledger, metrics, prices, traces (None: all off)."""
+    if not (settings.usage_ledger or settings.usage_metrics or settings.usage_tracing):
+        return None
     routes = settings.routes
     return UsageService.start(
         ledger_url=settings.usage_ledger,
         pricing_overrides=settings.pricing,
+        metrics=settings.usage_metrics,
         tracing=settings.usage_tracing,
         known_models=[m for r in routes for m in (r.model, r.match) if m and "*" not in m]
         + ([settings.target_model] if settings.target_model else []),
