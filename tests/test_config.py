@@ -159,7 +159,7 @@ def test_usage_table_and_its_environment_override(tmp_path: Path) -> None:
     )
     assert load({"config": str(config)}, {"HYDRA_USAGE_LEDGER": "off"}).usage_ledger is None
     assert load({}, {}).usage_ledger == "sqlite:~/.hydra-proxy/usage.sqlite3"
-    bad = write(tmp_path / "bad.toml", '[usage]\nledger = 3\nmetric = true\n')
+    bad = write(tmp_path / "bad.toml", "[usage]\nledger = 3\nmetric = true\n")
     with pytest.raises(ConfigError) as info:
         load({"config": str(bad)}, {})
     assert "[usage]" in str(info.value) and "metric" in str(info.value)
