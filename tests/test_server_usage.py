@@ -3,8 +3,10 @@ its Prometheus counters and its access-log lines, against the usage in the fixtu
 
 from __future__ import annotations
 
+import base64
 import http.client
 import re
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,9 +17,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from hydra_proxy import cli
 from hydra_proxy.mock import MockServer
 from hydra_proxy.usage.ledger import open_ledger
-from hydra_proxy.usage.record import Tokens, UsageRecord
+from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
 from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
 from servers import ProxyServer
 
@@ -310,7 +313,9 @@ def check_adds_up(records: dict[str, UsageRecord], count: int) -> None:
     assert sum(r.output_tokens for r in records.values()) == count * expected.output
 
 
-def test_two_workers_add_up_on_sqlite(mock: MockServer, tmp_path: Path) -> None:
+def test_two_workers_add_up_on_sqlite(
+    mock: MockServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
     count = 40
     with start_proxy(mock, ledger, "--workers", "2") as proxy:
@@ -323,6 +328,14 @@ def test_two_workers_add_up_on_sqlite(mock: MockServer, tmp_path: Path) -> None:
         == count * chat_fixture_tokens(CHAT_REPLAY).output
     )
     check_adds_up(rows(ledger), count)
+    # The usage command reports the same.
+    assert cli.main(["usage", "--ledger", ledger, "--by", "model", "--json"]) == 0
+    report = orjson.loads(capsys.readouterr().out)
+    assert [(r["key"], r["requests"]) for r in report["rows"]] == [("gpt-4o", count)]
+    assert report["total"]["output_tokens"] == count * chat_fixture_tokens(CHAT_REPLAY).output
+    assert cli.main(["usage", "--ledger", ledger, "--by", "day"]) == 0
+    table = capsys.readouterr().out  # a table, one row per UTC day
+    assert time.strftime("%Y-%m-%d", time.gmtime()) in table and str(count) in table
 
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
@@ -360,3 +373,58 @@ def test_two_proxies_add_up_in_one_postgres_ledger(mock: MockServer, postgres: s
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda p: load(p, count), (one, two)))
     check_adds_up(rows(postgres), 2 * count)
+
+
+def get(
+    proxy: ProxyServer, path: str, headers: dict[str, str]
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    conn.request("GET", path, headers=headers)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+
+
+def test_dashboard_and_metrics_behind_the_proxy_keys(mock: MockServer, tmp_path: Path) -> None:
+    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    key = "team-key-1"
+    env = {"HYDRA_USAGE_LEDGER": ledger, "HYDRA_PROXY_KEYS": f"other-key,{key}"}
+    with ProxyServer(mock.url + "/v1", env=env) as proxy:
+        mock.script([{"replay": CHAT_REPLAY}])
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        conn.request(
+            "POST",
+            "/v1/messages",
+            orjson.dumps(messages("gpt-4o", stream=True)),
+            {"content-type": "application/json", "x-api-key": key},
+        )
+        response = conn.getresponse()
+        assert response.status == 200
+        response.read()
+        request_id = response.getheader("x-request-id")
+        basic = "Basic " + base64.b64encode(f"me:{key}".encode()).decode()
+        wrong = "Basic " + base64.b64encode(b"me:not-a-key").decode()
+        for path in ("/dashboard", "/dashboard/data.json", "/dashboard/static/dashboard.js"):
+            for headers in ({}, {"authorization": wrong}):
+                status, got, _ = get(proxy, path, headers)
+                assert status == 401 and got["www-authenticate"].startswith("Basic"), path
+        status, got, page = get(proxy, "/dashboard", {"authorization": basic})
+        assert b"dashboard.js" in page
+        assert status == 200 and got["content-type"].startswith("text/html")
+        # data.json reads the ledger: the record is there once the writer's batch is in.
+        deadline = time.monotonic() + 10
+        while True:
+            status, got, body = get(proxy, "/dashboard/data.json", {"authorization": basic})
+            assert status == 200 and got["content-type"] == "application/json"
+            doc = orjson.loads(body)
+            if doc["records"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [r["request_id"] for r in doc["latest"]] == [request_id]
+        assert get(proxy, "/metrics", {})[0] == 401
+        status, _, text = get(proxy, "/metrics", {"authorization": f"Bearer {key}"})
+        assert status == 200 and b"hydra_requests_total" in text
+    records = rows(ledger)
+    assert records[request_id].key_id == client_key_id(key)
+    assert key not in (tmp_path / "usage.sqlite3").read_bytes().decode("latin-1")
