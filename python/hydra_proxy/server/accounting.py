@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -25,7 +25,7 @@ from .plan import Target
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
 # first event (message_start), every protocol its final counts in the last events.
 HEAD_BYTES = 8 * 1024
-TAIL_BYTES = 8 * 1024
+TAIL_BYTES = 4 * 1024
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], Tokens]] = {
     "anthropic": tokens_from_anthropic,
@@ -85,32 +85,33 @@ class Passthrough:
             if b"data:" not in tail:
                 return _json_usage_in(tail, reader)  # a long JSON body: its end
         merged: dict[str, Any] = {}
-        if upstream == "anthropic":
-            for event in _events(head):
-                message = event.get("message")
-                if event.get("type") == "message_start" and isinstance(message, dict):
-                    if isinstance(message.get("usage"), dict):
-                        merged.update(message["usage"])
-                    break
-        for event in _events(tail):
-            usage = event.get("usage")
-            if isinstance(usage, dict):
-                merged.update(usage)
+        if upstream == "anthropic":  # the input counts: message_start, the first event
+            start = _find_event(head.split(b"\n")[:8], b'"message_start"')
+            message = start.get("message") if start else None
+            if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+                merged.update(message["usage"])
+        # The final counts: the last event with a usage object (only that one is parsed).
+        last = _find_event(reversed(tail.split(b"\n")), b'"usage"', usage=True)
+        if last is not None:
+            merged.update(last["usage"])
         return reader(merged) if merged else None
 
 
-def _events(data: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of the SSE data lines in `data` (a cut first line is skipped)."""
-    out: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
-        if line.startswith(b"data:"):
-            try:
-                value = orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                out.append(value)
-    return out
+def _find_event(
+    lines: Iterable[bytes], needle: bytes, *, usage: bool = False
+) -> dict[str, Any] | None:
+    """The first SSE data line of `lines` holding `needle` that parses as a JSON object
+    (with a usage object, when `usage`); a line cut by the tail's start does not parse."""
+    for line in lines:
+        if not line.startswith(b"data:") or needle not in line:
+            continue
+        try:
+            value = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and (not usage or isinstance(value.get("usage"), dict)):
+            return value
+    return None
 
 
 def _json_usage(body: bytes, reader: Callable[[Mapping[str, Any]], Tokens]) -> Tokens | None:

@@ -198,6 +198,8 @@ class App:
         target = plan.target
         if account is not None:
             account.target = target
+        if plan.log:
+            scope["hydra.log"] = plan.log
         if self.usage is None or target is None or not target.stream:
             await exchange.run(plan, self.upstream, self.settings, scope, receive, send, http_error)
             return
