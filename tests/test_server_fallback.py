@@ -91,8 +91,15 @@ def get(proxy: ProxyServer, path: str, headers: dict[str, str] | None = None) ->
     return response.status, response.read()
 
 
-def access_lines(proxy: ProxyServer) -> list[str]:
-    return [line for line in proxy.log_tail().splitlines() if "hydra_proxy.access" in line]
+def access_lines(proxy: ProxyServer, timeout: float = 10.0) -> list[str]:
+    """The access-log lines, once the last one is a model request's: the line is written
+    after the reply's last byte, so a client may read its reply before the line is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [line for line in proxy.log_tail().splitlines() if "hydra_proxy.access" in line]
+        if (lines and " POST " in lines[-1]) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 def wait_for_log(proxy: ProxyServer, text: str, timeout: float = 20.0) -> None:
@@ -132,6 +139,7 @@ def test_fallback_after_429_streams_one_clean_stream(
         again = client.messages.create(**ASK)  # type: ignore[arg-type]
         assert [b.text for b in again.content if b.type == "text"] == ["Again b."]
         assert len(mock_a.requests()) == 1 and len(mock_b.requests()) == 2
+        wait_for_log(proxy, "attempts=a:cooling,b:200")
         assert "attempts=a:cooling,b:200" in access_lines(proxy)[-1]
 
 
@@ -306,6 +314,7 @@ def test_a_chain_across_protocols(
         with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
             message = stream.get_final_message()
         assert [b.text for b in message.content if b.type == "text"] == ["Streamed by a."]
+        wait_for_log(proxy, "attempts=a:200")
         assert "attempts=a:200" in access_lines(proxy)[-1]
         whole = client.messages.create(**ASK)  # type: ignore[arg-type]
         assert [b.text for b in whole.content if b.type == "text"] == ["Whole from a."]
@@ -321,6 +330,7 @@ def test_a_chain_across_protocols(
         assert [r["path"] for r in passed] == ["/v1/messages", "/v1/messages"]
         assert {r["body"]["model"] for r in passed} == {"claude-c"}
         assert passed[0]["key_hashes"] == {"x-api-key": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,c:200")
         assert "attempts=a:503,c:200" in access_lines(proxy)[-1]
 
 

@@ -22,6 +22,18 @@ ClientProtocol = Literal["anthropic", "openai", "responses"]
 """The client's protocol: Anthropic Messages, OpenAI Chat, OpenAI Responses."""
 
 
+@dataclass(frozen=True)
+class Target:
+    """Where a request went, for its usage record (server/accounting.py)."""
+
+    route: str  # the route's match pattern
+    provider: str  # the provider's name
+    upstream: str  # the provider's kind (its protocol): "openai", "anthropic", ...
+    requested_model: str
+    target_model: str
+    stream: bool
+
+
 @dataclass
 class Plan:
     url: str
@@ -41,3 +53,5 @@ class Plan:
     provider: str = ""
     """The provider's name, for errors that must say which upstream failed (set by the
     attempts module)."""
+    target: Target | None = None
+    """Where the request goes, for its usage record."""

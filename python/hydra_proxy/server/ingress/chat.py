@@ -45,9 +45,10 @@ def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
     asks for it)."""
     effort = request.get("reasoning_effort")
     max_tokens = request.get("max_completion_tokens", request.get("max_tokens"))
+    messages = request.get("messages")  # a malformed one gets its 400 from the reader
     images = any(
         isinstance(part, dict) and part.get("type") == "image_url"
-        for m in request.get("messages") or ()
+        for m in (messages if isinstance(messages, list) else ())
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for part in m["content"]
     )
@@ -78,7 +79,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     def build(attempt: Attempt) -> Plan:
         return plan_attempt(ctx, scope, body, request, attempt)
 
-    return Routed(decision, build)
+    return Routed(decision, build, stream=request.get("stream") is True)
 
 
 def plan_attempt(

@@ -32,7 +32,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     def build(attempt: Attempt) -> Plan:
         return plan_attempt(ctx, scope, body, request, attempt, decision.reported_model, estimate)
 
-    return Routed(decision, build)
+    return Routed(decision, build, stream=request.get("stream") is True)
 
 
 def plan_attempt(

@@ -72,7 +72,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
         translation = translate(attempt.model, attempt.max_tokens_limit)
         return plan_attempt(ctx, translation, attempt, model, estimate)
 
-    return Routed(decision, build)
+    return Routed(decision, build, stream=first.stream)
 
 
 def plan_attempt(
