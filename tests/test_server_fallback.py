@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
+import openai
 import orjson
 import pytest
 
@@ -387,3 +388,68 @@ model = "short"
             mock = mock_a if provider == "a" else mock_b
             (seen,) = mock.requests()
             assert seen["body"]["model"] == model, (path, model)
+
+
+NEW_KINDS = """
+[providers.g]
+kind = "gemini"
+base_url = "{b_url}/v1beta"
+api_key_env = "B_KEY"
+
+[providers.r]
+kind = "responses"
+base_url = "{b_url}/v1"
+api_key_env = "B_KEY"
+
+[[routes]]
+match = "team-*"
+provider = "a"
+model = "model-a"
+fallback = [{{ provider = "g", model = "gemini-g" }}]
+
+[[routes]]
+match = "codex-*"
+provider = "a"
+model = "model-a"
+fallback = [{{ provider = "r", model = "gpt-r" }}]
+"""
+
+
+def test_gemini_and_responses_providers_as_fallbacks(
+    mock_a: MockServer, mock_b: MockServer, impl: str, tmp_path: Path
+) -> None:
+    """A chain crosses into the new upstream kinds: an Anthropic client whose Chat primary
+    answers 503 is served by a Gemini provider (translated, streamed and not), and a
+    Responses client's is served by a Responses provider (passed through, model renamed)."""
+    extra = NEW_KINDS.format(b_url=mock_b.url)
+    config = write_config(tmp_path / "hydra.toml", mock_a.url, mock_b.url, extra=extra)
+    args = ("--config", str(config), "--log-level", "info")
+    with ProxyServer(mock_a.url + "/v1", *args, impl=impl, env=KEYS) as proxy:
+        client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+        mock_a.script([{"error": {"status": 503, "message": "down"}}] * 3)
+        mock_b.script([{"text": "Gemini via g."}, {"text": "Gemini streams via g."}])
+        whole = client.messages.create(**ASK)  # type: ignore[arg-type]
+        assert [b.text for b in whole.content if b.type == "text"] == ["Gemini via g."]
+        with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
+            message = stream.get_final_message()
+        assert [b.text for b in message.content if b.type == "text"] == ["Gemini streams via g."]
+        assert message.model == "team-model"
+        on_gemini = mock_b.requests()
+        assert [r["path"].split("?")[0] for r in on_gemini] == [
+            "/v1beta/models/gemini-g:generateContent",
+            "/v1beta/models/gemini-g:streamGenerateContent",
+        ]
+        assert on_gemini[0]["key_hashes"] == {"x-goog-api-key": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,g:200")
+        assert "provider=g" in access_lines(proxy)[-1]
+
+        mock_b.clear()
+        mock_b.script([{"text": "Responses via r."}])
+        codex = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        reply = codex.responses.create(model="codex-mini", input="hi", store=False)
+        assert reply.output_text == "Responses via r."
+        (passed,) = mock_b.requests()
+        assert passed["path"] == "/v1/responses" and passed["body"]["model"] == "gpt-r"
+        assert passed["key_hashes"] == {"authorization": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,r:200")
+        assert "provider=r" in access_lines(proxy)[-1]
