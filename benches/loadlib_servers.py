@@ -244,10 +244,17 @@ class Server(Process):
 
 class Hydra(Server):
     def __init__(
-        self, mock_url: str, impl: str, python_dir: Path | None = None, name: str | None = None
+        self,
+        mock_url: str,
+        impl: str,
+        python_dir: Path | None = None,
+        name: str | None = None,
+        *,
+        usage: bool = True,
     ) -> None:
         super().__init__(mock_url)
         self.impl = impl
+        self.usage = usage  # False: no ledger, no metrics (the usage accounting's cost)
         self.python_dir = python_dir or REPO / "python"
         self.name = name or f"hydra-{impl}"
 
@@ -268,6 +275,8 @@ class Hydra(Server):
             "[[routes]]\n"
             f'match = "{MODES["openai-in"].model}"\n'
             'provider = "mock_anthropic"\n'
+            # The default ledger (SQLite in the throwaway HOME) and metrics, or neither.
+            + ("" if self.usage else '[usage]\nledger = "off"\nmetrics = false\n')
         )
         env = _clean_env(str(workdir))
         env["PYTHONPATH"] = os.pathsep.join(

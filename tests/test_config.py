@@ -144,3 +144,22 @@ def test_no_mock_when_the_key_comes_from_dotenv(tmp_path: Path) -> None:
     with cli._mock_if_needed(settings, explicit_base_url=False, allowed=True) as effective:
         assert effective is settings
     assert settings.providers["openai"].base_url == "https://api.openai.com/v1"
+
+
+def test_usage_table_and_its_environment_override(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "hydra.toml",
+        '[usage]\nledger = "postgresql://hydra@db/usage"\nmetrics = false\ntracing = true\n',
+    )
+    settings = load({"config": str(config)}, {})
+    assert (settings.usage_ledger, settings.usage_metrics, settings.usage_tracing) == (
+        "postgresql://hydra@db/usage",
+        False,
+        True,
+    )
+    assert load({"config": str(config)}, {"HYDRA_USAGE_LEDGER": "off"}).usage_ledger is None
+    assert load({}, {}).usage_ledger == "sqlite:~/.hydra-proxy/usage.sqlite3"
+    bad = write(tmp_path / "bad.toml", "[usage]\nledger = 3\nmetric = true\n")
+    with pytest.raises(ConfigError) as info:
+        load({"config": str(bad)}, {})
+    assert "[usage]" in str(info.value) and "metric" in str(info.value)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
+import openai
 import orjson
 import pytest
 
@@ -91,8 +92,15 @@ def get(proxy: ProxyServer, path: str, headers: dict[str, str] | None = None) ->
     return response.status, response.read()
 
 
-def access_lines(proxy: ProxyServer) -> list[str]:
-    return [line for line in proxy.log_tail().splitlines() if "hydra_proxy.access" in line]
+def access_lines(proxy: ProxyServer, timeout: float = 10.0) -> list[str]:
+    """The access-log lines, once the last one is a model request's: the line is written
+    after the reply's last byte, so a client may read its reply before the line is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [line for line in proxy.log_tail().splitlines() if "hydra_proxy.access" in line]
+        if (lines and " POST " in lines[-1]) or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.05)
 
 
 def wait_for_log(proxy: ProxyServer, text: str, timeout: float = 20.0) -> None:
@@ -132,6 +140,7 @@ def test_fallback_after_429_streams_one_clean_stream(
         again = client.messages.create(**ASK)  # type: ignore[arg-type]
         assert [b.text for b in again.content if b.type == "text"] == ["Again b."]
         assert len(mock_a.requests()) == 1 and len(mock_b.requests()) == 2
+        wait_for_log(proxy, "attempts=a:cooling,b:200")
         assert "attempts=a:cooling,b:200" in access_lines(proxy)[-1]
 
 
@@ -306,6 +315,7 @@ def test_a_chain_across_protocols(
         with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
             message = stream.get_final_message()
         assert [b.text for b in message.content if b.type == "text"] == ["Streamed by a."]
+        wait_for_log(proxy, "attempts=a:200")
         assert "attempts=a:200" in access_lines(proxy)[-1]
         whole = client.messages.create(**ASK)  # type: ignore[arg-type]
         assert [b.text for b in whole.content if b.type == "text"] == ["Whole from a."]
@@ -321,6 +331,7 @@ def test_a_chain_across_protocols(
         assert [r["path"] for r in passed] == ["/v1/messages", "/v1/messages"]
         assert {r["body"]["model"] for r in passed} == {"claude-c"}
         assert passed[0]["key_hashes"] == {"x-api-key": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,c:200")
         assert "attempts=a:503,c:200" in access_lines(proxy)[-1]
 
 
@@ -377,3 +388,68 @@ model = "short"
             mock = mock_a if provider == "a" else mock_b
             (seen,) = mock.requests()
             assert seen["body"]["model"] == model, (path, model)
+
+
+NEW_KINDS = """
+[providers.g]
+kind = "gemini"
+base_url = "{b_url}/v1beta"
+api_key_env = "B_KEY"
+
+[providers.r]
+kind = "responses"
+base_url = "{b_url}/v1"
+api_key_env = "B_KEY"
+
+[[routes]]
+match = "team-*"
+provider = "a"
+model = "model-a"
+fallback = [{{ provider = "g", model = "gemini-g" }}]
+
+[[routes]]
+match = "codex-*"
+provider = "a"
+model = "model-a"
+fallback = [{{ provider = "r", model = "gpt-r" }}]
+"""
+
+
+def test_gemini_and_responses_providers_as_fallbacks(
+    mock_a: MockServer, mock_b: MockServer, impl: str, tmp_path: Path
+) -> None:
+    """A chain crosses into the new upstream kinds: an Anthropic client whose Chat primary
+    answers 503 is served by a Gemini provider (translated, streamed and not), and a
+    Responses client's is served by a Responses provider (passed through, model renamed)."""
+    extra = NEW_KINDS.format(b_url=mock_b.url)
+    config = write_config(tmp_path / "hydra.toml", mock_a.url, mock_b.url, extra=extra)
+    args = ("--config", str(config), "--log-level", "info")
+    with ProxyServer(mock_a.url + "/v1", *args, impl=impl, env=KEYS) as proxy:
+        client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+        mock_a.script([{"error": {"status": 503, "message": "down"}}] * 3)
+        mock_b.script([{"text": "Gemini via g."}, {"text": "Gemini streams via g."}])
+        whole = client.messages.create(**ASK)  # type: ignore[arg-type]
+        assert [b.text for b in whole.content if b.type == "text"] == ["Gemini via g."]
+        with client.messages.stream(**ASK) as stream:  # type: ignore[arg-type]
+            message = stream.get_final_message()
+        assert [b.text for b in message.content if b.type == "text"] == ["Gemini streams via g."]
+        assert message.model == "team-model"
+        on_gemini = mock_b.requests()
+        assert [r["path"].split("?")[0] for r in on_gemini] == [
+            "/v1beta/models/gemini-g:generateContent",
+            "/v1beta/models/gemini-g:streamGenerateContent",
+        ]
+        assert on_gemini[0]["key_hashes"] == {"x-goog-api-key": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,g:200")
+        assert "provider=g" in access_lines(proxy)[-1]
+
+        mock_b.clear()
+        mock_b.script([{"text": "Responses via r."}])
+        codex = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        reply = codex.responses.create(model="codex-mini", input="hi", store=False)
+        assert reply.output_text == "Responses via r."
+        (passed,) = mock_b.requests()
+        assert passed["path"] == "/v1/responses" and passed["body"]["model"] == "gpt-r"
+        assert passed["key_hashes"] == {"authorization": key_hash(KEY_B)}
+        wait_for_log(proxy, "attempts=a:503,r:200")
+        assert "provider=r" in access_lines(proxy)[-1]

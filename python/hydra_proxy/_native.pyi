@@ -22,6 +22,7 @@ __all__ = [
     "MessagesViaGeminiStream",
     "MessagesViaResponsesStream",
     "ResponsesViaChatStream",
+    "ResponsesViaGeminiStream",
     "ResponsesViaMessagesStream",
     "__version__",
 ]
@@ -146,6 +147,39 @@ class ChatViaGeminiStream:
 
 @final
 class ResponsesViaChatStream:
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: list[tuple[str, str, str | None, bool]] | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+    def feed(self, chunk: bytes) -> bytes: ...
+    def finish(self) -> bytes: ...
+    def ping(self) -> bytes: ...
+    def fail(self, error_type: str, message: str) -> bytes: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def error(self) -> tuple[str, str] | None: ...
+    @property
+    def has_content(self) -> bool: ...
+    @property
+    def stop_reason(self) -> str | None: ...
+    @property
+    def usage(self) -> tuple[int, int, int]: ...
+
+@final
+class ResponsesViaGeminiStream:
     def __new__(
         cls,
         response_id: str,

@@ -1,5 +1,5 @@
-"""The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, or run
-the embedded `mock` upstream.
+"""The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, run the
+embedded `mock` upstream, or print the `usage` report.
 
 Each subcommand is one entry of `COMMANDS`: a function adding its parser and one running
 it (returning the exit code). Configuration errors exit with code 2 and a message that
@@ -265,6 +265,23 @@ def _mock(args: argparse.Namespace) -> int:
     return mock_cli.run(args)
 
 
+def _usage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .usage import cli as usage_cli
+
+    sub.add_parser(
+        "usage",
+        parents=[usage_cli.parser(add_help=False)],
+        help="the usage report: tokens and cost per model, route, key or day",
+        description=usage_cli.DESCRIPTION,
+    )
+
+
+def _usage(args: argparse.Namespace) -> int:
+    from .usage import cli as usage_cli
+
+    return usage_cli.run(args)
+
+
 # Subcommand -> (add its parser, run it). A new subcommand is one more entry.
 COMMANDS: dict[
     str,
@@ -276,6 +293,7 @@ COMMANDS: dict[
     "serve": (_serve_parser, lambda args: _serve(args)),
     "config": (_config_parser, lambda args: _config(args)),
     "mock": (_mock_parser, lambda args: _mock(args)),
+    "usage": (_usage_parser, lambda args: _usage(args)),
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -172,6 +173,42 @@ class ResponsesViaMessagesStream(Transducer[AnthropicDecoder, ResponsesEncoder])
     ) -> None:
         super().__init__(
             AnthropicDecoder(),
+            _responses_encoder(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                echo,
+                include_encrypted,
+                summary,
+                signing_key,
+                tool_names,
+            ),
+            max_event_bytes,
+        )
+
+
+class ResponsesViaGeminiStream(Transducer[GeminiDecoder, ResponsesEncoder]):
+    """Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events
+    (the arguments as for `ResponsesViaChatStream`; `signing_key` also signs Gemini's
+    thought signatures, and the response id names the tool calls)."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        created_at: int,
+        input_tokens: int,
+        *,
+        echo: str = "{}",
+        include_encrypted: bool = False,
+        summary: bool = False,
+        signing_key: bytes | None = None,
+        tool_names: NameTable | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            GeminiDecoder(response_id, signing_key),
             _responses_encoder(
                 response_id,
                 model,
@@ -397,6 +434,28 @@ class Implementation:
     ResponsesViaMessagesStream: ResponsesStreamFactory
     MessagesViaResponsesStream: MessagesViaResponsesFactory
     ChatViaResponsesStream: ChatViaResponsesFactory
+    ResponsesViaGeminiStream: ResponsesStreamFactory
+
+    def transducer(self, upstream: str, client: str) -> Callable[..., StreamTransducer]:
+        """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
+        `client` protocol ("anthropic", "openai" for Chat, "responses"); KeyError for a
+        pair without one (same-protocol pairs are passed through, not transduced)."""
+        factory: Callable[..., StreamTransducer] = getattr(self, COMPOSITIONS[upstream, client])
+        return factory
+
+
+# (upstream kind, client protocol) -> the composition's class name: Decoder x Encoder.
+COMPOSITIONS: dict[tuple[str, str], str] = {
+    ("openai", "anthropic"): "MessagesViaChatStream",
+    ("anthropic", "openai"): "ChatViaMessagesStream",
+    ("gemini", "anthropic"): "MessagesViaGeminiStream",
+    ("gemini", "openai"): "ChatViaGeminiStream",
+    ("openai", "responses"): "ResponsesViaChatStream",
+    ("anthropic", "responses"): "ResponsesViaMessagesStream",
+    ("responses", "anthropic"): "MessagesViaResponsesStream",
+    ("responses", "openai"): "ChatViaResponsesStream",
+    ("gemini", "responses"): "ResponsesViaGeminiStream",
+}
 
 
 PYTHON = Implementation(
@@ -409,6 +468,7 @@ PYTHON = Implementation(
     ResponsesViaMessagesStream=ResponsesViaMessagesStream,
     MessagesViaResponsesStream=MessagesViaResponsesStream,
     ChatViaResponsesStream=ChatViaResponsesStream,
+    ResponsesViaGeminiStream=ResponsesViaGeminiStream,
 )
 
 
@@ -426,6 +486,7 @@ def native() -> Implementation:
         ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
         MessagesViaResponsesStream=_native.MessagesViaResponsesStream,
         ChatViaResponsesStream=_native.ChatViaResponsesStream,
+        ResponsesViaGeminiStream=_native.ResponsesViaGeminiStream,
     )
 
 

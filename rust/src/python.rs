@@ -291,6 +291,43 @@ transducer_methods!(
     }
 );
 
+/// Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events.
+#[pyclass(module = "hydra_proxy._native")]
+struct ResponsesViaGeminiStream {
+    inner: transducers::ResponsesViaGeminiStream,
+}
+
+transducer_methods!(
+    ResponsesViaGeminiStream,
+    (u128, u64, u64),
+    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        response_id: &str,
+        model: &str,
+        created_at: u64,
+        input_tokens: u64,
+        echo: &str,
+        include_encrypted: bool,
+        summary: bool,
+        signing_key: Option<&[u8]>,
+        tool_names: Option<NameTable>,
+        max_event_bytes: usize,
+    ) -> Self {
+        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+        ResponsesViaGeminiStream {
+            inner: transducers::responses_via_gemini(
+                response_id,
+                model,
+                created_at,
+                input_tokens,
+                options,
+                max_event_bytes,
+            ),
+        }
+    }
+);
+
 /// Translate one Anthropic Messages SSE body into OpenAI Responses SSE events.
 #[pyclass(module = "hydra_proxy._native")]
 struct ResponsesViaMessagesStream {
@@ -397,6 +434,7 @@ fn add_responses(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<ResponsesViaChatStream>()?;
     m.add_class::<ResponsesViaMessagesStream>()?;
+    m.add_class::<ResponsesViaGeminiStream>()?;
     m.add_class::<MessagesViaResponsesStream>()?;
     m.add_class::<ChatViaResponsesStream>()?;
     let codes = responses::shared::RESPONSE_ERROR_CODES;

@@ -178,3 +178,25 @@ pub fn chat_via_responses(
         max_event_bytes,
     )
 }
+
+// -- OpenAI Responses clients on a Gemini upstream ------------------------------------------
+
+/// OpenAI Responses clients (Codex CLI) on a Gemini upstream.
+pub type ResponsesViaGeminiStream = Transducer<GeminiDecoder, ResponsesEncoder>;
+
+/// The response id names the tool calls; `options.signing_key` signs thinking and carries
+/// Gemini's thought signatures.
+pub fn responses_via_gemini(
+    response_id: &str,
+    model: &str,
+    created_at: u64,
+    input_tokens: u64,
+    options: ResponsesOptions<'_>,
+    max_event_bytes: usize,
+) -> ResponsesViaGeminiStream {
+    Transducer::new(
+        GeminiDecoder::new(response_id, options.signing_key),
+        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
+        max_event_bytes,
+    )
+}

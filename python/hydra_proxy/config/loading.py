@@ -23,8 +23,8 @@ from typing import Any
 from .errors import Problem
 from .providers import Provider, build_provider, preset_row, presets
 from .routes import Route
-from .schema import SERVER, Field, did_you_mean
-from .settings import DEFAULT_PORT, Settings
+from .schema import SERVER, USAGE, Field, did_you_mean
+from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
 from .validate import Validator, read_config, type_ok
 
@@ -131,6 +131,10 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     routes = check.routes(route_entries if isinstance(route_entries, list) else [], providers)
     price_tables = document.get("pricing", {})
     pricing = check.pricing(price_tables if isinstance(price_tables, dict) else {})
+    usage_cfg = document.get("usage", {})
+    usage_cfg = usage_cfg if isinstance(usage_cfg, dict) else {}
+    check.usage(usage_cfg)
+    ledger = env.get(USAGE["ledger"].env or "") or usage_cfg.get("ledger") or DEFAULT_LEDGER
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -203,6 +207,9 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         signing_key_file=values.get("signing_key_file"),
         continuation=str(values.get("continuation", "auto")).lower(),
         pricing=pricing,
+        usage_ledger=None if str(ledger).lower() == "off" else str(ledger),
+        usage_metrics=bool(usage_cfg.get("metrics", True)),
+        usage_tracing=bool(usage_cfg.get("tracing", False)),
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),

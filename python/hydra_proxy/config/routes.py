@@ -116,6 +116,11 @@ class RequestTraits:
         return self.estimate() if self.estimate is not None else 0
 
 
+def _list(value: Any) -> list[Any]:
+    """A list field, or none: a malformed request gets its 400 from the reader, not here."""
+    return value if isinstance(value, list) else []
+
+
 def _blocks(content: object) -> Iterable[Mapping[str, Any]]:
     if isinstance(content, list):
         for block in content:
@@ -152,7 +157,7 @@ def request_traits(
     max_tokens = request.get("max_tokens")
     images = any(
         b.get("type") == "image"
-        for m in request.get("messages") or ()
+        for m in _list(request.get("messages"))
         if isinstance(m, dict)
         for b in _blocks(m.get("content"))
     )

@@ -145,11 +145,23 @@ PRICE: dict[str, Field] = {
 }
 PRICE_REQUIRED = ("input", "output")
 
+# `[usage]`: the usage ledger and traces (docs/USAGE.md).
+USAGE: dict[str, Field] = {
+    "ledger": Field(
+        (str,),
+        'where records go: "sqlite:PATH", "postgresql://..." or "off"',
+        env="HYDRA_USAGE_LEDGER",
+    ),
+    "metrics": Field((bool,), "Prometheus metrics at GET /metrics (default true)"),
+    "tracing": Field((bool,), "OpenTelemetry traces (needs hydra-proxy[otel])"),
+}
+
 TOP_LEVEL = {
     "server": "a table",
     "providers": "a table of tables",
     "routes": "an array of tables",
     "pricing": "a table of tables",
+    "usage": "a table",
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from .providers import Provider
 from .routes import RequestTraits, Route, RouteDecision, decide
 
+DEFAULT_LEDGER = "sqlite:~/.hydra-proxy/usage.sqlite3"  # usage.ledger.DEFAULT_SQLITE_PATH
 DEFAULT_PORT = 3456
 
 
@@ -47,6 +48,10 @@ class Settings:
     # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
     # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
     pricing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # `[usage]`: the ledger's URL (None: no ledger), metrics and OpenTelemetry traces.
+    usage_ledger: str | None = DEFAULT_LEDGER
+    usage_metrics: bool = True
+    usage_tracing: bool = False
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).
     config_file: str | None = None

@@ -25,6 +25,7 @@ from .schema import (
     ROUTE,
     SERVER,
     TOP_LEVEL,
+    USAGE,
     Field,
     did_you_mean,
 )
@@ -144,7 +145,10 @@ class Validator:
     def top_level(self, document: Mapping[str, Any]) -> None:
         for key, value in document.items():
             if key in TOP_LEVEL:
-                wanted = {"server": dict, "providers": dict, "routes": list, "pricing": dict}[key]
+                wanted = {
+                    "server": dict, "providers": dict, "routes": list, "pricing": dict,
+                    "usage": dict,
+                }[key]  # fmt: skip
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
                 continue
@@ -175,6 +179,9 @@ class Validator:
 
     def server(self, table: Mapping[str, Any]) -> None:
         self.check_table(("server",), table, SERVER, "[server]")
+
+    def usage(self, table: Mapping[str, Any]) -> None:
+        self.check_table(("usage",), table, USAGE, "[usage]")
 
     def providers(self, tables: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Provider]:
         built: dict[str, Provider] = {}
@@ -349,6 +356,7 @@ def _top_header(name: str) -> str:
         "providers": "[providers.NAME]",
         "routes": "[[routes]]",
         "pricing": '[pricing."MODEL-GLOB"]',
+        "usage": "[usage]",
     }[name]
 
 
@@ -358,6 +366,7 @@ def _top_hint(name: str) -> str:
         "providers": "write one [providers.NAME] table per provider",
         "routes": "write each route as a [[routes]] table (double brackets)",
         "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
+        "usage": "write [usage] and its keys (ledger, tracing) under it",
     }[name]
 
 

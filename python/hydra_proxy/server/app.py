@@ -23,7 +23,11 @@ from ..errors import ProxyError, invalid_request
 from ..signing_key import load_signing_key
 from ..tokens import estimate_input_tokens
 from ..transducers import select
-from . import attempts, exchange
+from ..usage.dashboard import AUTHENTICATE, basic_auth_key
+from ..usage.record import Protocol
+from ..usage.service import UsageService
+from . import attempts
+from .accounting import SCOPE_KEY, Account, account_of
 from .asgi import (
     JSON,
     BodyTooLarge,
@@ -36,7 +40,7 @@ from .asgi import (
     respond,
 )
 from .exchange import UpstreamUnreachable
-from .ingress import Context, Routed, chat, decide, messages, parse_request
+from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
 from .plan import Plan
 from .upstream import Upstream
 
@@ -47,6 +51,13 @@ access_log = logging.getLogger("hydra_proxy.access")
 _INGRESS: dict[str, Callable[[Context, Scope, bytes], Routed | Plan]] = {
     "/v1/messages": messages.plan,
     "/v1/chat/completions": chat.plan,
+    "/v1/responses": responses.plan,
+}
+# The client protocol of each, as usage records name it.
+_PROTOCOL: dict[str, Protocol] = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "chat",
+    "/v1/responses": "responses",
 }
 
 
@@ -69,6 +80,7 @@ class App:
             if k.strip()
         )
         self.started = time.time()
+        self.usage: UsageService | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -83,12 +95,15 @@ class App:
             if message["type"] == "lifespan.startup":
                 # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                 await asyncio.to_thread(tokens.warm_up)
+                self.usage = await asyncio.to_thread(start_usage, self.settings)
                 log.info(
                     "hydra-proxy %s worker ready (transducers: %s)", __version__, self.impl.name
                 )
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.upstream.close()
+                if self.usage is not None:  # writes every queued record
+                    await asyncio.to_thread(self.usage.close)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -98,11 +113,21 @@ class App:
         request_id = ids.request_id()
         started = time.monotonic()
         scope["hydra.request_id"] = request_id
+        protocol = _PROTOCOL.get(scope["path"]) if scope["method"] == "POST" else None
+        account = None
+        if protocol is not None:
+            account = scope[SCOPE_KEY] = Account(protocol)
+            send = account.watch(send)
         try:
             await self.route(scope, receive, send)
         finally:
+            details = scope.get("hydra.log")
+            if account is not None:
+                details = {
+                    **(details or {}),
+                    **account.close(self.usage, scope.get("hydra.status", 0), request_id),
+                }
             if access_log.isEnabledFor(logging.INFO):
-                details = scope.get("hydra.log")
                 access_log.info(
                     "%s %s %d %.1fms id=%s%s",
                     scope["method"],
@@ -120,7 +145,10 @@ class App:
             if method == "POST":
                 ingress = _INGRESS.get(path)
                 if ingress is not None:
-                    self.authorize(scope)
+                    key = self.authorize(scope)
+                    account = account_of(scope)
+                    if account is not None:
+                        account.key = key
                     body = await read_body(receive, self.settings.max_body_bytes)
                     await self.exchange(ingress(self.context, scope, body), scope, receive, send)
                 elif path == "/v1/messages/count_tokens":
@@ -143,6 +171,11 @@ class App:
                 elif path == "/v1/models":
                     self.authorize(scope)
                     await respond(scope, send, 200, self.models(scope))
+                elif path == "/metrics":
+                    self.authorize(scope)
+                    await self.metrics(scope, send)
+                elif path == "/dashboard" or path.startswith("/dashboard/"):
+                    await self.dashboard(scope, send)
                 else:
                     raise ProxyError(
                         404, f"no endpoint {method} {path}", error_type="not_found_error"
@@ -173,29 +206,76 @@ class App:
             await self.error(scope, send, exc)
 
         if isinstance(routed, Plan):  # an ingress that plans one upstream itself (resolve)
-            await exchange.run(
-                routed, self.upstream, self.settings, scope, receive, send, http_error
+            account = account_of(scope)
+            if account is not None:
+                account.target = routed.target
+            if routed.log:
+                scope["hydra.log"] = routed.log
+            await attempts.answer(
+                routed, self.upstream, self.settings, scope, receive, send, http_error, self.usage
             )
             return
         await attempts.run(
-            routed, self.upstream, self.pools, self.settings, scope, receive, send, http_error
+            routed,
+            self.upstream,
+            self.pools,
+            self.settings,
+            scope,
+            receive,
+            send,
+            http_error,
+            self.usage,
         )
 
-    def authorize(self, scope: Scope) -> None:
-        """With HYDRA_PROXY_KEYS set, a client must present one of them."""
+    def authorize(self, scope: Scope) -> bytes | None:
+        """With HYDRA_PROXY_KEYS set, a client must present one of them (returned)."""
         if not self.proxy_keys:
-            return
+            return None
         presented = header(scope, b"x-api-key")
         if presented is None:
             bearer = header(scope, b"authorization") or b""
             presented = bearer[7:] if bearer[:7].lower() == b"bearer " else None
-        if presented is not None and any(
-            hmac.compare_digest(presented, k) for k in self.proxy_keys
-        ):
-            return
+        if presented is not None and self.is_proxy_key(presented):
+            return presented
         raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
 
+    def is_proxy_key(self, presented: bytes) -> bool:
+        # Every key compared, in constant time each.
+        return any([hmac.compare_digest(presented, k) for k in self.proxy_keys])
+
+    async def metrics(self, scope: Scope, send: Send) -> None:
+        if self.usage is None:
+            raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
+        status, content_type, body = await asyncio.to_thread(self.usage.metrics_response)
+        await respond(scope, send, status, body, content_type.encode())
+
+    async def dashboard(self, scope: Scope, send: Send) -> None:
+        """The usage page, behind the proxy keys (HTTP Basic: the key is the password, so
+        a browser asks for it)."""
+        if self.proxy_keys:
+            presented = basic_auth_key(header(scope, b"authorization"))
+            if presented is None or not self.is_proxy_key(presented):
+                await respond(
+                    scope,
+                    send,
+                    401,
+                    b"the usage page needs a proxy key as the password\n",
+                    b"text/plain; charset=utf-8",
+                    [AUTHENTICATE],
+                )
+                return
+        if self.usage is None:
+            raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
+        query = scope.get("query_string", b"").decode("latin-1")
+        status, content_type, body = await asyncio.to_thread(
+            self.usage.dashboard, scope["path"], query
+        )
+        await respond(scope, send, status, body, content_type.encode())
+
     async def error(self, scope: Scope, send: Send, exc: ProxyError) -> None:
+        account = account_of(scope)
+        if account is not None:
+            account.error_type = exc.error_type
         headers = []
         if exc.retry_after:
             headers.append((b"retry-after", exc.retry_after.encode()))
@@ -257,3 +337,20 @@ class App:
                 row["max_output_tokens"] = m.max_output
             rows.append(row)
         return orjson.dumps({"object": "list", "data": rows})
+
+
+def start_usage(settings: Settings) -> UsageService | None:
+    """The worker's usage accounting: the ledger, metrics, prices, traces (None: all off)."""
+    if not (settings.usage_ledger or settings.usage_metrics or settings.usage_tracing):
+        return None
+    routes = settings.routes
+    return UsageService.start(
+        ledger_url=settings.usage_ledger,
+        pricing_overrides=settings.pricing,
+        metrics=settings.usage_metrics,
+        tracing=settings.usage_tracing,
+        known_models=[m for r in routes for m in (r.model, r.match) if m and "*" not in m]
+        + ([settings.target_model] if settings.target_model else []),
+        known_routes=[r.match for r in routes],
+        known_providers=list(settings.providers),
+    )

@@ -21,10 +21,13 @@ from collections.abc import Awaitable, Callable
 from ..config import Attempt, KeyPool, Settings, should_fall_back
 from ..config.keys import Key
 from ..errors import ProxyError
+from ..usage.service import UsageService
 from . import exchange
+from .accounting import account_of
 from .asgi import Receive, Scope, Send
 from .dialects import DIALECTS
-from .ingress import Routed
+from .http1 import H1Response
+from .ingress import Routed, usage_target
 from .plan import Plan
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
@@ -78,6 +81,7 @@ async def run(
     receive: Receive,
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
+    usage: UsageService | None = None,
 ) -> None:
     """Try the attempts in order and answer the client (raises ProxyError before any byte).
 
@@ -105,14 +109,18 @@ async def run(
                 resting = _keys_resting(name, pool, time.monotonic())
                 continue
         plan = _with_key(routed.build(attempt), attempt, key)
+        plan.target = usage_target(decision, attempt, stream=routed.stream)
+        account = account_of(scope)
+        if account is not None:  # the usage record names the attempt that answered
+            account.target = plan.target
         plan.log.update(log)
         log = plan.log
         scope["hydra.log"] = log
         report = _Reporter(name, pool, key, tried, log)
         last = index + 1 == len(attempts)
         if last:
-            await exchange.run(
-                plan, upstream, settings, scope, receive, send, http_error, report=report
+            await answer(
+                plan, upstream, settings, scope, receive, send, http_error, usage, report=report
             )
             return
         try:
@@ -128,9 +136,54 @@ async def run(
             exchange.error_from_upstream(exc, plan)  # logged: the next attempt runs
             continue
         report(200, None)
-        await exchange.run(
-            plan, upstream, settings, scope, receive, send, http_error, connected=response
+        await answer(
+            plan, upstream, settings, scope, receive, send, http_error, usage, connected=response
         )
         return
     assert resting is not None  # only resting keys end the loop without an answer
     raise resting
+
+
+async def answer(
+    plan: Plan,
+    upstream: Upstream,
+    settings: Settings,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    http_error: Callable[[ProxyError], Awaitable[None]],
+    usage: UsageService | None,
+    *,
+    connected: H1Response | None = None,
+    report: exchange.Report | None = None,
+) -> None:
+    """`exchange.run`, counted in the usage service's open-streams gauge while it streams."""
+    target = plan.target
+    if usage is None or target is None or not target.stream:
+        await exchange.run(
+            plan,
+            upstream,
+            settings,
+            scope,
+            receive,
+            send,
+            http_error,
+            connected=connected,
+            report=report,
+        )
+        return
+    usage.stream_opened(target.route, target.provider)
+    try:
+        await exchange.run(
+            plan,
+            upstream,
+            settings,
+            scope,
+            receive,
+            send,
+            http_error,
+            connected=connected,
+            report=report,
+        )
+    finally:
+        usage.stream_closed(target.route, target.provider)

@@ -66,4 +66,25 @@ DIALECTS: dict[ProviderKind, Dialect] = {
         passthrough_query=True,
         strips_proxy_signatures=True,
     ),
+    "responses": Dialect(
+        kind="responses",
+        path="/responses",
+        auth_header="authorization",
+        auth_prefix="Bearer ",
+        fixed_headers=(),
+        passthrough_headers=(),
+        passthrough_query=False,
+        strips_proxy_signatures=False,
+    ),
+    # The path is the model's (gemini.request_writer.gemini_path): the writer supplies it.
+    "gemini": Dialect(
+        kind="gemini",
+        path="",
+        auth_header="x-goog-api-key",
+        auth_prefix="",
+        fixed_headers=(),
+        passthrough_headers=(),
+        passthrough_query=False,
+        strips_proxy_signatures=False,
+    ),
 }

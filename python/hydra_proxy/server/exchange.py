@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import orjson
 
 from ..config import Settings
 from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
+from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
@@ -47,6 +49,8 @@ def error_from_upstream(
         message = f"cannot reach {where}: {exc.__cause__ or exc}" if where else str(exc)
         log.warning("%s", message)
         return UpstreamUnreachable(502, message, error_type="api_error")
+    if plan is not None and plan.read_error is not None:
+        return plan.read_error(exc.status, exc.body, exc.retry_after)
     try:
         payload: object = orjson.loads(exc.body)
     except orjson.JSONDecodeError:
@@ -99,6 +103,7 @@ async def run(
 
     `connected`: the upstream's 200 response, when an earlier step (a fallback chain's
     attempt) already sent the plan; `report`: told the upstream's status (once)."""
+    account = account_of(scope)
     if plan.kind == "relay":
         await _relay(plan, upstream, settings, scope, receive, send, http_error, connected, report)
         return
@@ -119,10 +124,18 @@ async def run(
         if report is not None:
             report(200, None)
     if plan.kind == "forward":
-        await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        if account is not None:
+            send = account.tap(send)
+        failure = await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        if account is not None:
+            account.error_type = failure
         return
     assert plan.convert is not None
-    reply = plan.convert(await read_json(response, settings.max_body_bytes))
+    upstream_reply = await read_json(response, settings.max_body_bytes)
+    if account is not None and isinstance(upstream_reply, dict):
+        usage = upstream_reply.get("usage")
+        account.reply_usage = usage if isinstance(usage, dict) else None
+    reply = plan.convert(upstream_reply)
     await respond(scope, send, 200, orjson.dumps(reply))
 
 
@@ -130,6 +143,9 @@ async def answer_http_error(plan: Plan, exc: UpstreamHTTPError, scope: Scope, se
     """An upstream's error status, answered: as it is on the same protocol (forward), else
     converted (raises ProxyError)."""
     if plan.kind == "forward":  # same protocol: the upstream's own error, as it is
+        account = account_of(scope)
+        if account is not None:
+            account.error_type = error_from_upstream(exc, plan).error_type
         extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
         await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
         return
@@ -197,11 +213,15 @@ async def _relay_from(
             connecting.cancel()
             raise
     assert plan.transducer is not None
+    make_transducer = plan.transducer
+    account = account_of(scope)
+    if account is not None:
+        make_transducer = partial(account.built_by, plan.transducer)
     try:
-        transducer = await relay(
+        await relay(
             scope,
             connecting,
-            plan.transducer,
+            make_transducer,
             receive,
             send,
             _SSE_HEADERS,
@@ -212,14 +232,3 @@ async def _relay_from(
     finally:
         if connecting.cancelled() and attempt is not None and attempt.response is not None:
             attempt.response.close()  # written, but its attempt never ran
-    details = dict(plan.log)
-    details["usage"] = "/".join(map(str, transducer.usage))
-    if transducer.stop_reason is not None:
-        details["stop"] = transducer.stop_reason
-    if transducer.error is not None:
-        details["error"] = transducer.error[0]
-    elif scope.get("hydra.status") != 200:
-        details["error"] = "upstream"  # answered as an HTTP error before the stream began
-    elif not transducer.complete:
-        details["error"] = "client_gone"
-    scope["hydra.log"] = details

@@ -15,9 +15,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import ProxyError
 from ..transducers import StreamTransducer
 
-ClientProtocol = Literal["anthropic", "openai"]
+ClientProtocol = Literal["anthropic", "openai", "responses"]
+"""The client's protocol: Anthropic Messages, OpenAI Chat, OpenAI Responses."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a request went, for its usage record (server/accounting.py)."""
+
+    route: str  # the route's match pattern
+    provider: str  # the provider's name
+    upstream: str  # the provider's kind (its protocol): "openai", "anthropic", ...
+    requested_model: str
+    target_model: str
+    stream: bool
 
 
 @dataclass
@@ -31,8 +45,13 @@ class Plan:
     """relay: builds the transducer (called after the upstream request was sent)."""
     convert: Callable[[Any], Any] | None = None
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
+    read_error: Callable[[int, bytes, str | None], ProxyError] | None = None
+    """An upstream HTTP error (status, body, retry-after) as the client's error; None: the
+    generic reading (exchange.error_from_upstream)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
     provider: str = ""
     """The provider's name, for errors that must say which upstream failed (set by the
     attempts module)."""
+    target: Target | None = None
+    """Where the request goes, for its usage record."""

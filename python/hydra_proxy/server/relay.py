@@ -308,8 +308,10 @@ async def forward(
     send: Send,
     *,
     idle_timeout: float,
-) -> None:
-    """Pass an upstream 200 response through unchanged (same protocol on both sides).
+) -> str | None:
+    """Pass an upstream 200 response through unchanged (same protocol on both sides);
+    returns None when it went through whole, else what broke it (an error type, or
+    ``client_gone``).
 
     An upstream cut mid-body or silent past `idle_timeout` is dropped and the response
     ends without its terminator, so the client sees a broken transfer, never a complete
@@ -349,13 +351,14 @@ async def forward(
             if isinstance(body.failure, (H1Error, TimeoutError)):
                 # Cut mid-body or silent past the idle timeout: end without the terminator,
                 # so the client sees a broken transfer, not a complete one.
-                return
+                return "timeout_error" if isinstance(body.failure, TimeoutError) else "api_error"
             raise body.failure
         complete = True
         await send(_END)
     except asyncio.CancelledError:
         if not disconnect.client_left():
             raise
+        return "client_gone"
     finally:
         if ticker is not None:
             ticker.cancel()
@@ -364,3 +367,4 @@ async def forward(
             response.release()
         else:
             response.close()
+    return None

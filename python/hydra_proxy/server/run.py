@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import shutil
 
 from ..config import ConfigError, Settings, reload
+from ..usage.metrics import multiprocess_dir, setup_multiprocess_dir
 from .app import App
 
 log = logging.getLogger("hydra_proxy")
@@ -63,5 +65,13 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     )
     holder = SettingsHolder(settings)
     server.on_reload(holder.reload)
-    # A module-level function in a partial stays picklable for non-fork start methods.
-    server.serve(target_loader=functools.partial(_load_app, holder), wrap_loader=False)
+    # Several workers count metrics in shared files; the env var is inherited by them.
+    own_dir = None
+    if settings.workers > 1 and multiprocess_dir() is None:
+        own_dir = setup_multiprocess_dir()
+    try:
+        # A module-level function in a partial stays picklable for non-fork start methods.
+        server.serve(target_loader=functools.partial(_load_app, holder), wrap_loader=False)
+    finally:
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)

@@ -13,14 +13,18 @@ import orjson
 from .ledger import DEFAULT_SQLITE_PATH, LedgerError, open_ledger
 from .report import GROUPINGS, aggregate, parse_since, render_table, total
 
-__all__ = ["LEDGER_ENV", "main", "parser"]
+__all__ = ["LEDGER_ENV", "main", "parser", "run"]
 
 LEDGER_ENV = "HYDRA_USAGE_LEDGER"
 
 
-def parser() -> argparse.ArgumentParser:
+DESCRIPTION = "What the proxy's requests used and cost, from the usage ledger."
+
+
+def parser(*, add_help: bool = True) -> argparse.ArgumentParser:
+    """The options (add_help False: a parent of the `hydra-proxy usage` subcommand)."""
     p = argparse.ArgumentParser(
-        prog="hydra-proxy usage", description="What the proxy's requests used and cost."
+        prog="hydra-proxy usage", description=DESCRIPTION, add_help=add_help
     )
     p.add_argument(
         "--ledger",
@@ -34,7 +38,10 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    return run(parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         since = parse_since(args.since, time.time()) if args.since else None
     except ValueError as exc:

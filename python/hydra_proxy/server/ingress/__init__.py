@@ -23,7 +23,7 @@ from ...config import (
 )
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
-from ..plan import Plan
+from ..plan import Plan, Target
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ class Routed:
 
     decision: RouteDecision
     build: Callable[[Attempt], Plan]
+    stream: bool = False
+    """The client asked for a stream (for the usage record)."""
 
 
 def decide(settings: Settings, traits: RequestTraits, *, param: str | None = None) -> RouteDecision:
@@ -81,3 +83,16 @@ def resolve(settings: Settings, model: str, *, param: str | None = None) -> tupl
             404, not_found_message(settings, model), error_type="not_found_error", param=param
         )
     return resolved
+
+
+def usage_target(decision: RouteDecision, attempt: Attempt, *, stream: bool) -> Target:
+    """Where one attempt of a routed request goes, for the usage record (the record names
+    the attempt that answered: the last one sent)."""
+    return Target(
+        route=decision.route.match,
+        provider=attempt.provider.name,
+        upstream=attempt.provider.kind,
+        requested_model=decision.requested_model,
+        target_model=attempt.model,
+        stream=stream,
+    )

@@ -1,4 +1,4 @@
-"""POST /v1/chat/completions: OpenAI Chat clients, served by Claude or passed through."""
+"""POST /v1/chat/completions: OpenAI Chat clients, on any upstream kind or passed through."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from ...transducers import StreamTransducer
 from ..asgi import Scope, header
 from ..dialects import DIALECTS
 from ..plan import Plan
+from ..upstreams import Target
 from . import Context, Routed, decide, parse_request
+from .translated import Factory, translated
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -43,9 +45,10 @@ def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
     asks for it)."""
     effort = request.get("reasoning_effort")
     max_tokens = request.get("max_completion_tokens", request.get("max_tokens"))
+    messages = request.get("messages")  # a malformed one gets its 400 from the reader
     images = any(
         isinstance(part, dict) and part.get("type") == "image_url"
-        for m in request.get("messages") or ()
+        for m in (messages if isinstance(messages, list) else ())
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for part in m["content"]
     )
@@ -76,7 +79,7 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     def build(attempt: Attempt) -> Plan:
         return plan_attempt(ctx, scope, body, request, attempt)
 
-    return Routed(decision, build)
+    return Routed(decision, build, stream=request.get("stream") is True)
 
 
 def plan_attempt(
@@ -102,51 +105,51 @@ def plan_attempt(
             translation.skipped_reasoning,
             translation.thinking_disabled,
         )
-    dialect = DIALECTS[provider.kind]
     completion_id = ids.completion_id()
     created = int(time.time())
-    out = Plan(
-        url=dialect.url(provider),
-        headers=dialect.headers(
-            provider, accept="text/event-stream" if stream else "application/json"
-        ),
-        body=orjson.dumps(translation.body),
-        client="openai",
-        kind="relay" if stream else "json",
-        log={"model": model, "stream": 1} if stream else {"model": model},
-    )
-    if not stream:
-
-        def convert(message: Any) -> Any:
-            return chat_completion_from_message(
-                message,
-                completion_id=completion_id,
-                model=model,
-                created=created,
-                continuation_key=key,
-            )
-
-        out.convert = convert
-        return out
-
     stream_options = request.get("stream_options")
     include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-    transducer_class = ctx.impl.ChatViaMessagesStream
     max_event_bytes = ctx.settings.max_event_bytes
+    decoder_args = _decoder_args(provider.kind, ctx.signing_key)
 
-    def transducer() -> StreamTransducer:
-        built: StreamTransducer = transducer_class(
+    def write_reply(message: dict[str, Any]) -> Any:
+        return chat_completion_from_message(
+            message, completion_id=completion_id, model=model, created=created, continuation_key=key
+        )
+
+    def build(factory: Factory) -> StreamTransducer:
+        return factory(
             completion_id,
             model,
             created,
             include_usage=include_usage,
             continuation_key=key,
             max_event_bytes=max_event_bytes,
+            **decoder_args,
         )
-        return built
 
-    out.transducer = transducer
-    return out
+    return translated(
+        ctx,
+        translation.body,
+        Target.of(attempt, ctx.signing_key),
+        client="openai",
+        stream=stream,
+        reported_model=model,
+        write_reply=write_reply,
+        build=build,
+        log={"model": model},
+    )
+
+
+def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
+    """The upstream decoder's own constructor arguments (the Chat encoder's are the same for
+    every upstream): the Anthropic decoder takes none; the Responses and Gemini decoders
+    sign what a client must replay; the Gemini decoder names its tool calls."""
+    if kind == "anthropic":
+        return {}
+    if kind == "gemini":
+        return {"signing_key": signing_key, "message_id": ids.message_id()}
+    return {"signing_key": signing_key}
 
 
 def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:

@@ -1,0 +1,301 @@
+"""Per-request bookkeeping: one usage record and one access-log line per model request.
+
+App.http opens an :class:`Account` for every model request and closes it once, whatever the
+outcome; the exchange notes what it learns on the way (the plan's target, the transducer,
+the upstream's reply usage, the tail of passed-through bytes, the error type). Only the
+send wrapper runs per chunk: one attribute test once the first byte is out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from ..transducers import StreamTransducer
+from ..usage.record import Protocol, Tokens
+from ..usage.service import UsageService
+from ..usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
+from .asgi import Message, Scope, Send
+from .plan import Target
+
+# Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
+# first event (message_start), every protocol its final counts in the last events.
+HEAD_BYTES = 8 * 1024
+TAIL_BYTES = 4 * 1024
+
+_READERS: dict[str, Callable[[Mapping[str, Any]], Tokens]] = {
+    "anthropic": tokens_from_anthropic,
+    "openai": tokens_from_chat,
+}
+
+
+SCOPE_KEY = "hydra.account"
+
+
+def account_of(scope: Scope) -> Account | None:
+    """The request's Account (None for requests that are not model requests)."""
+    account: Account | None = scope.get(SCOPE_KEY)
+    return account
+
+
+class Passthrough:
+    """The first HEAD_BYTES and (at least) the last TAIL_BYTES of a forwarded body."""
+
+    __slots__ = ("ended", "head", "size", "tail", "tail_size")
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.size = 0
+        self.ended = False
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if len(self.head) < HEAD_BYTES:
+            self.head += chunk[: HEAD_BYTES - len(self.head)]
+        tail = self.tail
+        tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail_size - len(tail[0]) >= TAIL_BYTES:
+            self.tail_size -= len(tail.popleft())
+
+    def body(self) -> bytes | None:
+        """The whole body, when it was short enough to be kept whole."""
+        if self.size <= HEAD_BYTES:
+            return self.head
+        return None
+
+    def usage(self, upstream: str) -> Tokens | None:
+        """The upstream's usage, read from the kept bytes (None: it reported none)."""
+        reader = _READERS.get(upstream)
+        if reader is None:
+            return None
+        whole = self.body()
+        if whole is not None:  # short: all of it
+            if whole.lstrip()[:1] == b"{":
+                return _json_usage(whole, reader)
+            head = tail = whole
+        else:
+            head, tail = self.head, b"".join(self.tail)
+            if b"data:" not in tail:
+                return _json_usage_in(tail, reader)  # a long JSON body: its end
+        merged: dict[str, Any] = {}
+        if upstream == "anthropic":  # the input counts: message_start, the first event
+            start = _find_event(head.split(b"\n")[:8], b'"message_start"')
+            message = start.get("message") if start else None
+            if isinstance(message, dict) and isinstance(message.get("usage"), dict):
+                merged.update(message["usage"])
+        # The final counts: the last event with a usage object (only that one is parsed).
+        last = _find_event(reversed(tail.split(b"\n")), b'"usage"', usage=True)
+        if last is not None:
+            merged.update(last["usage"])
+        return reader(merged) if merged else None
+
+
+def _find_event(
+    lines: Iterable[bytes], needle: bytes, *, usage: bool = False
+) -> dict[str, Any] | None:
+    """The first SSE data line of `lines` holding `needle` that parses as a JSON object
+    (with a usage object, when `usage`); a line cut by the tail's start does not parse."""
+    for line in lines:
+        if not line.startswith(b"data:") or needle not in line:
+            continue
+        try:
+            value = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and (not usage or isinstance(value.get("usage"), dict)):
+            return value
+    return None
+
+
+def _json_usage(body: bytes, reader: Callable[[Mapping[str, Any]], Tokens]) -> Tokens | None:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    usage = value.get("usage") if isinstance(value, dict) else None
+    return reader(usage) if isinstance(usage, dict) else None
+
+
+def _json_usage_in(text: bytes, reader: Callable[[Mapping[str, Any]], Tokens]) -> Tokens | None:
+    """The last `"usage": {...}` object in a fragment of JSON."""
+    at = text.rfind(b'"usage"')
+    start = text.find(b"{", at) if at >= 0 else -1
+    if start < 0:
+        return None
+    depth = 0
+    in_string = False
+    i = start
+    while i < len(text):
+        c = text[i]
+        if in_string:
+            if c == 0x5C:  # backslash
+                i += 1
+            elif c == 0x22:
+                in_string = False
+        elif c == 0x22:
+            in_string = True
+        elif c == 0x7B:
+            depth += 1
+        elif c == 0x7D:
+            depth -= 1
+            if depth == 0:
+                try:
+                    usage = orjson.loads(text[start : i + 1])
+                except orjson.JSONDecodeError:
+                    return None
+                return reader(usage) if isinstance(usage, dict) else None
+        i += 1
+    return None
+
+
+class Account:
+    """What one model request used and how it went, filled in as it runs."""
+
+    __slots__ = (
+        "error_type",
+        "estimate",
+        "first_byte",
+        "key",
+        "passthrough",
+        "protocol",
+        "reply_usage",
+        "started",
+        "started_wall",
+        "target",
+        "transducer",
+    )
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.protocol = protocol
+        self.first_byte: float | None = None
+        self.target: Target | None = None
+        self.transducer: StreamTransducer | None = None
+        self.estimate = 0
+        self.reply_usage: Mapping[str, Any] | None = None
+        self.passthrough: Passthrough | None = None
+        self.error_type: str | None = None
+        self.key: bytes | None = None
+
+    def watch(self, send: Send) -> Send:
+        """`send`, noting when the first body byte goes out (the same awaitable is
+        returned: relay.py tests it to send from a parser callback)."""
+
+        def watched(message: Message) -> Awaitable[None]:
+            if self.first_byte is None and message.get("body"):
+                self.first_byte = time.monotonic()
+            return send(message)
+
+        return watched
+
+    def tap(self, send: Send) -> Send:
+        """`send`, keeping the head and tail of a forwarded body."""
+        kept = self.passthrough = Passthrough()
+
+        def tapped(message: Message) -> Awaitable[None]:
+            body = message.get("body")
+            if body:
+                kept.add(body)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                kept.ended = True
+            return send(message)
+
+        return tapped
+
+    def built_by(self, make: Callable[[], StreamTransducer]) -> StreamTransducer:
+        """Builds a relay's transducer and notes it (and its input estimate: its usage
+        before any event)."""
+        self.transducer = transducer = make()
+        self.estimate = transducer.usage[0]
+        return transducer
+
+    def tokens(self) -> tuple[Tokens, bool]:
+        """The upstream's counts in the record's conventions, and whether they are an
+        estimate (the upstream reported none, or the stream was cut before the end)."""
+        transducer = self.transducer
+        target = self.target
+        if transducer is not None:
+            first, cached, output = transducer.usage
+            if self.protocol == "anthropic":  # Anthropic conventions already
+                reported = not (first == self.estimate and cached == 0 and output == 0)
+                tokens = Tokens(input=first, output=output, cache_read=cached)
+            else:  # Chat conventions: the prompt includes the cached tokens
+                reported = first > 0 or output > 0
+                tokens = Tokens(input=first - cached, output=output, cache_read=cached)
+            return tokens, not (reported and transducer.complete)
+        if target is None:
+            return Tokens(), False
+        reader = _READERS.get(target.upstream)
+        if self.reply_usage is not None and reader is not None:
+            return reader(self.reply_usage), False
+        if self.passthrough is not None:
+            found = self.passthrough.usage(target.upstream)
+            if found is not None:
+                return found, not self.passthrough.ended
+            return Tokens(), True
+        return Tokens(), self.error_type is None
+
+    def close(self, usage: UsageService | None, status: int, request_id: str) -> dict[str, object]:
+        """Record the request; returns the access-log details."""
+        now = time.monotonic()
+        # An error answered before the reply started: nothing was generated or billed.
+        tokens, estimated = self.tokens() if status < 400 else (Tokens(), False)
+        target = self.target
+        transducer = self.transducer
+        error_type = self.error_type
+        if transducer is not None and error_type is None:
+            if transducer.error is not None:
+                error_type = transducer.error[0]
+            elif not transducer.complete:
+                error_type = "client_gone"
+        elif status >= 400 and error_type is None:
+            error_type = "api_error"
+        details: dict[str, object] = {}
+        if target is not None:
+            details["model"] = target.requested_model
+            details["provider"] = target.provider
+            if target.stream:
+                details["stream"] = 1
+        details["in"] = tokens.input
+        details["out"] = tokens.output
+        if tokens.cache_read:
+            details["cache_read"] = tokens.cache_read
+        if tokens.cache_write:
+            details["cache_write"] = tokens.cache_write
+        if estimated:
+            details["estimated"] = 1
+        if transducer is not None and transducer.stop_reason is not None:
+            details["stop"] = transducer.stop_reason
+        if error_type is not None:
+            details["error"] = error_type
+        if usage is not None:
+            usage.finish(
+                usage.make_record(
+                    time=self.started_wall,
+                    request_id=request_id,
+                    protocol=self.protocol,
+                    route=target.route if target else "",
+                    provider=target.provider if target else "",
+                    requested_model=target.requested_model if target else "",
+                    target_model=target.target_model if target else "",
+                    tokens=tokens,
+                    estimated=estimated,
+                    latency_ms=(now - self.started) * 1000,
+                    ttfb_ms=None
+                    if self.first_byte is None
+                    else (self.first_byte - self.started) * 1000,
+                    status=status,
+                    error_type=error_type,
+                    key=self.key,
+                    stream=target.stream if target else False,
+                )
+            )
+        return details

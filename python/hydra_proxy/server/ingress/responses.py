@@ -1,0 +1,151 @@
+"""POST /v1/responses: OpenAI Responses clients (Codex CLI), on any upstream kind or passed
+through to a Responses upstream.
+
+The proxy keeps no conversation state: the reader refuses ``store: true`` and
+``previous_response_id`` with a 400 (a Responses upstream, passed through, keeps its own).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ...chat.request.reader import MessagesTarget
+from ...config import Attempt, request_traits
+from ...responses.encoder import echo_text, name_table
+from ...responses.reasoning import CARRIER_PREFIX, is_carrier
+from ...responses.request_reader import Translation, messages_request_from_responses
+from ...responses.response import new_response_id, response_from_message
+from ...tokens import estimate_input_tokens
+from ...transducers import StreamTransducer
+from ..asgi import Scope
+from ..dialects import DIALECTS
+from ..plan import Plan
+from ..upstreams import Target
+from . import Context, Routed, decide, parse_request
+from .translated import Factory, translated
+
+log = logging.getLogger("hydra_proxy.responses")
+
+
+def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
+    request = parse_request(body)
+    model: str = request["model"]
+    signing_key = ctx.signing_key
+
+    @functools.cache
+    def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
+        return messages_request_from_responses(
+            request,
+            MessagesTarget(
+                model=upstream_model,
+                max_tokens_limit=max_tokens_limit,
+                continuation_key=signing_key,
+            ),
+        )
+
+    # Routed on the canonical request as the client asked for it (a 400 for a request the
+    # reader refuses comes before any routing); each attempt reads it for its own model.
+    first = translate(model, None)
+    if first.dropped_tools or first.dropped_items:
+        # Codex always sends web_search: the upstream cannot run it, Codex works without it.
+        log.info(
+            "left out of the upstream request: server tools %s, hosted-tool items %s",
+            sorted(set(first.dropped_tools)) or "none",
+            sorted(set(first.dropped_items)) or "none",
+        )
+    # Counted at most once: by a long_context rule, else by the stream's first event.
+    estimate = functools.cache(lambda: estimate_input_tokens(first.body))
+    traits = request_traits(
+        first.body, client="responses", headers=scope["headers"], estimate=estimate
+    )
+    decision = decide(ctx.settings, traits, param="model")
+
+    def build(attempt: Attempt) -> Plan:
+        if attempt.provider.kind == "responses":
+            return passthrough(body, request, attempt)
+        translation = translate(attempt.model, attempt.max_tokens_limit)
+        return plan_attempt(ctx, translation, attempt, model, estimate)
+
+    return Routed(decision, build, stream=first.stream)
+
+
+def plan_attempt(
+    ctx: Context,
+    translation: Translation,
+    attempt: Attempt,
+    model: str,
+    estimate: Callable[[], int],
+) -> Plan:
+    """The Plan of one translated attempt (the Responses reader's output for its model)."""
+    signing_key = ctx.signing_key
+    context = translation.context
+    response_id = new_response_id()
+    created_at = int(time.time())
+    max_event_bytes = ctx.settings.max_event_bytes
+
+    def write_reply(message: dict[str, Any]) -> Any:
+        return response_from_message(
+            message, context, response_id=response_id, created_at=created_at, key=signing_key
+        )
+
+    def build(factory: Factory) -> StreamTransducer:
+        return factory(
+            response_id,
+            model,
+            created_at,
+            estimate(),
+            echo=echo_text(context),
+            include_encrypted=context.include_encrypted,
+            summary=context.summary,
+            signing_key=signing_key,
+            tool_names=name_table(context.tool_names),
+            max_event_bytes=max_event_bytes,
+        )
+
+    return translated(
+        ctx,
+        translation.body,
+        Target.of(attempt, signing_key),
+        client="responses",
+        stream=translation.stream,
+        reported_model=model,
+        write_reply=write_reply,
+        build=build,
+        log={"model": model},
+    )
+
+
+def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
+    """A Responses client on a Responses upstream: the bytes go through unchanged both ways,
+    except the model rename and the proxy's reasoning carriers (the upstream cannot read
+    them: they hold reasoning of another upstream)."""
+    reencode = attempt.model != request["model"]
+    request = {**request, "model": attempt.model}  # the request stays shared by attempts
+    if CARRIER_PREFIX.encode() in body and isinstance(request.get("input"), list):
+        request["input"] = [
+            item
+            for item in request["input"]
+            if not (
+                isinstance(item, dict)
+                and item.get("type") == "reasoning"
+                and is_carrier(item.get("encrypted_content"))
+            )
+        ]
+        reencode = True
+    if reencode:
+        body = orjson.dumps(request)
+    dialect = DIALECTS[attempt.provider.kind]
+    return Plan(
+        url=dialect.url(attempt.provider),
+        headers=dialect.headers(attempt.provider, accept=None),
+        body=body,
+        client="responses",
+        kind="forward",
+        log={"model": request["model"]},
+    )
