@@ -126,6 +126,20 @@ def metrics(proxy: ProxyServer) -> dict[tuple[str, frozenset[tuple[str, str]]], 
     }
 
 
+def settled_metrics(
+    proxy: ProxyServer, count: int
+) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """The metrics once `count` requests are counted: a record is observed after the reply's
+    last byte, so a scrape right after the last reply may precede the last records (bounded
+    wait; the caller asserts the exact totals)."""
+    deadline = time.monotonic() + 10
+    while True:
+        samples = metrics(proxy)
+        if total(samples, "hydra_requests_total") >= count or time.monotonic() > deadline:
+            return samples
+        time.sleep(0.1)
+
+
 def total(
     samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str
 ) -> float:
@@ -321,7 +335,7 @@ def test_two_workers_add_up_on_sqlite(
     with start_proxy(mock, ledger, "--workers", "2") as proxy:
         mock.script([{"replay": CHAT_REPLAY}] * count)
         load(proxy, count)
-        samples = metrics(proxy)
+        samples = settled_metrics(proxy, count)
     assert total(samples, "hydra_requests_total") == count
     assert (
         total(samples, "hydra_tokens_total", kind="output")
