@@ -52,41 +52,80 @@ _STATUS_BY_ANTHROPIC_TYPE = {
     "overloaded_error": 529,
 }
 
-# The status each Anthropic type is sent with, read backwards (503: another overload).
+# The class of an upstream HTTP status. Other 4xx: invalid_request_error; other 5xx:
+# api_error. 408 is a timeout; 503 is another overload (SPEC 5: clients retry a 529).
 _ANTHROPIC_TYPE_BY_STATUS = {status: kind for kind, status in _STATUS_BY_ANTHROPIC_TYPE.items()}
+_ANTHROPIC_TYPE_BY_STATUS[408] = "timeout_error"
 _ANTHROPIC_TYPE_BY_STATUS[503] = "overloaded_error"
 
-_OPENAI_TYPE_BY_STATUS = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "insufficient_quota",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "invalid_request_error",
-    429: "rate_limit_error",
-    504: "timeout_error",
-    529: "overloaded_error",
+# What a body may say to refine a generic server error (api_error) within the 5xx class.
+_SERVER_REFINEMENTS = {
+    "overloaded_error": "overloaded_error",
+    "UNAVAILABLE": "overloaded_error",  # Gemini's google.rpc status
+    "timeout_error": "timeout_error",
+    "DEADLINE_EXCEEDED": "timeout_error",
+}
+
+# The OpenAI `type` for each class (OpenAI's own words where it has them: invalid_request_error,
+# insufficient_quota, server_error), and the `code` a client gets when the upstream gave none.
+_OPENAI_TYPES = {
+    "invalid_request_error": "invalid_request_error",
+    "authentication_error": "authentication_error",
+    "billing_error": "insufficient_quota",
+    "permission_error": "permission_error",
+    "not_found_error": "not_found_error",
+    "request_too_large": "invalid_request_error",
+    "rate_limit_error": "rate_limit_error",
+    "api_error": "server_error",
+    "timeout_error": "timeout_error",
+    "overloaded_error": "overloaded_error",
+}
+_OPENAI_CODES = {
+    "authentication_error": "invalid_api_key",
+    "billing_error": "insufficient_quota",
+    "request_too_large": "request_too_large",
+    "rate_limit_error": "rate_limit_exceeded",
 }
 
 
+def status_class(status: int) -> str:
+    """The Anthropic error type of an upstream HTTP error status (400-599) by itself."""
+    if status in _ANTHROPIC_TYPE_BY_STATUS:
+        return _ANTHROPIC_TYPE_BY_STATUS[status]
+    return "api_error" if status >= 500 else "invalid_request_error"
+
+
 def anthropic_error_type(status: int | None, kind: str | None) -> str:
-    """The Anthropic error type for an upstream error's HTTP status and type/code string."""
-    if kind is not None and kind in ANTHROPIC_ERROR_TYPES:
-        return kind
-    if status is not None:
-        if status in _ANTHROPIC_TYPE_BY_STATUS:
-            return _ANTHROPIC_TYPE_BY_STATUS[status]
-        if status >= 500:
-            return "api_error"
-        if status >= 400:
-            return "invalid_request_error"
-    if kind is not None and kind in _OPENAI_KINDS:
-        return _OPENAI_KINDS[kind]
+    """The Anthropic error type for an upstream error's HTTP status and type/code string.
+
+    The status decides the class; `kind` (the body's type, code or status string) only
+    refines a generic server error (500, 502, ...) into an overload or a timeout. Without
+    an error status (an in-stream error), `kind` decides.
+    """
+    if status is not None and 400 <= status <= 599:
+        base = status_class(status)
+        if base == "api_error" and kind is not None and kind in _SERVER_REFINEMENTS:
+            return _SERVER_REFINEMENTS[kind]
+        return base
+    if kind is not None:
+        if kind in ANTHROPIC_ERROR_TYPES:
+            return kind
+        if kind in _OPENAI_KINDS:
+            return _OPENAI_KINDS[kind]
     return "api_error"
 
 
 def status_for_anthropic_type(error_type: str) -> int:
     return _STATUS_BY_ANTHROPIC_TYPE.get(error_type, 500)
+
+
+def client_status(upstream_status: int, error_type: str) -> int:
+    """The status an Anthropic client gets for an upstream error of this class: a 4xx as it
+    came (a 422 stays a 422), unless the body moved it to another class (Gemini's 400 for a
+    bad key); a 5xx as its class's (500 api_error, 504 timeout_error, 529 overloaded_error)."""
+    if 400 <= upstream_status < 500 and status_class(upstream_status) == error_type:
+        return upstream_status
+    return status_for_anthropic_type(error_type)
 
 
 def anthropic_error_body(error_type: str, message: str, request_id: str | None = None) -> bytes:
@@ -104,17 +143,25 @@ def openai_error_body(
     )
 
 
-def openai_error_type(status: int) -> str:
-    if status in _OPENAI_TYPE_BY_STATUS:
-        return _OPENAI_TYPE_BY_STATUS[status]
-    return "server_error" if status >= 500 else "invalid_request_error"
+def openai_error_type(error_type: str, code: str | None = None) -> str:
+    """The OpenAI `type` of an Anthropic error type (and `code`: quota is its own type)."""
+    if code == "insufficient_quota":
+        return "insufficient_quota"
+    return _OPENAI_TYPES.get(error_type, "server_error")
+
+
+def openai_status(status: int, error_type: str) -> int:
+    """The status an OpenAI client gets: an overload is OpenAI's 503, not Anthropic's 529."""
+    return 503 if status == 529 and error_type == "overloaded_error" else status
 
 
 class ProxyError(Exception):
     """A failure to answer in the client's own protocol, with the HTTP status to use.
 
-    `param` names the offending request field (OpenAI clients show it; Anthropic clients get
-    it inside the message). `retry_after` is passed through from an upstream.
+    `status` is the Anthropic client's (`openai_status`: an OpenAI client's). `param` names
+    the offending request field (OpenAI clients show it; Anthropic clients get it inside the
+    message). `retry_after` is passed through from an upstream; `code` is OpenAI's error
+    code (an upstream's, e.g. ``model_not_found``; else the class's default).
     """
 
     def __init__(
@@ -125,6 +172,7 @@ class ProxyError(Exception):
         error_type: str | None = None,
         param: str | None = None,
         retry_after: str | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -132,12 +180,19 @@ class ProxyError(Exception):
         self.error_type = error_type or anthropic_error_type(status, None)
         self.param = param
         self.retry_after = retry_after
+        self.code = code
+
+    @property
+    def openai_status(self) -> int:
+        return openai_status(self.status, self.error_type)
 
     def anthropic_body(self, request_id: str | None = None) -> bytes:
         return anthropic_error_body(self.error_type, self.message, request_id)
 
     def openai_body(self) -> bytes:
-        return openai_error_body(self.message, openai_error_type(self.status), self.param)
+        code = self.code or _OPENAI_CODES.get(self.error_type)
+        error_type = openai_error_type(self.error_type, code)
+        return openai_error_body(self.message, error_type, self.param, code)
 
 
 def invalid_request(message: str, param: str | None = None) -> ProxyError:

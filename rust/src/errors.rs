@@ -18,27 +18,46 @@ pub const ANTHROPIC_ERROR_TYPES: [&str; 10] = [
 
 pub const MSG_UPSTREAM_DEFAULT: &str = "the upstream reported an error";
 
+/// The Anthropic error type of an upstream HTTP error status (400-599) by itself. Other
+/// 4xx: invalid_request_error; other 5xx: api_error.
+pub fn status_class(status: u64) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        408 => "timeout_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        500 => "api_error",
+        503 | 529 => "overloaded_error",
+        504 => "timeout_error",
+        s if s >= 500 => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
 /// The Anthropic error type for an upstream error's HTTP status and type/code string.
+///
+/// The status decides the class; `kind` only refines a generic server error (500, 502,
+/// ...) into an overload or a timeout. Without an error status (an in-stream error),
+/// `kind` decides.
 pub fn anthropic_error_type(status: Option<u64>, kind: Option<&str>) -> &'static str {
+    if let Some(status) = status.filter(|s| (400..=599).contains(s)) {
+        let base = status_class(status);
+        if base == "api_error" {
+            match kind {
+                Some("overloaded_error" | "UNAVAILABLE") => return "overloaded_error",
+                Some("timeout_error" | "DEADLINE_EXCEEDED") => return "timeout_error",
+                _ => {}
+            }
+        }
+        return base;
+    }
     if let Some(kind) = kind {
         if let Some(known) = ANTHROPIC_ERROR_TYPES.iter().find(|t| **t == kind) {
             return known;
-        }
-    }
-    if let Some(status) = status {
-        match status {
-            400 => return "invalid_request_error",
-            401 => return "authentication_error",
-            402 => return "billing_error",
-            403 => return "permission_error",
-            404 => return "not_found_error",
-            413 => return "request_too_large",
-            429 => return "rate_limit_error",
-            504 => return "timeout_error",
-            503 | 529 => return "overloaded_error",
-            s if s >= 500 => return "api_error",
-            s if s >= 400 => return "invalid_request_error",
-            _ => {}
         }
     }
     match kind {
@@ -106,6 +125,30 @@ mod tests {
             "billing_error"
         );
         assert_eq!(anthropic_error_type(Some(200), Some("weird")), "api_error");
+        // the status decides: a generic OpenAI type never moves a 401/403/404 to 400
+        for (status, class) in [
+            (401, "authentication_error"),
+            (403, "permission_error"),
+            (404, "not_found_error"),
+        ] {
+            assert_eq!(
+                anthropic_error_type(Some(status), Some("invalid_request_error")),
+                class
+            );
+        }
+        assert_eq!(
+            anthropic_error_type(Some(400), Some("rate_limit_error")),
+            "invalid_request_error"
+        );
+        assert_eq!(anthropic_error_type(Some(408), None), "timeout_error");
+        assert_eq!(
+            anthropic_error_type(Some(502), Some("UNAVAILABLE")),
+            "overloaded_error"
+        );
+        assert_eq!(
+            anthropic_error_type(Some(503), Some("api_error")),
+            "overloaded_error"
+        );
     }
 
     #[test]

@@ -26,14 +26,14 @@ from typing import Any
 
 import orjson
 
-from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type
+from ..errors import ProxyError, anthropic_error_type, client_status
 
-__all__ = ["gemini_error", "retry_delay_seconds"]
+__all__ = ["AUTH_REASONS", "error_reasons", "gemini_error", "retry_delay_seconds"]
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
-_AUTH_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "ACCESS_TOKEN_EXPIRED"})
+AUTH_REASONS = frozenset({"API_KEY_INVALID", "API_KEY_EXPIRED", "ACCESS_TOKEN_EXPIRED"})
 _MAX_MESSAGE = 2000
 
 
@@ -64,7 +64,8 @@ def _error_object(body: Any) -> dict[str, Any]:
     return {}
 
 
-def _reasons(details: Any) -> set[str]:
+def error_reasons(details: Any) -> set[str]:
+    """The ``ErrorInfo`` reasons in `details` (``API_KEY_INVALID``, ...)."""
     if not isinstance(details, list):
         return set()
     return {
@@ -84,7 +85,7 @@ def gemini_error(status: int, body: Any, retry_after: str | None = None) -> Prox
     """
     error = _error_object(body)
     details = error.get("details")
-    if status == 400 and _reasons(details) & _AUTH_REASONS:
+    if status == 400 and error_reasons(details) & AUTH_REASONS:
         error_type = "authentication_error"
     else:
         error_type = anthropic_error_type(status, None)
@@ -93,7 +94,7 @@ def gemini_error(status: int, body: Any, retry_after: str | None = None) -> Prox
         state = error.get("status")
         message = f"Gemini returned HTTP {status}" + (f" {state}" if isinstance(state, str) else "")
     return ProxyError(
-        status_for_anthropic_type(error_type),
+        client_status(status, error_type),
         message[:_MAX_MESSAGE],
         error_type=error_type,
         retry_after=retry_delay_seconds(details) or retry_after,

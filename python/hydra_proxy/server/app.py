@@ -282,10 +282,10 @@ class App:
         if isinstance(exc, UpstreamUnreachable):
             headers.append((b"x-should-retry", b"false"))
         if _anthropic_client(scope):
-            body = exc.anthropic_body(scope.get("hydra.request_id"))
+            status, body = exc.status, exc.anthropic_body(scope.get("hydra.request_id"))
         else:
-            body = exc.openai_body()
-        await respond(scope, send, exc.status, body, JSON, headers)
+            status, body = exc.openai_status, exc.openai_body()
+        await respond(scope, send, status, body, JSON, headers)
 
     async def count_tokens(self, scope: Scope, send: Send, body: bytes) -> None:
         request = parse_request(body)

@@ -9,7 +9,9 @@ usual path: the transducer is built while the upstream works, with pings.
 
 Keys: an attempt whose pool has every key resting (after a 429 or 401/403) is skipped; when
 no attempt is left the client gets a 429 with the soonest key's retry-after. A pool of one
-key on the last attempt is sent anyway (there is nothing to rotate to).
+key on the last attempt is sent anyway (there is nothing to rotate to). On the last attempt
+of a pool of several keys, a 429 is tried once more with the next resting-free key (before
+any byte reached the client: never a spliced stream).
 """
 
 from __future__ import annotations
@@ -119,8 +121,18 @@ async def run(
         report = _Reporter(name, pool, key, tried, log)
         last = index + 1 == len(attempts)
         if last:
+            rekey = _rekey(attempt, pool, key, tried, log) if pool is not None else None
             await answer(
-                plan, upstream, settings, scope, receive, send, http_error, usage, report=report
+                plan,
+                upstream,
+                settings,
+                scope,
+                receive,
+                send,
+                http_error,
+                usage,
+                report=report,
+                rekey=rekey,
             )
             return
         try:
@@ -144,6 +156,24 @@ async def run(
     raise resting
 
 
+def _rekey(
+    attempt: Attempt, pool: KeyPool, key: Key | None, tried: list[str], log: dict[str, object]
+) -> exchange.Rekey | None:
+    """For the last attempt of a pool of several keys: after a 429 (which rested `key`), the
+    next resting-free key for one more try, so that one busy key is not the client's 429."""
+    if key is None or len(pool) < 2:
+        return None
+
+    def rekey(plan: Plan) -> exchange.Report | None:
+        other = pool.acquire(time.monotonic())
+        if other is None or other is key:
+            return None
+        _with_key(plan, attempt, other)
+        return _Reporter(attempt.provider.name, pool, other, tried, log)
+
+    return rekey
+
+
 async def answer(
     plan: Plan,
     upstream: Upstream,
@@ -156,6 +186,7 @@ async def answer(
     *,
     connected: H1Response | None = None,
     report: exchange.Report | None = None,
+    rekey: exchange.Rekey | None = None,
 ) -> None:
     """`exchange.run`, counted in the usage service's open-streams gauge while it streams."""
     target = plan.target
@@ -170,6 +201,7 @@ async def answer(
             http_error,
             connected=connected,
             report=report,
+            rekey=rekey,
         )
         return
     usage.stream_opened(target.route, target.provider)
@@ -184,6 +216,7 @@ async def answer(
             http_error,
             connected=connected,
             report=report,
+            rekey=rekey,
         )
     finally:
         usage.stream_closed(target.route, target.provider)

@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from ..config import Settings
-from ..errors import ProxyError, anthropic_error_type, status_for_anthropic_type, upstream_error
+from ..errors import ProxyError
+from ..upstream_errors import redact, upstream_http_error
 from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
@@ -29,6 +30,41 @@ log = logging.getLogger("hydra_proxy.upstream")
 # What an upstream failure reports to the exchange: its HTTP status (None: not reached or
 # no answer in time) and its retry-after.
 Report = Callable[[int | None, str | None], None]
+# After a 429: puts the pool's next resting-free key on the plan and returns the reporter
+# for that key, or None when no other key is free.
+Rekey = Callable[[Plan], Report | None]
+
+
+async def _send(
+    upstream: Upstream,
+    plan: Plan,
+    attempt: UpstreamAttempt | None,
+    report: Report | None,
+    rekey: Rekey | None,
+) -> H1Response:
+    """POST `plan` (`attempt`: already written) and return the 200 response, reporting each
+    try's outcome. A 429 is tried once more with another key when `rekey` gives one: no
+    byte of the reply has reached the client yet (at most keep-alive pings), so nothing is
+    spliced. Raises UpstreamHTTPError or UpstreamUnavailable."""
+    while True:
+        try:
+            response = await upstream.post(plan.url, plan.headers, plan.body, attempt)
+        except UpstreamHTTPError as exc:
+            if report is not None:
+                report(exc.status, exc.retry_after)
+            next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
+            if next_report is None:
+                raise
+            log.info("upstream HTTP 429; trying once more with the next key")
+            report, rekey, attempt = next_report, None, None  # once: bounded
+            continue
+        except UpstreamUnavailable:
+            if report is not None:
+                report(None, None)
+            raise
+        if report is not None:
+            report(200, None)
+        return response
 
 
 class UpstreamUnreachable(ProxyError):
@@ -49,26 +85,49 @@ def error_from_upstream(
         message = f"cannot reach {where}: {exc.__cause__ or exc}" if where else str(exc)
         log.warning("%s", message)
         return UpstreamUnreachable(502, message, error_type="api_error")
-    if plan is not None and plan.read_error is not None:
-        return plan.read_error(exc.status, exc.body, exc.retry_after)
-    try:
-        payload: object = orjson.loads(exc.body)
-    except orjson.JSONDecodeError:
-        payload = exc.body.decode("utf-8", "replace").strip() or None
-    kind: str | None = None
-    if isinstance(payload, dict):
-        err = payload.get("error")
-        if isinstance(err, dict):
-            raw = err.get("type") if isinstance(err.get("type"), str) else err.get("code")
-            kind = raw if isinstance(raw, str) else None
-    _, message = upstream_error(payload)
-    error_type = anthropic_error_type(exc.status, kind)
-    return ProxyError(
-        status_for_anthropic_type(error_type),
-        f"upstream error (HTTP {exc.status}): {message}",
-        error_type=error_type,
-        retry_after=exc.retry_after,
+    return upstream_http_error(
+        exc.status,
+        exc.body,
+        exc.retry_after,
+        provider=(plan.provider or None) if plan is not None else None,
+        secrets=_secrets(plan),
     )
+
+
+# Headers that carry a provider key (every dialect's auth header).
+_KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+
+
+def _secrets(plan: Plan | None) -> list[str]:
+    """The keys `plan` was sent with: never echoed in an error."""
+    if plan is None:
+        return []
+    out = []
+    for name, value in plan.headers.items():
+        if name.lower() in _KEY_HEADERS:
+            out.append(value[7:] if value[:7].lower() == "bearer " else value)
+    return out
+
+
+def _passes_through(plan: Plan, exc: UpstreamHTTPError, error: ProxyError) -> bool:
+    """A same-protocol upstream's error body can reach the client as it is: well-formed in
+    the client's protocol, and of the class and status the client would get anyway."""
+    try:
+        body = orjson.loads(exc.body)
+    except orjson.JSONDecodeError:
+        return False
+    inner = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(inner, dict) or not isinstance(inner.get("message"), str):
+        return False
+    if redact(inner["message"], _secrets(plan)) != inner["message"]:
+        return False  # it would echo a key
+    if plan.client == "anthropic":
+        return (
+            body.get("type") == "error"
+            and inner.get("type") == error.error_type
+            and exc.status == error.status
+        )
+    return exc.status == error.openai_status
 
 
 async def read_json(response: H1Response, limit: int) -> Any:
@@ -98,31 +157,29 @@ async def run(
     *,
     connected: H1Response | None = None,
     report: Report | None = None,
+    rekey: Rekey | None = None,
 ) -> None:
     """Send `plan` upstream and answer the client; raises ProxyError before any byte.
 
     `connected`: the upstream's 200 response, when an earlier step (a fallback chain's
-    attempt) already sent the plan; `report`: told the upstream's status (once)."""
+    attempt) already sent the plan; `report`: told the upstream's status (once per try);
+    `rekey`: after a 429, another key for one more try (see `_send`)."""
     account = account_of(scope)
     if plan.kind == "relay":
-        await _relay(plan, upstream, settings, scope, receive, send, http_error, connected, report)
+        await _relay(
+            plan, upstream, settings, scope, receive, send, http_error, connected, report, rekey
+        )
         return
     if connected is not None:
         response = connected
     else:
         try:
-            response = await upstream.post(plan.url, plan.headers, plan.body)
+            response = await _send(upstream, plan, None, report, rekey)
         except UpstreamHTTPError as exc:
-            if report is not None:
-                report(exc.status, exc.retry_after)
             await answer_http_error(plan, exc, scope, send)
             return
         except UpstreamUnavailable as exc:
-            if report is not None:
-                report(None, None)
             raise error_from_upstream(exc, plan) from None
-        if report is not None:
-            report(200, None)
     if plan.kind == "forward":
         if account is not None:
             send = account.tap(send)
@@ -140,16 +197,17 @@ async def run(
 
 
 async def answer_http_error(plan: Plan, exc: UpstreamHTTPError, scope: Scope, send: Send) -> None:
-    """An upstream's error status, answered: as it is on the same protocol (forward), else
-    converted (raises ProxyError)."""
-    if plan.kind == "forward":  # same protocol: the upstream's own error, as it is
-        account = account_of(scope)
+    """An upstream's error status, answered: as it is when a same-protocol upstream (forward)
+    sent a well-formed error of the right class, else converted (raises ProxyError)."""
+    error = error_from_upstream(exc, plan)
+    if plan.kind == "forward" and _passes_through(plan, exc, error):
+        account = account_of(scope)  # same protocol: the upstream's own error, as it is
         if account is not None:
-            account.error_type = error_from_upstream(exc, plan).error_type
+            account.error_type = error.error_type
         extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
-        await respond(scope, send, exc.status, exc.body or b"{}", JSON, extra)
+        await respond(scope, send, exc.status, exc.body, JSON, extra)
         return
-    raise error_from_upstream(exc, plan) from None
+    raise error from None
 
 
 async def _relay(
@@ -162,6 +220,7 @@ async def _relay(
     http_error: Callable[[ProxyError], Awaitable[None]],
     connected: H1Response | None = None,
     report: Report | None = None,
+    rekey: Rekey | None = None,
 ) -> None:
     if connected is not None:
         done: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
@@ -177,18 +236,9 @@ async def _relay(
 
     async def connect() -> H1Response:
         try:
-            response = await upstream.post(plan.url, plan.headers, plan.body, attempt)
-        except UpstreamHTTPError as exc:
-            if report is not None:
-                report(exc.status, exc.retry_after)
+            return await _send(upstream, plan, attempt, report, rekey)
+        except (UpstreamHTTPError, UpstreamUnavailable) as exc:
             raise error_from_upstream(exc, plan) from None
-        except UpstreamUnavailable as exc:
-            if report is not None:
-                report(None, None)
-            raise error_from_upstream(exc, plan) from None
-        if report is not None:
-            report(200, None)
-        return response
 
     # The request goes out first (already written when a kept-alive connection was free);
     # the transducer, and its token estimate, is built while the upstream works on it.

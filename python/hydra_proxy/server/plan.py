@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import ProxyError
 from ..transducers import StreamTransducer
 
 ClientProtocol = Literal["anthropic", "openai", "responses"]
@@ -45,9 +44,6 @@ class Plan:
     """relay: builds the transducer (called after the upstream request was sent)."""
     convert: Callable[[Any], Any] | None = None
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
-    read_error: Callable[[int, bytes, str | None], ProxyError] | None = None
-    """An upstream HTTP error (status, body, retry-after) as the client's error; None: the
-    generic reading (exchange.error_from_upstream)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
     provider: str = ""

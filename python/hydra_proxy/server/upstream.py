@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..config import Settings
+from ..upstream_errors import body_retry_after
 from .http1 import H1Client, H1Error, H1Response, Request
 
 if sys.version_info >= (3, 11):
@@ -28,7 +29,8 @@ log = logging.getLogger("hydra_proxy.upstream")
 # Statuses worth another try before anything was sent to the client.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 MAX_ERROR_BODY = 64 * 1024
-# A longer retry-after is passed to the client rather than waited out here.
+# A longer retry-after (the Retry-After header, or a Gemini body's RetryInfo) is passed to
+# the client rather than waited out here.
 MAX_RETRY_AFTER = 5.0
 
 
@@ -159,6 +161,8 @@ class Upstream:
                 error_body = b""
             finally:
                 response.release()
+            if retry_after is None:  # Gemini says when to retry in its body only
+                retry_after = body_retry_after(error_body)
             if response.status in RETRY_STATUSES and attempt < retries:
                 delay = _retry_delay(attempt, retry_after)
                 if delay is not None:  # else the client gets the status and retry-after

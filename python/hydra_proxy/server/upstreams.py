@@ -2,8 +2,8 @@
 
 WRITERS turn the canonical request (an Anthropic Messages dict) into the upstream's
 request (url, headers, body) through its dialect; READERS turn the upstream's non-streamed
-reply back into the canonical Message; ERRORS turn an upstream HTTP error body into the
-`ProxyError` the client sees (None: the generic reading in exchange.py). Which stream
+reply back into the canonical Message (an upstream's HTTP error body, of any kind, is read
+by hydra_proxy.upstream_errors, in exchange.py). Which stream
 transducer relays a reply is `transducers.Implementation.transducer`. A client ingress
 reads its request into the canonical one, then picks its row here by `Provider.kind`:
 no code per pair of protocols.
@@ -21,7 +21,6 @@ from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config import Attempt, Provider, ProviderKind
 from ..errors import ProxyError, invalid_request
-from ..gemini.errors import gemini_error
 from ..gemini.request_writer import gemini_path, gemini_request_from_messages, gemini_target
 from ..gemini.response import message_from_gemini_response
 from ..responses.request_writer import ResponsesTarget, responses_request_from_messages
@@ -163,23 +162,6 @@ READERS: dict[ProviderKind, Reader] = {
         reply, message_id=mid, model=model, signing_key=key
     ),
 }
-
-
-# -- upstream HTTP errors before the first byte ------------------------------------------
-
-ErrorReader = Callable[[int, bytes, str | None], ProxyError]
-"""(status, body, retry-after header) -> the client's error."""
-
-
-def _gemini_http_error(status: int, body: bytes, retry_after: str | None) -> ProxyError:
-    try:
-        payload: Any = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        payload = body.decode("utf-8", "replace")
-    return gemini_error(status, payload, retry_after)
-
-
-ERRORS: dict[ProviderKind, ErrorReader] = {"gemini": _gemini_http_error}
 
 
 def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from ... import ids
 from ...transducers import StreamTransducer
 from ..plan import ClientProtocol, Plan
-from ..upstreams import ERRORS, READERS, Target, write_request
+from ..upstreams import READERS, Target, write_request
 from . import Context
 
 Factory = Callable[..., StreamTransducer]
@@ -41,7 +41,6 @@ def translated(
         body=upstream.body,
         client=client,
         kind="relay" if stream else "json",
-        read_error=ERRORS.get(kind),
         log={**log, "stream": 1} if stream else dict(log),
     )
     if stream:

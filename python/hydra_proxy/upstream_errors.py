@@ -1,0 +1,199 @@
+"""An upstream's HTTP error, in any provider's shape -> the client's error (pure, no I/O).
+
+The HTTP status decides the class (hydra_proxy.errors.anthropic_error_type): a 401 is an
+authentication error whatever the body's generic ``type`` says. The body decides only the
+message, and may refine within the status's class: a 500 that says it is overloaded, an
+OpenAI 429 that is ``insufficient_quota``, Gemini's 400 ``API_KEY_INVALID`` (its way of
+saying 401). Bodies come in these shapes, all read here:
+
+- OpenAI and the OpenAI-compatible (Groq, DeepSeek, OpenRouter, Z.AI, vLLM):
+  ``{"error": {"message", "type", "param", "code"}}``, ``code`` a string or a number,
+  sometimes ``{"error": "text"}`` or a top-level ``message`` / ``detail``;
+- Anthropic: ``{"type": "error", "error": {"type", "message"}}``;
+- Gemini: ``{"error": {"code", "message", "status", "details": [...]}}`` (in a one-element
+  list from ``streamGenerateContent`` without ``alt=sse``), whose ``RetryInfo`` is the only
+  retry-after a 429 has;
+- not JSON (an HTML page from a load balancer, plain text) or empty, or JSON that is no
+  object.
+
+Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of anything that looks
+like an API key (`redact`); an HTML page is never echoed, only its title.
+"""
+
+from __future__ import annotations
+
+import html
+import http
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from .errors import ProxyError, anthropic_error_type, client_status
+from .gemini.errors import AUTH_REASONS, error_reasons, retry_delay_seconds
+
+__all__ = [
+    "MAX_MESSAGE",
+    "ErrorBody",
+    "body_retry_after",
+    "read_error_body",
+    "redact",
+    "upstream_http_error",
+]
+
+MAX_MESSAGE = 2000
+_MAX_TEXT = 200  # of a plain-text body
+_MAX_TITLE = 100  # of an HTML page's title
+_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
+# Key-like tokens: OpenAI/Anthropic/OpenRouter (sk-...), Groq (gsk_), xAI, Google (AIza),
+# and any bearer token. A masked key (``sk-ab***yz``) stays as it is.
+_KEY_LIKE = re.compile(
+    r"(?:\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|\bsk_[A-Za-z0-9_]{8,}|\bgsk_[A-Za-z0-9]{8,}"
+    r"|\bxai-[A-Za-z0-9]{8,}|\bAIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{8,}=*)"
+)
+REDACTED = "[redacted]"
+
+Form = Literal["json", "html", "text", "empty", "other"]
+
+
+@dataclass(frozen=True)
+class ErrorBody:
+    """What an error body says; `message` is the provider's own, as sent (unbounded)."""
+
+    form: Form
+    message: str | None = None
+    kind: str | None = None  # the body's type, or its status/code string
+    code: str | None = None  # an OpenAI-style error code
+    param: str | None = None
+    retry_after: str | None = None  # from a Gemini RetryInfo
+    reasons: frozenset[str] = field(default_factory=frozenset)  # Gemini ErrorInfo reasons
+    title: str | None = None  # an HTML page's
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _read_object(obj: dict[str, Any]) -> ErrorBody:
+    err = obj.get("error")
+    if isinstance(err, str):
+        return ErrorBody("json", message=_text(err))
+    if not isinstance(err, dict):  # vLLM / FastAPI: the fields at the top
+        err = obj
+    message = _text(err.get("message")) or _text(err.get("msg")) or _text(err.get("detail"))
+    raw_code = err.get("code")
+    code = raw_code if isinstance(raw_code, str) and _CODE.fullmatch(raw_code) else None
+    kind = next(
+        (v for v in (err.get("type"), code, err.get("status")) if isinstance(v, str) and v),
+        None,
+    )
+    param = err.get("param")
+    details = err.get("details")
+    return ErrorBody(
+        "json",
+        message=message,
+        kind=kind if kind != "error" else None,
+        code=code,
+        param=param if isinstance(param, str) and len(param) <= 200 else None,
+        retry_after=retry_delay_seconds(details),
+        reasons=frozenset(error_reasons(details)),
+    )
+
+
+def read_error_body(body: bytes) -> ErrorBody:
+    """Read an upstream error body of any shape (at most the bytes the caller bounded)."""
+    stripped = body.strip()
+    if not stripped:
+        return ErrorBody("empty")
+    try:
+        payload: Any = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        head = stripped[:1024].lower()
+        if head.startswith(b"<") or b"<html" in head or b"<!doctype" in head:
+            match = _TITLE.search(stripped[:8192])
+            title = None
+            if match:
+                words = html.unescape(match.group(1).decode("utf-8", "replace")).split()
+                title = " ".join(words)[:_MAX_TITLE] or None
+            return ErrorBody("html", title=title)
+        line = stripped.decode("utf-8", "replace").splitlines()[0]
+        text = "".join(ch for ch in line if ch.isprintable()).strip()
+        return ErrorBody("text", message=text[:_MAX_TEXT] or None)
+    if isinstance(payload, list) and payload and isinstance(payload[0], dict):
+        payload = payload[0]
+    if isinstance(payload, dict):
+        return _read_object(payload)
+    if isinstance(payload, str):
+        return ErrorBody("text", message=_text(payload))
+    return ErrorBody("other")
+
+
+def body_retry_after(body: bytes) -> str | None:
+    """The retry-after an error body carries itself (Gemini's RetryInfo), else None."""
+    return read_error_body(body).retry_after if b"RetryInfo" in body else None
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` without the given secrets (the keys this request was sent with) and without
+    anything else that looks like an API key."""
+    for secret in secrets:
+        if len(secret) >= 8:
+            text = text.replace(secret, REDACTED)
+    return _KEY_LIKE.sub(REDACTED, text)
+
+
+def _status_text(status: int) -> str:
+    try:
+        return f"HTTP {status} {http.HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _message(status: int, body: ErrorBody, provider: str | None) -> str:
+    where = f"{_status_text(status)} from provider {provider!r}" if provider else None
+    where = where or _status_text(status)
+    if body.message is not None:
+        return f"upstream error ({where}): {body.message[:MAX_MESSAGE]}"
+    if body.form == "html":
+        titled = f' titled "{body.title}"' if body.title else ""
+        return f"upstream error ({where}): an HTML page{titled}, not an API error"
+    if body.form == "empty":
+        return f"upstream error ({where}) with an empty body"
+    if body.form == "json" and body.kind:
+        return f"upstream error ({where}): {body.kind}"
+    return f"upstream error ({where}) without an error message"
+
+
+def upstream_http_error(
+    status: int,
+    body: bytes,
+    retry_after: str | None,
+    *,
+    provider: str | None = None,
+    secrets: Iterable[str] = (),
+) -> ProxyError:
+    """The client's error for an upstream's HTTP error `status`, `body` and ``Retry-After``
+    header (a Gemini RetryInfo wins: it is the precise one). `provider` names the upstream in
+    messages; `secrets` are never echoed."""
+    read = read_error_body(body)
+    if status == 400 and read.reasons & AUTH_REASONS:
+        error_type = "authentication_error"  # Gemini's bad key
+    else:
+        error_type = anthropic_error_type(status, read.kind)
+    message = redact(_message(status, read, provider), secrets)
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 3] + "..."
+    code = read.code
+    if code is None and read.kind == "insufficient_quota":
+        code = read.kind
+    return ProxyError(
+        client_status(status, error_type),
+        message,
+        error_type=error_type,
+        param=read.param,
+        retry_after=read.retry_after or retry_after,
+        code=code,
+    )
