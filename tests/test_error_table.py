@@ -172,7 +172,9 @@ def body_for(shape: str, status: int) -> Answer:
     if shape == "html":
         return Answer(status, BIG_HTML, content_type="text/html")
     if shape == "text":
-        return Answer(status, f"{message_of(status)}\nmore detail\n".encode(), content_type="text/plain")
+        return Answer(
+            status, f"{message_of(status)}\nmore detail\n".encode(), content_type="text/plain"
+        )
     assert shape == "empty"
     return Answer(status, b"")
 
@@ -183,24 +185,24 @@ PROVIDER_OF = {"openai": "oa", "anthropic": "an", "gemini": "ge", "html": "oa", 
 
 # -- the expected table ------------------------------------------------------------------------
 
-A, O = anthropic, openai
+A, OA = anthropic, openai
 # upstream status -> (Anthropic client: status, type, exception), (OpenAI client: status,
 # type, exception). "429+ra": a 429 with `retry-after: 30`.
 TABLE: dict[str, tuple[tuple[int, str, type], tuple[int, str, type]]] = {
-    "400":    ((400, "invalid_request_error", A.BadRequestError),           (400, "invalid_request_error", O.BadRequestError)),
-    "401":    ((401, "authentication_error",  A.AuthenticationError),       (401, "authentication_error",  O.AuthenticationError)),
-    "403":    ((403, "permission_error",      A.PermissionDeniedError),     (403, "permission_error",      O.PermissionDeniedError)),
-    "404":    ((404, "not_found_error",       A.NotFoundError),             (404, "not_found_error",       O.NotFoundError)),
-    "408":    ((408, "timeout_error",         A.RequestTimeoutError),       (408, "timeout_error",         O.APIStatusError)),
-    "413":    ((413, "request_too_large",     A.ContentTooLargeError),      (413, "invalid_request_error", O.APIStatusError)),
-    "422":    ((422, "invalid_request_error", A.UnprocessableEntityError),  (422, "invalid_request_error", O.UnprocessableEntityError)),
-    "429":    ((429, "rate_limit_error",      A.RateLimitError),            (429, "rate_limit_error",      O.RateLimitError)),
-    "429+ra": ((429, "rate_limit_error",      A.RateLimitError),            (429, "rate_limit_error",      O.RateLimitError)),
-    "500":    ((500, "api_error",             A.InternalServerError),       (500, "server_error",          O.InternalServerError)),
-    "502":    ((500, "api_error",             A.InternalServerError),       (500, "server_error",          O.InternalServerError)),
-    "503":    ((529, "overloaded_error",      A.OverloadedError),           (503, "overloaded_error",      O.InternalServerError)),
-    "504":    ((504, "timeout_error",         A.GatewayTimeoutError),       (504, "timeout_error",         O.InternalServerError)),
-    "529":    ((529, "overloaded_error",      A.OverloadedError),           (503, "overloaded_error",      O.InternalServerError)),
+    "400":    ((400, "invalid_request_error", A.BadRequestError),           (400, "invalid_request_error", OA.BadRequestError)),
+    "401":    ((401, "authentication_error",  A.AuthenticationError),       (401, "authentication_error",  OA.AuthenticationError)),
+    "403":    ((403, "permission_error",      A.PermissionDeniedError),     (403, "permission_error",      OA.PermissionDeniedError)),
+    "404":    ((404, "not_found_error",       A.NotFoundError),             (404, "not_found_error",       OA.NotFoundError)),
+    "408":    ((408, "timeout_error",         A.RequestTimeoutError),       (408, "timeout_error",         OA.APIStatusError)),
+    "413":    ((413, "request_too_large",     A.ContentTooLargeError),      (413, "invalid_request_error", OA.APIStatusError)),
+    "422":    ((422, "invalid_request_error", A.UnprocessableEntityError),  (422, "invalid_request_error", OA.UnprocessableEntityError)),
+    "429":    ((429, "rate_limit_error",      A.RateLimitError),            (429, "rate_limit_error",      OA.RateLimitError)),
+    "429+ra": ((429, "rate_limit_error",      A.RateLimitError),            (429, "rate_limit_error",      OA.RateLimitError)),
+    "500":    ((500, "api_error",             A.InternalServerError),       (500, "server_error",          OA.InternalServerError)),
+    "502":    ((500, "api_error",             A.InternalServerError),       (500, "server_error",          OA.InternalServerError)),
+    "503":    ((529, "overloaded_error",      A.OverloadedError),           (503, "overloaded_error",      OA.InternalServerError)),
+    "504":    ((504, "timeout_error",         A.GatewayTimeoutError),       (504, "timeout_error",         OA.InternalServerError)),
+    "529":    ((529, "overloaded_error",      A.OverloadedError),           (503, "overloaded_error",      OA.InternalServerError)),
 }  # fmt: skip
 # retry-after the client sees: "429+ra" has the header; Gemini's recorded 429 says 34.4 s in
 # its body only (rounded up; it wins over a header, being the precise one).
@@ -240,7 +242,17 @@ kind = "gemini"
 base_url = "{url}/v1beta"
 api_key_env = "GE_KEY"
 
-[providers.pool]
+[providers.pool1]
+kind = "openai"
+base_url = "{url}/v1"
+api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
+
+[providers.pool2]
+kind = "openai"
+base_url = "{url}/v1"
+api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
+
+[providers.pool3]
 kind = "openai"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
@@ -258,13 +270,26 @@ match = "ge-*"
 provider = "ge"
 
 [[routes]]
-match = "pool-*"
-provider = "pool"
+match = "pool1-*"
+provider = "pool1"
+
+[[routes]]
+match = "pool2-*"
+provider = "pool2"
+
+[[routes]]
+match = "pool3-*"
+provider = "pool3"
 """
 
 
 def start_proxy(
-    upstream: RawUpstream, impl: str, tmp: Path, *, retries: int, extra: dict[str, str] | None = None
+    upstream: RawUpstream,
+    impl: str,
+    tmp: Path,
+    *,
+    retries: int,
+    extra: dict[str, str] | None = None,
 ) -> ProxyServer:
     config = tmp / "hydra.toml"
     config.write_text(CONFIG.format(url=upstream.url, retries=retries), encoding="utf-8")
@@ -283,24 +308,35 @@ def proxy(
         yield server
 
 
+_CLIENTS: dict[str, tuple[anthropic.Anthropic, openai.OpenAI]] = {}
+
+
+def clients(proxy: ProxyServer) -> tuple[anthropic.Anthropic, openai.OpenAI]:
+    """The SDK clients for `proxy` (made once: building one costs more than a request)."""
+    if proxy.url not in _CLIENTS:
+        _CLIENTS[proxy.url] = (
+            anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0),
+            openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0),
+        )
+    return _CLIENTS[proxy.url]
+
+
 def call(proxy: ProxyServer, protocol: str, model: str, stream: bool) -> Any:
     """One request as the official SDK makes it; returns the exception it raised."""
+    claude, oa = clients(proxy)
     try:
         if protocol == "anthropic":
-            client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
-            client.messages.create(
+            claude.messages.create(
                 model=model,
                 max_tokens=16,
                 messages=[{"role": "user", "content": "hi"}],
                 stream=stream,
             )
         elif protocol == "chat":
-            oa = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
             oa.chat.completions.create(
                 model=model, messages=[{"role": "user", "content": "hi"}], stream=stream
             )
         else:
-            oa = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
             oa.responses.create(model=model, input="hi", stream=stream)
     except (anthropic.APIStatusError, openai.APIStatusError) as exc:
         return exc
@@ -351,3 +387,242 @@ def test_error_table(
         assert secret not in message
     if protocol != "anthropic":
         assert set(error) >= {"message", "type", "param", "code"}
+
+
+# -- within a class, the body refines; other providers' variants ------------------------------
+
+
+def _openai(status: int, message: str, kind: str, code: str | None = None) -> Answer:
+    error = {"message": message, "type": kind, "param": None, "code": code}
+    return Answer(status, orjson.dumps({"error": error}))
+
+
+GEMINI_BAD_KEY = Answer(
+    400,
+    orjson.dumps(
+        {
+            "error": {
+                "code": 400,
+                "message": "API key not valid. Please pass a valid API key.",
+                "status": "INVALID_ARGUMENT",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": "API_KEY_INVALID",
+                        "domain": "googleapis.com",
+                    }
+                ],
+            }
+        }
+    ),
+)
+ANTHROPIC_500_OVERLOADED = Answer(
+    500,
+    orjson.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+)
+OPENAI_QUOTA = _openai(
+    429, "You exceeded your current quota", "insufficient_quota", "insufficient_quota"
+)
+OPENAI_NO_MODEL = _openai(
+    404, "The model `x` does not exist", "invalid_request_error", "model_not_found"
+)
+# Shaped as these providers document their errors (no recording of them is public).
+OPENROUTER_402 = Answer(402, b'{"error":{"code":402,"message":"Insufficient credits"}}')
+DEEPSEEK_401 = _openai(401, "Authentication Fails (no such user)", "authentication_error",
+                       "invalid_request_error")  # fmt: skip
+GROQ_429 = _openai(429, "Rate limit reached for model", "tokens", "rate_limit_exceeded")
+ZAI_429 = Answer(429, b'{"error":{"code":"1302","message":"High concurrency usage"}}')
+VLLM_400 = Answer(400, b'{"object":"error","message":"max_tokens is too large","type":'
+                       b'"BadRequestError","param":null,"code":400}')  # fmt: skip
+JSON_STRING = Answer(500, b'"internal failure"')
+JSON_LIST = Answer(502, b"[1, 2]")
+
+# (provider, upstream answer, client protocol) -> status, type, code (OpenAI clients), SDK
+# exception, a part of the message.
+REFINED: list[tuple[str, Answer, str, int, str, str | None, type, str]] = [
+    ("an", ANTHROPIC_500_OVERLOADED, "anthropic", 529, "overloaded_error", None, A.OverloadedError, "Overloaded"),
+    ("an", ANTHROPIC_500_OVERLOADED, "chat", 503, "overloaded_error", None, OA.InternalServerError, "Overloaded"),
+    ("oa", OPENAI_QUOTA, "anthropic", 429, "rate_limit_error", None, A.RateLimitError, "quota"),
+    ("oa", OPENAI_QUOTA, "responses", 429, "insufficient_quota", "insufficient_quota", OA.RateLimitError, "quota"),
+    ("ge", GEMINI_BAD_KEY, "anthropic", 401, "authentication_error", None, A.AuthenticationError, "API key not valid"),
+    ("ge", GEMINI_BAD_KEY, "chat", 401, "authentication_error", "invalid_api_key", OA.AuthenticationError, "API key not valid"),
+    ("oa", OPENAI_NO_MODEL, "responses", 404, "not_found_error", "model_not_found", OA.NotFoundError, "does not exist"),
+    ("oa", OPENROUTER_402, "anthropic", 402, "billing_error", None, A.PaymentRequiredError, "Insufficient credits"),
+    ("oa", OPENROUTER_402, "responses", 402, "insufficient_quota", "insufficient_quota", OA.APIStatusError, "Insufficient credits"),
+    ("oa", DEEPSEEK_401, "anthropic", 401, "authentication_error", None, A.AuthenticationError, "Authentication Fails"),
+    ("oa", GROQ_429, "anthropic", 429, "rate_limit_error", None, A.RateLimitError, "Rate limit reached"),
+    ("oa", ZAI_429, "responses", 429, "rate_limit_error", "1302", OA.RateLimitError, "High concurrency"),
+    ("oa", VLLM_400, "anthropic", 400, "invalid_request_error", None, A.BadRequestError, "max_tokens is too large"),
+    ("an", JSON_STRING, "anthropic", 500, "api_error", None, A.InternalServerError, "internal failure"),
+    ("an", JSON_LIST, "anthropic", 500, "api_error", None, A.InternalServerError, "without an error message"),
+    ("oa", JSON_LIST, "chat", 500, "server_error", None, OA.InternalServerError, "without an error message"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("provider", "answer", "protocol", "status", "kind", "code", "error_class", "text"),
+    REFINED,
+    ids=[f"{r[0]}-{r[1].status}-{r[2]}-{i}" for i, r in enumerate(REFINED)],
+)
+def test_refinements_and_variants(
+    proxy: ProxyServer,
+    upstream: RawUpstream,
+    provider: str,
+    answer: Answer,
+    protocol: str,
+    status: int,
+    kind: str,
+    code: str | None,
+    error_class: type,
+    text: str,
+    stream: bool,
+) -> None:
+    upstream.script(answer)
+    exc = call(proxy, protocol, f"{provider}-model", stream)
+    assert type(exc) is error_class
+    assert exc.status_code == status
+    error = exc.body["error"] if protocol == "anthropic" else exc.body
+    assert error["type"] == kind and text in error["message"]
+    if protocol != "anthropic":
+        assert error["code"] == code
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("shape", ["openai", "text"])
+def test_an_upstream_that_echoes_the_key_never_shows_it(
+    proxy: ProxyServer, upstream: RawUpstream, protocol: str, shape: str
+) -> None:
+    """An upstream echoing the key it got (in a JSON message or a text page): the client
+    sees neither that key nor any other key-like token; a same-protocol error that would
+    echo it is re-shaped, not passed through."""
+    key = KEYS["OA_KEY"]
+    said = f"invalid key {key}, and sk-someone-elses-key-42424242"
+    if shape == "openai":
+        answer = _openai(401, said, "invalid_request_error", "invalid_api_key")
+    else:
+        answer = Answer(401, said.encode(), content_type="text/plain")
+    upstream.script(answer)
+    exc = call(proxy, protocol, "oa-model", False)
+    assert exc.status_code == 401
+    assert key not in exc.response.text and "someone-elses" not in exc.response.text
+    assert "invalid key [redacted]" in exc.response.text
+
+
+# -- the proxy's own retries before the first byte ---------------------------------------------
+
+
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+def retrying(
+    request: pytest.FixtureRequest, upstream: RawUpstream, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ProxyServer]:
+    """A proxy that retries (twice) before the first byte."""
+    if request.param == "native" and _native is None:
+        pytest.skip(NATIVE_MISSING)
+    tmp = tmp_path_factory.mktemp(f"retrying-{request.param}")
+    with start_proxy(upstream, request.param, tmp, retries=2) as server:
+        yield server
+
+
+def _gemini_429(delay: str) -> Answer:
+    body = orjson.loads(GEMINI_429)
+    for detail in body["error"]["details"]:
+        if detail["@type"].endswith("RetryInfo"):
+            detail["retryDelay"] = delay
+    return Answer(429, orjson.dumps(body))
+
+
+GEMINI_TEXT = (FIXTURES / "gemini" / "vercel-google-text.json").read_bytes()
+OPENAI_SSE = (FIXTURES / "openai" / "oaipy-gpt4o-text-usage.sse").read_bytes()
+
+
+def _sse_text(sse: bytes) -> str:
+    """The text a recorded Chat stream says, read straight off its chunks."""
+    out = []
+    for line in sse.splitlines():
+        if line.startswith(b"data: {"):
+            for choice in orjson.loads(line[6:]).get("choices") or []:
+                out.append(choice.get("delta", {}).get("content") or "")
+    return "".join(out)
+
+
+def _gemini_text(reply: bytes) -> str:
+    parts = orjson.loads(reply)["candidates"][0]["content"]["parts"]
+    return "".join(p.get("text", "") for p in parts if not p.get("thought"))
+
+
+def test_gemini_retry_info_is_waited_out_before_the_first_byte(
+    retrying: ProxyServer, upstream: RawUpstream
+) -> None:
+    """Gemini's 429 says when to retry in its body only (RetryInfo): a short delay is waited
+    out and the request tried again; the client never sees the 429."""
+    upstream.script(_gemini_429("0.2s"), Answer(200, GEMINI_TEXT))
+    claude, _ = clients(retrying)
+    message = claude.messages.create(
+        model="ge-model", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert "".join(b.text for b in message.content if b.type == "text") == _gemini_text(GEMINI_TEXT)
+    assert len(upstream.seen) == 2
+
+
+def test_gemini_retry_info_past_the_bound_goes_to_the_client(
+    retrying: ProxyServer, upstream: RawUpstream
+) -> None:
+    """A RetryInfo longer than the proxy waits (the recorded 34.4 s) is not retried at once
+    (that would only be refused again): the client gets the 429 with retry-after 35."""
+    upstream.script(Answer(429, GEMINI_429))
+    exc = call(retrying, "chat", "ge-model", False)
+    assert type(exc) is openai.RateLimitError
+    assert exc.response.headers["retry-after"] == "35"
+    assert len(upstream.seen) == 1
+
+
+POOL_KEYS = {f"Bearer {KEYS['POOL_KEY_1']}", f"Bearer {KEYS['POOL_KEY_2']}"}
+
+
+def test_a_pool_tries_its_next_key_after_a_429_streamed(
+    retrying: ProxyServer, upstream: RawUpstream
+) -> None:
+    """The last (only) attempt of a provider with two keys: a 429 on one key is tried once
+    more with the other, before any byte reached the client; one clean stream."""
+    busy = _openai(429, "Rate limit reached", "requests", "rate_limit_exceeded")
+    busy.headers["retry-after"] = "30"
+    upstream.script(busy, Answer(200, OPENAI_SSE, content_type="text/event-stream"))
+    claude, _ = clients(retrying)
+    with claude.messages.stream(
+        model="pool1-model", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        message = stream.get_final_message()
+    assert "".join(b.text for b in message.content if b.type == "text") == _sse_text(OPENAI_SSE)
+    used = [seen.headers["authorization"] for seen in upstream.seen]
+    assert len(used) == 2 and set(used) == POOL_KEYS
+
+
+def test_a_pool_tries_its_next_key_after_a_429_forwarded(
+    retrying: ProxyServer, upstream: RawUpstream
+) -> None:
+    busy = _openai(429, "Rate limit reached", "requests", "rate_limit_exceeded")
+    busy.headers["retry-after"] = "30"
+    upstream.script(busy, Answer(200, OPENAI_SSE, content_type="text/event-stream"))
+    _, oa = clients(retrying)
+    chunks = oa.chat.completions.create(
+        model="pool2-model", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == _sse_text(OPENAI_SSE)
+    used = [seen.headers["authorization"] for seen in upstream.seen]
+    assert len(used) == 2 and set(used) == POOL_KEYS
+
+
+def test_a_pool_whose_keys_are_all_busy_answers_429_once_each(
+    retrying: ProxyServer, upstream: RawUpstream
+) -> None:
+    """Bounded: one more try, not a loop; the client gets the last 429 and its retry-after."""
+    busy = _openai(429, "Rate limit reached", "requests", "rate_limit_exceeded")
+    busy.headers["retry-after"] = "30"
+    upstream.script(busy)
+    exc = call(retrying, "anthropic", "pool3-model", True)
+    assert type(exc) is anthropic.RateLimitError
+    assert exc.response.headers["retry-after"] == "30"
+    used = [seen.headers["authorization"] for seen in upstream.seen]
+    assert len(used) == 2 and set(used) == POOL_KEYS
