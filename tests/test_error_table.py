@@ -25,7 +25,7 @@ import openai
 import orjson
 import pytest
 
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native, feed_all, messages_via_chat_class
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -626,3 +626,36 @@ def test_a_pool_whose_keys_are_all_busy_answers_429_once_each(
     assert exc.response.headers["retry-after"] == "30"
     used = [seen.headers["authorization"] for seen in upstream.seen]
     assert len(used) == 2 and set(used) == POOL_KEYS
+
+
+# -- in-stream errors: the same rule, and native == Python -------------------------------------
+
+# An error inside a 200 stream (OpenRouter's {"error": {"code": <status>, ...}} chunk): a
+# numeric status in it decides, exactly as over HTTP; without one, its type or code does.
+IN_STREAM: list[tuple[dict[str, Any], str]] = [
+    ({"code": 401, "type": "invalid_request_error"}, "authentication_error"),
+    ({"code": 403, "type": "invalid_request_error"}, "permission_error"),
+    ({"code": 404, "type": "invalid_request_error"}, "not_found_error"),
+    ({"code": 400, "type": "rate_limit_error"}, "invalid_request_error"),
+    ({"code": 408}, "timeout_error"),
+    ({"code": 413}, "request_too_large"),
+    ({"code": 429, "type": "tokens"}, "rate_limit_error"),
+    ({"code": 500, "type": "overloaded_error"}, "overloaded_error"),
+    ({"code": 502}, "api_error"),
+    ({"code": 503, "type": "api_error"}, "overloaded_error"),
+    ({"code": 504}, "timeout_error"),
+    ({"code": 529}, "overloaded_error"),
+    ({"type": "overloaded_error"}, "overloaded_error"),
+    ({"code": "rate_limit_exceeded"}, "rate_limit_error"),
+    ({"code": "insufficient_quota"}, "billing_error"),
+    ({"code": 200, "type": "weird"}, "api_error"),
+]
+
+
+@pytest.mark.parametrize(("error", "kind"), IN_STREAM, ids=[str(e) for e, _ in IN_STREAM])
+def test_in_stream_error_types(impl: str, error: dict[str, Any], kind: str) -> None:
+    transducer = messages_via_chat_class(impl)("msg_1", "claude-x", 1)
+    chunk = orjson.dumps({"error": {**error, "message": "it failed"}})
+    out = feed_all(transducer, b"data: " + chunk + b"\n\n")
+    assert transducer.error == (kind, "it failed")
+    assert f'"type":"{kind}"'.encode() in out
