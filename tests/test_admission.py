@@ -1,0 +1,383 @@
+"""Admission control end to end (server/admission.py, server/admit.py): a real proxy process
+with a bound on concurrent upstream streams, in front of a paced mock upstream.
+
+- 4x more agent sessions than the provider bound: every request served, in round-robin
+  order across sessions (one session's burst does not delay the others);
+- refusals past the queue-time and queue-depth bounds: 429 rate_limit_error with
+  retry-after, as each official SDK sees it (Anthropic Messages, OpenAI Chat, Responses);
+- slots given back on client disconnect (streaming and queued) and on upstream errors,
+  counted: after each, the bound's whole capacity is still there;
+- the per-client-key bound, and a full provider falling through its fallback chain.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import orjson
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hydra_proxy.mock import MockServer
+from servers import ProxyServer
+
+CC_SESSION = "x-claude-code-session-id"  # Claude Code (tests/fixtures/claude-code/)
+CODEX_SESSION = "session-id"  # Codex (tests/fixtures/codex/request-exec-first-turn.headers.json)
+BOUND = 2
+STREAM_EVENTS = 100  # the mock's canned reply: this many deltas ...
+EVENT_MS = 15  # ... this far apart: one stream holds its slot ~1.5 s
+
+
+@pytest.fixture(scope="module")
+def mock() -> Iterator[MockServer]:
+    with MockServer("--chunks", str(STREAM_EVENTS), "--delay-ms", str(EVENT_MS)) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _clean(mock: MockServer) -> None:
+    mock.clear()
+
+
+def admission_env(**values: object) -> dict[str, str]:
+    env = {"HYDRA_RETRIES": "0"}
+    env.update({f"HYDRA_{k.upper()}": str(v) for k, v in values.items()})
+    return env
+
+
+def tagged(tag: str) -> str:
+    return f"agent request {tag}"
+
+
+def anthropic_body(tag: str) -> dict[str, Any]:
+    return {
+        "model": "gpt-4o",
+        "max_tokens": 64,
+        "stream": True,
+        "messages": [{"role": "user", "content": tagged(tag)}],
+    }
+
+
+def responses_body(tag: str) -> dict[str, Any]:
+    return {"model": "gpt-4o", "stream": True, "input": tagged(tag)}
+
+
+def stream(
+    proxy: ProxyServer, path: str, body: dict[str, Any], headers: dict[str, str]
+) -> tuple[int, float, bytes]:
+    """POST and read the whole reply: (status, seconds to the response head, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=60)
+    started = time.monotonic()
+    conn.request(
+        "POST",
+        path,
+        orjson.dumps(body),
+        {"content-type": "application/json", "anthropic-version": "2023-06-01", **headers},
+    )
+    response = conn.getresponse()
+    waited = time.monotonic() - started
+    data = response.read()
+    conn.close()
+    return response.status, waited, data
+
+
+def served_order(mock: MockServer) -> list[str]:
+    """The tags of the requests the upstream got, in the order it got them."""
+    order = []
+    for request in mock.requests():
+        found = re.search(r"agent request ([\w-]+)", orjson.dumps(request["body"]).decode())
+        if found:
+            order.append(found.group(1))
+    return order
+
+
+def wait_until(condition: Any, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def access_lines(proxy: ProxyServer) -> list[str]:
+    return [line for line in proxy.log_tail().splitlines() if "hydra_proxy.access" in line]
+
+
+def metric(proxy: ProxyServer, name: str, **labels: str) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
+
+
+def test_four_times_more_sessions_than_the_bound_are_served_round_robin(
+    mock: MockServer, impl: str
+) -> None:
+    env = admission_env(provider_streams=BOUND, queue_timeout=60)
+    with ProxyServer(mock.url + "/v1", "--log-level", "info", impl=impl, env=env) as proxy:
+        sessions = 4 * BOUND
+        # Two holders take both slots, half a stream apart: later grants never coincide.
+        pool = ThreadPoolExecutor(max_workers=sessions + 8)
+        holders = [pool.submit(stream, proxy, "/v1/messages", anthropic_body("h0"), {})]
+        wait_until(lambda: served_order(mock) == ["h0"], "the first holder upstream")
+        time.sleep(STREAM_EVENTS * EVENT_MS / 2000)
+        holders.append(pool.submit(stream, proxy, "/v1/messages", anthropic_body("h1"), {}))
+        wait_until(lambda: len(served_order(mock)) == 2, "the second holder upstream")
+        # Session 0 bursts 5 requests, then sessions 1..7 send one each; half are Claude
+        # Code (Messages), half Codex (Responses). Each arrives after the previous queued.
+        arrivals = [("s0", i) for i in range(5)] + [(f"s{i}", 0) for i in range(1, sessions)]
+        futures = {}
+        for queued, (session, n) in enumerate(arrivals, start=1):
+            tag = f"{session}-{n}"
+            if int(session[1:]) % 2 == 0:
+                call = ("/v1/messages", anthropic_body(tag), {CC_SESSION: session})
+            else:
+                call = ("/v1/responses", responses_body(tag), {CODEX_SESSION: session})
+            futures[tag] = pool.submit(stream, proxy, *call)
+            wait_until(
+                lambda q=queued: metric(proxy, "hydra_admission_queue_depth") == q,  # type: ignore[misc]
+                f"{tag} in the queue",
+            )
+        results = {tag: f.result() for tag, f in futures.items()}
+        for h in holders:
+            assert h.result()[0] == 200
+        pool.shutdown()
+
+        assert all(status == 200 for status, _, _ in results.values()), results
+        for tag, (_, _, body) in results.items():  # each stream is complete
+            assert body.rstrip().endswith(b'message_stop\ndata: {"type":"message_stop"}') or (
+                b"response.completed" in body
+            ), tag
+        # Round robin: every session's first request before session 0's second.
+        expected = ["s0-0", *(f"s{i}-0" for i in range(1, sessions)), "s0-1", "s0-2", "s0-3"]
+        expected.append("s0-4")
+        waits = {tag: round(w, 2) for tag, (_, w, _) in results.items()}
+        assert served_order(mock) == ["h0", "h1", *expected], waits
+        # The access log has each queued request's depth and wait.
+        wait_until(lambda: len(access_lines(proxy)) >= len(arrivals) + 2, "the access log")
+        queued_lines = [line for line in access_lines(proxy) if " queue=" in line]
+        assert len(queued_lines) == len(arrivals)
+        depths = sorted(int(re.search(r" queue=(\d+)", line).group(1)) for line in queued_lines)  # type: ignore[union-attr]
+        assert depths == list(range(len(arrivals)))
+        assert all(float(re.search(r"wait_ms=([\d.]+)", x).group(1)) > 0 for x in queued_lines)  # type: ignore[union-attr]
+        assert metric(proxy, "hydra_admission_wait_seconds_count") == len(arrivals)
+        assert metric(proxy, "hydra_admission_queue_depth") == 0
+
+
+def hold_slot(
+    proxy: ProxyServer, mock: MockServer, headers: dict[str, str] | None = None
+) -> threading.Thread:
+    """A stream that keeps one slot for ~4 s (the next scripted turn: 200 paced deltas)."""
+    mock.script([{"text": "x" * 200, "chunk_size": 1, "delay_ms": 20}])
+    thread = threading.Thread(
+        target=stream,
+        args=(proxy, "/v1/messages", anthropic_body("holder"), headers or {}),
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+def test_past_the_queue_time_bound_each_sdk_gets_a_429_with_retry_after(
+    mock: MockServer, impl: str
+) -> None:
+    env = admission_env(provider_streams=1, queue_timeout=0.3)
+    with ProxyServer(mock.url + "/v1", "--log-level", "info", impl=impl, env=env) as proxy:
+        holder = hold_slot(proxy, mock)
+        wait_until(lambda: len(served_order(mock)) == 1, "the holder upstream")
+
+        claude = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.RateLimitError) as refused:
+            claude.messages.create(
+                model="gpt-4o",
+                max_tokens=64,
+                messages=[{"role": "user", "content": tagged("sdk-anthropic")}],
+                stream=True,
+            )
+        assert refused.value.status_code == 429
+        assert isinstance(refused.value.body, dict)
+        assert refused.value.body["error"]["type"] == "rate_limit_error"
+        assert "wait timed out" in refused.value.body["error"]["message"]
+        assert int(refused.value.response.headers["retry-after"]) >= 1
+
+        chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.RateLimitError) as chat_refused:
+            chat.chat.completions.create(
+                model="gpt-4o",
+                messages=[{"role": "user", "content": tagged("sdk-chat")}],
+                stream=True,
+            )
+        assert chat_refused.value.status_code == 429
+        assert int(chat_refused.value.response.headers["retry-after"]) >= 1
+        assert isinstance(chat_refused.value.body, dict)
+        assert "wait timed out" in chat_refused.value.body["message"]
+
+        with pytest.raises(openai.RateLimitError) as responses_refused:
+            chat.responses.create(model="gpt-4o", input=tagged("sdk-responses"), stream=True)
+        assert responses_refused.value.status_code == 429
+        assert int(responses_refused.value.response.headers["retry-after"]) >= 1
+
+        # No refused request reached the upstream; the holder's stream was not disturbed.
+        assert served_order(mock) == ["holder"]
+        holder.join(30)
+        assert metric(proxy, "hydra_admission_rejections_total", reason="queue_timeout") == 3
+        # The slot is back: the next request is served.
+        assert stream(proxy, "/v1/messages", anthropic_body("after"), {})[0] == 200
+
+
+def test_past_the_queue_depth_bound_the_refusal_is_immediate(mock: MockServer, impl: str) -> None:
+    env = admission_env(provider_streams=1, queue_depth=1, queue_timeout=60)
+    with ProxyServer(mock.url + "/v1", impl=impl, env=env) as proxy:
+        holder = hold_slot(proxy, mock)
+        wait_until(lambda: len(served_order(mock)) == 1, "the holder upstream")
+        waiter = threading.Thread(
+            target=stream,
+            args=(proxy, "/v1/messages", anthropic_body("waiter"), {CC_SESSION: "w"}),
+            daemon=True,
+        )
+        waiter.start()
+        wait_until(lambda: metric(proxy, "hydra_admission_queue_depth") == 1, "the waiter")
+        chat = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+        with pytest.raises(openai.RateLimitError) as refused:
+            chat.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": tagged("third")}]
+            )
+        assert isinstance(refused.value.body, dict)
+        assert "queue is full" in refused.value.body["message"]
+        assert int(refused.value.response.headers["retry-after"]) >= 1
+        holder.join(30)
+        waiter.join(30)
+        assert served_order(mock) == ["holder", "waiter"]
+        assert metric(proxy, "hydra_admission_rejections_total", reason="queue_full") == 1
+
+
+def open_and_drop(proxy: ProxyServer, tag: str, *, read_first: bool) -> None:
+    """Send a streamed request on a raw socket and close it: after the first bytes of the
+    reply (`read_first`), or while it still waits."""
+    sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+    body = orjson.dumps(anthropic_body(tag))
+    sock.sendall(
+        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"anthropic-version: 2023-06-01\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    if read_first:
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    sock.close()
+
+
+def test_slots_are_given_back_on_disconnect_and_on_upstream_errors(
+    mock: MockServer, impl: str
+) -> None:
+    """Bound 1 and a queue time far below one whole upstream stream: a slot kept by a
+    dropped stream or a failed exchange would turn every later request into a 429."""
+    env = admission_env(provider_streams=1, queue_timeout=1)
+    with ProxyServer(mock.url + "/v1", "--log-level", "info", impl=impl, env=env) as proxy:
+        rounds = 3
+        for i in range(rounds):
+            open_and_drop(proxy, f"dropped-{i}", read_first=True)
+            mock.script([{"text": "ok"}])
+            status, _, _ = stream(proxy, "/v1/messages", anthropic_body(f"next-{i}"), {})
+            assert status == 200, f"round {i}: {proxy.log_tail()}"
+        for i in range(rounds):
+            mock.script([{"error": {"status": 500, "message": "upstream exploded"}}])
+            status, _, body = stream(proxy, "/v1/messages", anthropic_body(f"error-{i}"), {})
+            assert status == 500 and b"upstream exploded" in body
+        # A client that leaves while it waits leaves the queue (it is never served).
+        holder = hold_slot(proxy, mock)
+        wait_until(lambda: served_order(mock)[-1:] == ["holder"], "the holder upstream")
+        open_and_drop(proxy, "gave-up", read_first=False)
+        wait_until(lambda: metric(proxy, "hydra_admission_queue_depth") == 0, "the queue")
+        holder.join(30)
+        mock.script([{"text": "ok"}])
+        status, _, _ = stream(proxy, "/v1/messages", anthropic_body("last"), {})
+        assert status == 200
+        order = served_order(mock)
+        assert "gave-up" not in order
+        assert order[-1] == "last"
+        assert metric(proxy, "hydra_admission_rejections_total") == 0
+
+
+def test_the_client_key_bound_queues_one_key_not_the_others(mock: MockServer, impl: str) -> None:
+    env = {
+        **admission_env(key_streams=1, queue_timeout=0.3),
+        "HYDRA_PROXY_KEYS": "team-key-one,team-key-two",
+    }
+    with ProxyServer(mock.url + "/v1", impl=impl, env=env) as proxy:
+        holder = hold_slot(proxy, mock, {"x-api-key": "team-key-one"})
+        wait_until(lambda: len(served_order(mock)) == 1, "the holder upstream")
+        one = anthropic.Anthropic(base_url=proxy.url, api_key="team-key-one", max_retries=0)
+        with pytest.raises(anthropic.RateLimitError) as refused:
+            one.messages.create(
+                model="gpt-4o", max_tokens=64, messages=[{"role": "user", "content": "x"}]
+            )
+        assert isinstance(refused.value.body, dict)
+        assert "client key" in refused.value.body["error"]["message"]
+        two = anthropic.Anthropic(base_url=proxy.url, api_key="team-key-two", max_retries=0)
+        reply = two.messages.create(
+            model="gpt-4o", max_tokens=64, messages=[{"role": "user", "content": tagged("two")}]
+        )
+        assert reply.content
+        holder.join(30)
+
+
+def test_a_full_provider_falls_through_to_the_next_in_its_chain(
+    mock: MockServer, impl: str, tmp_path: Path
+) -> None:
+    with MockServer() as other:
+        config = tmp_path / "hydra.toml"
+        config.write_text(
+            f"""
+[providers.busy]
+kind = "openai"
+base_url = "{mock.url}/v1"
+api_key_optional = true
+
+[providers.spare]
+kind = "openai"
+base_url = "{other.url}/v1"
+api_key_optional = true
+
+[[routes]]
+match = "team-*"
+provider = "busy"
+fallback = ["spare"]
+
+[admission]
+queue_timeout = 0.3
+
+[admission.providers]
+busy = 1
+""",
+            encoding="utf-8",
+        )
+        args = ("--config", str(config), "--log-level", "info")
+        with ProxyServer(mock.url + "/v1", *args, impl=impl, env=admission_env()) as proxy:
+            body = {**anthropic_body("holder"), "model": "team-a"}
+            holder = threading.Thread(
+                target=stream, args=(proxy, "/v1/messages", body, {}), daemon=True
+            )
+            holder.start()
+            wait_until(lambda: len(served_order(mock)) == 1, "the holder upstream")
+            status, _, _ = stream(
+                proxy, "/v1/messages", {**anthropic_body("spilled"), "model": "team-a"}, {}
+            )
+            assert status == 200
+            assert served_order(other) == ["spilled"]
+            wait_until(lambda: "busy:full" in proxy.log_tail(), "the access log")
+            assert "attempts=busy:full,spare:200" in proxy.log_tail()
+            holder.join(30)
