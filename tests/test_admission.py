@@ -12,6 +12,7 @@ with a bound on concurrent upstream streams, in front of a paced mock upstream.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import re
 import socket
@@ -28,8 +29,20 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hydra_proxy.config import ConfigError, load
 from hydra_proxy.mock import MockServer
+from hydra_proxy.server.admission import (
+    MAX_RETRY_AFTER,
+    MIN_RETRY_AFTER,
+    Admission,
+    Gate,
+    Refused,
+    limits_of,
+)
+from hydra_proxy.server.admit import session_of
 from servers import ProxyServer
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 CC_SESSION = "x-claude-code-session-id"  # Claude Code (tests/fixtures/claude-code/)
 CODEX_SESSION = "session-id"  # Codex (tests/fixtures/codex/request-exec-first-turn.headers.json)
@@ -381,3 +394,153 @@ busy = 1
             wait_until(lambda: "busy:full" in proxy.log_tail(), "the access log")
             assert "attempts=busy:full,spare:200" in proxy.log_tail()
             holder.join(30)
+
+
+# --- the gate itself, in process -------------------------------------------------------
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def test_the_gate_serves_sessions_round_robin_and_each_session_in_order() -> None:
+    async def scenario() -> list[str]:
+        gate = Gate("provider 'p'", 1, 100)
+        loop = asyncio.get_running_loop()
+        first = await gate.take("busy", loop.time() + 60)
+        served: list[str] = []
+
+        async def agent(session: str, n: int) -> None:
+            slot = await gate.take(session, loop.time() + 60)
+            served.append(f"{session}{n}")
+            await asyncio.sleep(0)
+            slot.release()
+
+        tasks = [asyncio.ensure_future(agent("a", i)) for i in range(3)]
+        tasks += [asyncio.ensure_future(agent(s, 0)) for s in "bcd"]
+        tasks.append(asyncio.ensure_future(agent("b", 1)))
+        await asyncio.sleep(0)
+        assert gate.waiting == 7
+        first.release()
+        await asyncio.gather(*tasks)
+        assert (gate.active, gate.waiting, gate.sessions) == (0, 0, {})
+        return served
+
+    assert run(scenario()) == ["a0", "b0", "c0", "d0", "a1", "b1", "a2"]
+
+
+def test_a_cancelled_waiter_leaves_the_queue_and_a_slot_granted_to_it_goes_back() -> None:
+    async def scenario() -> None:
+        gate = Gate("provider 'p'", 1, 100)
+        loop = asyncio.get_running_loop()
+        held = await gate.take("x", loop.time() + 60)
+        gone = asyncio.ensure_future(gate.take("gone", loop.time() + 60))
+        await asyncio.sleep(0)
+        gone.cancel()  # queued, then cancelled: out of the queue
+        await asyncio.gather(gone, return_exceptions=True)
+        assert gate.waiting == 0 and gate.sessions == {}
+        # Granted and cancelled in the same loop turn: the slot comes back at once.
+        racing = asyncio.ensure_future(gate.take("racer", loop.time() + 60))
+        await asyncio.sleep(0)
+        held.release()  # grants the racer's waiter ...
+        racing.cancel()  # ... whose task is cancelled before it runs
+        await asyncio.gather(racing, return_exceptions=True)
+        assert racing.cancelled()
+        assert (gate.active, gate.waiting) == (0, 0)
+        again = await gate.take("next", loop.time() + 60)
+        again.release()
+        again.release()  # idempotent
+        assert gate.active == 0
+
+    run(scenario())
+
+
+def test_the_gate_refuses_past_its_deadline_and_past_its_depth() -> None:
+    async def scenario() -> None:
+        gate = Gate("provider 'p'", 1, 1)
+        loop = asyncio.get_running_loop()
+        held = await gate.take("x", loop.time() + 60)
+        waiting = asyncio.ensure_future(gate.take("w", loop.time() + 0.05))
+        await asyncio.sleep(0)
+        with pytest.raises(Refused) as full:
+            await gate.take("y", loop.time() + 60)
+        assert full.value.reason == "queue_full"
+        with pytest.raises(Refused) as late:
+            await waiting
+        assert late.value.reason == "queue_timeout"
+        assert MIN_RETRY_AFTER <= late.value.retry_after <= MAX_RETRY_AFTER
+        assert (gate.active, gate.waiting, gate.refused) == (1, 0, 2)
+        held.release()
+        assert gate.active == 0
+
+    run(scenario())
+
+
+def test_session_ids_come_from_claude_code_and_codex_headers() -> None:
+    claude = orjson.loads((FIXTURES / "claude-code" / "request-plain.json").read_bytes())
+    codex = orjson.loads((FIXTURES / "codex" / "request-exec-first-turn.headers.json").read_bytes())
+
+    def scope(headers: dict[str, str]) -> dict[str, Any]:
+        raw = [(k.lower().encode(), str(v).encode()) for k, v in headers.items()]
+        return {"headers": raw, "client": ("10.0.0.7", 5000)}
+
+    assert session_of(scope(claude["headers"]), "k1") == (
+        "s:" + claude["headers"]["X-Claude-Code-Session-Id"]
+    )
+    assert session_of(scope(codex), None) == "s:" + codex["session-id"]
+    assert session_of(scope({}), "1a2b3c4d") == "k:1a2b3c4d"
+    assert session_of(scope({}), None) == "p:10.0.0.7"
+
+
+def test_the_admission_table_is_validated_with_file_and_line(tmp_path: Path) -> None:
+    config = tmp_path / "hydra.toml"
+    config.write_text(
+        """[server]
+port = 3456
+
+[admission]
+provider_streams = -1
+queue_timeout = 0
+when_full = "wait"
+qeue_depth = 3
+
+[admission.providers]
+openai = 8
+nobody = 2
+anthropic = "many"
+""",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as problems:
+        load({"config": str(config)}, {})
+    text = str(problems.value)
+    for expected in (
+        "hydra.toml:5: [admission] provider_streams",
+        "hydra.toml:6: [admission] queue_timeout",
+        "hydra.toml:7:",
+        "hydra.toml:8: unknown keys in [admission]: 'qeue_depth'",
+        "did you mean 'queue_depth'?",
+        "hydra.toml:12: [admission.providers] names an unknown provider 'nobody'",
+        "hydra.toml:13: [admission.providers] anthropic must be a whole number",
+    ):
+        assert expected in text, text
+
+
+def test_admission_settings_layer_flag_over_variable_over_file(tmp_path: Path) -> None:
+    config = tmp_path / "hydra.toml"
+    config.write_text(
+        "[admission]\nprovider_streams = 4\nkey_streams = 2\nqueue_timeout = 5\n"
+        'when_full = "queue"\n[admission.providers]\nopenai = 8\n',
+        encoding="utf-8",
+    )
+    settings = load(
+        {"config": str(config), "provider_streams": 16},
+        {"HYDRA_KEY_STREAMS": "3", "HYDRA_QUEUE_DEPTH": "9"},
+    )
+    limits = limits_of(settings)
+    assert (limits.provider_streams, limits.key_streams, limits.queue_depth) == (16, 3, 9)
+    assert (limits.queue_timeout, limits.when_full) == (5, "queue")
+    assert (limits.provider_limit("openai"), limits.provider_limit("groq")) == (8, 16)
+    with pytest.raises(ConfigError, match="HYDRA_QUEUE_DEPTH=-2"):
+        load({}, {"HYDRA_QUEUE_DEPTH": "-2"})
+    assert not Admission(limits_of(load({}, {}))).active  # the default: unbounded
