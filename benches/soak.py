@@ -215,10 +215,11 @@ class Upstream:
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
-            for event in events:
+            for index, event in enumerate(events):
+                if index:  # paced between events; the end follows the last one at once
+                    await asyncio.sleep(self.pace)
                 await response.write(event)
                 self.sent += 1
-                await asyncio.sleep(self.pace)
         finally:
             self.active -= 1
         with contextlib.suppress(ConnectionResetError):  # the proxy may close at the end
@@ -341,6 +342,7 @@ async def soak(
         rss_kib_per_stream=round((peak - baseline) / streams / 1024, 1),
         cpu_seconds=round(cpu, 2),
         cpu_ms_per_1000_events=round(cpu * 1000 / (events / 1000), 1) if events else None,
+        cpu_ms_per_stream=round(cpu * 1000 / (streams * waves), 2),
         compared=streams * waves + len(CASES),
         mismatches=len(mismatches),
     )
@@ -361,21 +363,26 @@ def markdown(results: list[dict[str, Any]]) -> str:
         " against its expected translation.",
         "",
         "| transducers | streams at once | waves | cases | events | mismatches | idle RSS | "
-        "peak RSS | RSS per stream | proxy CPU | CPU per 1,000 events |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "peak RSS | RSS per stream | proxy CPU | CPU per 1,000 events | CPU per stream |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r['impl']} | {r['concurrent']} | {r['waves']} | {r['cases']} | {r['events']} | "
             f"{r['mismatches']} of {r['compared']} | {r['baseline_mib']} MiB | "
             f"{r['peak_mib']} MiB | {r['rss_kib_per_stream']} KiB | {r['cpu_seconds']} s | "
-            f"{r['cpu_ms_per_1000_events']} ms |"
+            f"{r['cpu_ms_per_1000_events']} ms | {r['cpu_ms_per_stream']} ms |"
         )
     first = results[0]
     lines += [
         "",
-        f"Upstream pacing {first['pace_ms']:g} ms per event; the proxy: one granian worker,"
-        " default settings (usage ledger and metrics on) but a ping interval above the run.",
+        f"Upstream pacing {first['pace_ms']:g} ms between events; the proxy: one granian"
+        " worker, default settings (usage ledger and metrics on) but a ping interval above"
+        " the run. A stream here is short (about 50 events), so the CPU per event includes"
+        " each request's own cost (reading and translating it, its token estimate, an"
+        " upstream connection, its usage record) spread over few events; the RSS is the"
+        " peak with every stream of a wave open at once, above the idle worker after a"
+        " warm-up.",
         f"Machine: {os.cpu_count()} cores shared with the load generator and the upstream"
         " (one process beside the proxy), so CPU is the proxy's own (user + system) time.",
         "",

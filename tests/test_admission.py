@@ -48,7 +48,7 @@ CC_SESSION = "x-claude-code-session-id"  # Claude Code (tests/fixtures/claude-co
 CODEX_SESSION = "session-id"  # Codex (tests/fixtures/codex/request-exec-first-turn.headers.json)
 BOUND = 2
 STREAM_EVENTS = 100  # the mock's canned reply: this many deltas ...
-EVENT_MS = 15  # ... this far apart: one stream holds its slot ~1.5 s
+EVENT_MS = 15  # ... this far apart: one stream holds its slot ~1.5-2 s
 
 
 @pytest.fixture(scope="module")
@@ -144,11 +144,12 @@ def test_four_times_more_sessions_than_the_bound_are_served_round_robin(
     env = admission_env(provider_streams=BOUND, queue_timeout=60)
     with ProxyServer(mock.url + "/v1", "--log-level", "info", impl=impl, env=env) as proxy:
         sessions = 4 * BOUND
-        # Two holders take both slots, half a stream apart: later grants never coincide.
+        # Two holders take both slots for 4 s and 5 s (scripted turns; every later request
+        # gets the canned ~2 s reply): the two chains of later grants stay 1 s apart.
         pool = ThreadPoolExecutor(max_workers=sessions + 8)
+        mock.script([{"text": "x" * n, "chunk_size": 1, "delay_ms": 20} for n in (200, 250)])
         holders = [pool.submit(stream, proxy, "/v1/messages", anthropic_body("h0"), {})]
         wait_until(lambda: served_order(mock) == ["h0"], "the first holder upstream")
-        time.sleep(STREAM_EVENTS * EVENT_MS / 2000)
         holders.append(pool.submit(stream, proxy, "/v1/messages", anthropic_body("h1"), {}))
         wait_until(lambda: len(served_order(mock)) == 2, "the second holder upstream")
         # Session 0 bursts 5 requests, then sessions 1..7 send one each; half are Claude
