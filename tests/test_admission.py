@@ -395,6 +395,16 @@ busy = 1
             wait_until(lambda: "busy:full" in proxy.log_tail(), "the access log")
             assert "attempts=busy:full,spare:200" in proxy.log_tail()
             holder.join(30)
+            # A 429 falls back: busy's slot is given back as spare's is taken, so the next
+            # request has busy's slot again (a kept one would make it "busy:full").
+            mock.script([{"error": {"status": 429, "message": "slow down"}}])
+            for tag in ("after-429", "busy-again"):
+                body = {**anthropic_body(tag), "model": "team-a"}
+                assert stream(proxy, "/v1/messages", body, {})[0] == 200
+            wait_until(lambda: proxy.log_tail().count("attempts=") >= 4, "the access log")
+            attempts = re.findall(r"attempts=(\S+)", proxy.log_tail())
+            assert attempts[-2:] == ["busy:429,spare:200", "busy:200"]
+            assert served_order(other) == ["spilled", "after-429"]
 
 
 # --- the gate itself, in process -------------------------------------------------------
