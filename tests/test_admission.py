@@ -29,6 +29,7 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from claude_code import require_claude, run_claude
 from hydra_proxy.config import ConfigError, load
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.admission import (
@@ -560,3 +561,34 @@ def test_admission_settings_layer_flag_over_variable_over_file(tmp_path: Path) -
     with pytest.raises(ConfigError, match="HYDRA_QUEUE_DEPTH=-2"):
         load({}, {"HYDRA_QUEUE_DEPTH": "-2"})
     assert not Admission(limits_of(load({}, {}))).active  # the default: unbounded
+
+
+@pytest.mark.e2e
+def test_claude_code_waits_out_the_429_and_retries(mock: MockServer) -> None:
+    """The real client: Claude Code, refused while the only slot is held, retries after
+    retry-after and finishes once the holder lets go."""
+    claude = require_claude()
+    env = admission_env(provider_streams=1, queue_timeout=0.3)
+    with ProxyServer(mock.url + "/v1", "--log-level", "info", env=env) as proxy:
+        mock.script([{"text": "x" * 3000, "chunk_size": 1, "delay_ms": 20}])  # a minute
+        holder = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+        body = orjson.dumps(anthropic_body("holder"))
+        holder.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"anthropic-version: 2023-06-01\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        assert holder.recv(65536).startswith(b"HTTP/1.1 200")
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            running = pool.submit(run_claude, claude, "Say hello.", proxy.url, max_turns=1)
+
+            def refused() -> bool:
+                return any(" POST /v1/messages 429 " in line for line in access_lines(proxy))
+
+            wait_until(refused, "Claude Code's first request refused", timeout=120)
+            holder.close()  # the slot frees: Claude Code's next try gets it
+            run = running.result()
+        assert run.returncode == 0 and not run.result().get("is_error"), run.report()
+        lines = [line for line in access_lines(proxy) if " POST /v1/messages " in line]
+        statuses = [line.split(" POST /v1/messages ")[1].split()[0] for line in lines]
+        assert "429" in statuses and statuses[-1] == "200", statuses
+        assert all("rate_limit_error" in x for x in lines if " POST /v1/messages 429 " in x)
