@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import re
 import sys
@@ -196,6 +195,9 @@ class Upstream:
         self.active = 0
         self.peak = 0
         self.sent = 0
+        self.requests = 0
+        self.connections: set[object] = set()  # the proxy's upstream connections (peers)
+        self.cut = 0  # replies whose end the proxy did not wait for (connection closed)
 
     def wave(self, size: int) -> None:
         self.barrier, self.arrived, self.peak = size, 0, 0
@@ -206,6 +208,9 @@ class Upstream:
         model = found.group(1) if found else (await request.json())["model"]
         await request.read()
         events = self.events[model]
+        self.requests += 1
+        transport = request.transport
+        self.connections.add(transport.get_extra_info("peername") if transport else None)
         self.arrived += 1
         if self.arrived >= self.barrier:
             self.release.set()
@@ -222,8 +227,10 @@ class Upstream:
                 self.sent += 1
         finally:
             self.active -= 1
-        with contextlib.suppress(ConnectionResetError):  # the proxy may close at the end
+        try:
             await response.write_eof()
+        except ConnectionResetError:  # the proxy closed the connection before the end
+            self.cut += 1
         return response
 
 
@@ -344,6 +351,9 @@ async def soak(
         cpu_ms_per_1000_events=round(cpu * 1000 / (events / 1000), 1) if events else None,
         cpu_ms_per_stream=round(cpu * 1000 / (streams * waves), 2),
         compared=streams * waves + len(CASES),
+        upstream_requests=upstream.requests,
+        upstream_connections=len(upstream.connections),
+        upstream_replies_cut_at_the_end=upstream.cut,
         mismatches=len(mismatches),
     )
     result["first_mismatches"] = [
@@ -374,6 +384,15 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"{r['cpu_ms_per_1000_events']} ms | {r['cpu_ms_per_stream']} ms |"
         )
     first = results[0]
+    lines.append("")
+    for r in results:
+        lines.append(
+            f"- {r['impl']}: {r['upstream_requests']} upstream requests on"
+            f" {r['upstream_connections']} connections (kept alive across waves);"
+            f" {r['upstream_replies_cut_at_the_end']} upstream replies closed by the proxy"
+            " before their end; wall time of the waves"
+            f" {r['seconds']} s."
+        )
     lines += [
         "",
         f"Upstream pacing {first['pace_ms']:g} ms between events; the proxy: one granian"
