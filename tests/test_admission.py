@@ -30,7 +30,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from claude_code import require_claude, run_claude
-from hydra_proxy.config import ConfigError, load
+from hydra_proxy.config import ConfigError, describe, load
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.admission import (
     MAX_RETRY_AFTER,
@@ -558,6 +558,10 @@ def test_admission_settings_layer_flag_over_variable_over_file(tmp_path: Path) -
     assert (limits.provider_streams, limits.key_streams, limits.queue_depth) == (16, 3, 9)
     assert (limits.queue_timeout, limits.when_full) == (5, "queue")
     assert (limits.provider_limit("openai"), limits.provider_limit("groq")) == (8, 16)
+    assert "admission: 16 (openai 8) streams per provider, 3 per client key, per worker;" in (
+        describe(settings)
+    )
+    assert "admission: unbounded" in describe(load({}, {}))
     with pytest.raises(ConfigError, match="HYDRA_QUEUE_DEPTH=-2"):
         load({}, {"HYDRA_QUEUE_DEPTH": "-2"})
     assert not Admission(limits_of(load({}, {}))).active  # the default: unbounded
