@@ -245,10 +245,6 @@ class Admission:
             )
         return gate
 
-    def provider_full(self, name: str) -> bool:
-        gate = self.provider_gate(name)
-        return gate is not None and not gate.has_room()
-
     async def enter(self, gate: Gate | None, ticket: Ticket) -> Slot | None:
         """A slot of `gate` for `ticket` (None: the gate is unbounded); Refused past the
         queue's bounds. The ticket records the wait."""
@@ -263,8 +259,3 @@ class Admission:
             return await gate.take(ticket.session, ticket.deadline)
         finally:
             ticket.waited += loop.time() - started
-
-    def waiting(self) -> int:
-        """Requests waiting now, at every gate of this worker."""
-        gates = [g for g in self.providers.values() if g is not None]
-        return sum(g.waiting for g in (*gates, *self.keys.values()))
