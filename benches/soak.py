@@ -282,10 +282,24 @@ def free_port() -> int:
         return port
 
 
+def _raise_fd_limit(streams: int) -> None:
+    """Room for a client and an upstream socket per stream, here and in the proxy (which
+    inherits the limit): the soft limit goes up to what is needed, within the hard one."""
+    import resource
+
+    needed = 2 * streams + 256
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        if hard != resource.RLIM_INFINITY and hard < needed:
+            raise RuntimeError(f"{streams} streams need {needed} open files; the limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
 async def soak(
     streams: int, impl: str, pace_ms: float, waves: int, workdir: Path
 ) -> dict[str, Any]:
     """Run the soak; returns its numbers and every mismatch (none when the proxy is right)."""
+    _raise_fd_limit(streams)
     upstream = Upstream(pace_ms)
     app = web.Application(client_max_size=1 << 20)
     app.router.add_post("/{tail:.*}", upstream.handle)
