@@ -12,7 +12,7 @@ import pytest
 
 from hydra_proxy import cli
 from hydra_proxy.config import RequestTraits, environment, load, presets, request_traits
-from hydra_proxy.config.schema import PRICE, PROVIDER, ROUTE, SERVER, USAGE
+from hydra_proxy.config.schema import ADMISSION, PRICE, PROVIDER, ROUTE, SERVER, USAGE
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
@@ -43,6 +43,7 @@ def no_keys(monkeypatch: pytest.MonkeyPatch) -> None:
         ("`[[routes]]`", ROUTE),
         ('`[pricing."MODEL-GLOB"]`', PRICE),
         ("`[usage]`", USAGE),
+        ("`[admission]`", ADMISSION),
     ],
 )
 def test_the_reference_documents_every_key(title: str, keys: dict[str, object]) -> None:

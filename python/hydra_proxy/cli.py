@@ -82,6 +82,20 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "or requests with x-hydra-continuation: 1)",
     )
     p.add_argument(
+        "--provider-streams",
+        dest="provider_streams",
+        type=int,
+        help="concurrent upstream exchanges per provider and worker; past it requests queue "
+        "fairly by session (env HYDRA_PROVIDER_STREAMS; default 0: unbounded)",
+    )
+    p.add_argument(
+        "--key-streams",
+        dest="key_streams",
+        type=int,
+        help="concurrent upstream exchanges per client key and worker (env HYDRA_KEY_STREAMS; "
+        "default 0: unbounded)",
+    )
+    p.add_argument(
         "--insecure-no-auth",
         dest="insecure_no_auth",
         action="store_true",

@@ -178,6 +178,7 @@ def describe(settings: Settings) -> str:
     """The resolved routes and providers, keys masked, as `config check` prints them."""
     lines = [f"config: {settings.config_file or '(no file)'}"]
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
+    lines.append("admission: " + _admission_text(settings))
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):
         lines.append(f"  {index + 1}. {_route_text(route)}")
@@ -211,6 +212,26 @@ def describe(settings: Settings) -> str:
             + (f"; {', '.join(extras)}" if extras else "")
         )
     return "\n".join(lines)
+
+
+def _admission_text(settings: Settings) -> str:
+    """The [admission] bounds in a line (per worker: N workers admit N times them)."""
+    overrides = dict(settings.provider_stream_overrides)
+    if not (settings.provider_streams or settings.key_streams or any(overrides.values())):
+        return "unbounded"
+    parts = []
+    per_provider = str(settings.provider_streams or "unbounded")
+    if overrides:
+        per_provider += (
+            " (" + ", ".join(f"{k} {v or 'unbounded'}" for k, v in overrides.items()) + ")"
+        )
+    parts.append(f"{per_provider} streams per provider")
+    parts.append(f"{settings.key_streams or 'unbounded'} per client key")
+    return (
+        ", ".join(parts)
+        + f", per worker; queue {settings.queue_timeout:g} s, {settings.queue_depth} deep;"
+        + f" a full provider: {settings.when_full}"
+    )
 
 
 def _route_text(route: object) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from .errors import Problem
 from .providers import Provider, build_provider, preset_row, presets
 from .routes import Route
-from .schema import SERVER, USAGE, Field, did_you_mean
+from .schema import ADMISSION, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
 from .validate import Validator, read_config, type_ok
@@ -135,6 +135,10 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     usage_cfg = usage_cfg if isinstance(usage_cfg, dict) else {}
     check.usage(usage_cfg)
     ledger = env.get(USAGE["ledger"].env or "") or usage_cfg.get("ledger") or DEFAULT_LEDGER
+    admission_cfg = document.get("admission", {})
+    admission_cfg = admission_cfg if isinstance(admission_cfg, dict) else {}
+    stream_overrides = check.admission(admission_cfg, providers)
+    admission = _layered(ADMISSION, ("providers",), given, env, admission_cfg, check.problems)
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -210,11 +214,51 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         usage_ledger=None if str(ledger).lower() == "off" else str(ledger),
         usage_metrics=bool(usage_cfg.get("metrics", True)),
         usage_tracing=bool(usage_cfg.get("tracing", False)),
+        provider_stream_overrides=tuple(sorted(stream_overrides.items())),
+        **admission,
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),
         **limits,
     )
+
+
+def _layered(
+    table: Mapping[str, Field],
+    skip: tuple[str, ...],
+    given: Mapping[str, Any],
+    env: Mapping[str, str],
+    file_table: Mapping[str, Any],
+    problems: list[Problem],
+) -> dict[str, Any]:
+    """A table's values by precedence (flag > variable > file; unset keys left out): a
+    file's value was checked by the Validator, a flag's or variable's is checked here."""
+    values: dict[str, Any] = {}
+    for key, spec in table.items():
+        if key in skip:
+            continue
+        if key in given:
+            raw, origin = given[key], f"--{key.replace('_', '-')}"
+        elif spec.env and env.get(spec.env):
+            raw, origin = env[spec.env], spec.env
+        elif key in file_table:
+            if type_ok(file_table[key], spec) and _flag_ok(key, file_table[key], spec):
+                values[key] = file_table[key]
+            continue
+        else:
+            continue
+        value = raw
+        if isinstance(raw, str) and spec.types[0] is not str:
+            try:
+                value = _convert(raw, spec)
+            except ValueError:
+                problems.append(_flag_problem(origin, key, raw, spec, bad_type=True))
+                continue
+        if not type_ok(value, spec) or not _flag_ok(key, value, spec):
+            problems.append(_flag_problem(origin, key, raw, spec))
+            continue
+        values[key] = value
+    return values
 
 
 def _origin(given: Mapping[str, Any], env: Mapping[str, str], key: str) -> str:

@@ -18,7 +18,8 @@ CONTINUATION_MODES = ("auto", "always", "never")
 
 # Numbers that must be above `minimum` (not equal): timeouts and intervals.
 STRICTLY_POSITIVE = {
-    "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace"
+    "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace",
+    "queue_timeout",
 }  # fmt: skip
 
 
@@ -156,12 +157,29 @@ USAGE: dict[str, Field] = {
     "tracing": Field((bool,), "OpenTelemetry traces (needs hydra-proxy[otel])"),
 }
 
+# `[admission]`: bounds on concurrent upstream exchanges, per worker process, and the fair
+# queue past them (server/admission.py). 0 is unbounded.
+WHEN_FULL = ("fallback", "queue")
+ADMISSION: dict[str, Field] = {
+    "provider_streams": _num("exchanges per provider at once (0: unbounded)",
+                             "HYDRA_PROVIDER_STREAMS", int, 0),
+    "key_streams": _num("exchanges per client key at once (0: unbounded)",
+                        "HYDRA_KEY_STREAMS", int, 0),
+    "queue_timeout": _num("seconds a request may wait for its slot", "HYDRA_QUEUE_TIMEOUT"),
+    "queue_depth": _num("requests that may wait per provider or key", "HYDRA_QUEUE_DEPTH",
+                        int, 0),
+    "when_full": Field((str,), "a full provider with a fallback: go on to it, or wait",
+                       WHEN_FULL, env="HYDRA_WHEN_FULL"),
+    "providers": Field((dict,), "per-provider bounds: NAME = exchanges (0: unbounded)"),
+}  # fmt: skip
+
 TOP_LEVEL = {
     "server": "a table",
     "providers": "a table of tables",
     "routes": "an array of tables",
     "pricing": "a table of tables",
     "usage": "a table",
+    "admission": "a table",
 }
 
 

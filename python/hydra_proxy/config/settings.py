@@ -52,6 +52,14 @@ class Settings:
     usage_ledger: str | None = DEFAULT_LEDGER
     usage_metrics: bool = True
     usage_tracing: bool = False
+    # `[admission]` (server/admission.py): concurrent upstream exchanges per worker, per
+    # provider (overrides by name) and per client key, 0 unbounded; the queue past them.
+    provider_streams: int = 0
+    provider_stream_overrides: tuple[tuple[str, int], ...] = ()
+    key_streams: int = 0
+    queue_timeout: float = 30.0
+    queue_depth: int = 256
+    when_full: str = "fallback"
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).
     config_file: str | None = None

@@ -18,6 +18,7 @@ from .errors import ConfigError, Problem
 from .providers import Provider, build_provider, preset_row, presets
 from .routes import EFFORTS, Route, Target, glob_problem
 from .schema import (
+    ADMISSION,
     FALLBACK_ENTRY,
     PRICE,
     PRICE_REQUIRED,
@@ -147,7 +148,7 @@ class Validator:
             if key in TOP_LEVEL:
                 wanted = {
                     "server": dict, "providers": dict, "routes": list, "pricing": dict,
-                    "usage": dict,
+                    "usage": dict, "admission": dict,
                 }[key]  # fmt: skip
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
@@ -182,6 +183,36 @@ class Validator:
 
     def usage(self, table: Mapping[str, Any]) -> None:
         self.check_table(("usage",), table, USAGE, "[usage]")
+
+    def admission(
+        self, table: Mapping[str, Any], providers: Mapping[str, Provider]
+    ) -> dict[str, int]:
+        """[admission] checked; returns its per-provider bounds (known providers only)."""
+        self.check_table(("admission",), table, ADMISSION, "[admission]")
+        bounds: dict[str, int] = {}
+        per_provider = table.get("providers", {})
+        if not isinstance(per_provider, dict):
+            return bounds
+        for name, value in per_provider.items():
+            path = ("admission", "providers", name)
+            if name not in providers and name not in self.declared:
+                close = did_you_mean(name, providers)
+                self.add(
+                    path,
+                    f"[admission.providers] names an unknown provider {name!r}",
+                    (f"did you mean {close!r}? " if close else "")
+                    + f"known: {', '.join(sorted(providers))}",
+                )
+            elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                self.add(
+                    path,
+                    f"[admission.providers] {name} must be a whole number of at least 0, "
+                    f"not {value!r}",
+                    f"e.g. {name} = 16 (0: unbounded)",
+                )
+            else:
+                bounds[name] = value
+        return bounds
 
     def providers(self, tables: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Provider]:
         built: dict[str, Provider] = {}
@@ -357,6 +388,7 @@ def _top_header(name: str) -> str:
         "routes": "[[routes]]",
         "pricing": '[pricing."MODEL-GLOB"]',
         "usage": "[usage]",
+        "admission": "[admission]",
     }[name]
 
 
@@ -367,6 +399,7 @@ def _top_hint(name: str) -> str:
         "routes": "write each route as a [[routes]] table (double brackets)",
         "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
         "usage": "write [usage] and its keys (ledger, tracing) under it",
+        "admission": "write [admission] and its keys (provider_streams, ...) under it",
     }[name]
 
 

@@ -28,6 +28,7 @@ from ..usage.record import Protocol
 from ..usage.service import UsageService
 from . import attempts
 from .accounting import SCOPE_KEY, Account, account_of
+from .admission import Admission, limits_of
 from .asgi import (
     JSON,
     BodyTooLarge,
@@ -81,6 +82,8 @@ class App:
         )
         self.started = time.time()
         self.usage: UsageService | None = None
+        admission = Admission(limits_of(settings))
+        self.admission = admission if admission.active else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -225,6 +228,7 @@ class App:
             send,
             http_error,
             self.usage,
+            self.admission,
         )
 
     def authorize(self, scope: Scope) -> bytes | None:

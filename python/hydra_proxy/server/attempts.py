@@ -23,9 +23,12 @@ from collections.abc import Awaitable, Callable
 from ..config import Attempt, KeyPool, Settings, should_fall_back
 from ..config.keys import Key
 from ..errors import ProxyError
+from ..usage.record import client_key_id
 from ..usage.service import UsageService
 from . import exchange
 from .accounting import account_of
+from .admission import Admission
+from .admit import Admitted, session_of
 from .asgi import Receive, Scope, Send
 from .dialects import DIALECTS
 from .http1 import H1Response
@@ -84,14 +87,43 @@ async def run(
     send: Send,
     http_error: Callable[[ProxyError], Awaitable[None]],
     usage: UsageService | None = None,
+    admission: Admission | None = None,
 ) -> None:
     """Try the attempts in order and answer the client (raises ProxyError before any byte).
 
     The access log names the route and every attempt as ``provider:status`` (``cooling``:
-    every key rested; ``unreachable``: not reached or no answer in time)."""
+    every key rested; ``unreachable``: not reached or no answer in time; ``full``: its
+    admission bound was reached, server/admit.py)."""
+    if admission is None:
+        await _run(routed, upstream, pools, settings, scope, receive, send, http_error, usage)
+        return
+    account = account_of(scope)
+    key_id = client_key_id(account.key) if account is not None else None
+    admitted = Admitted(admission, session_of(scope, key_id), receive, usage)
+    try:
+        await admitted.enter_key(key_id, scope.setdefault("hydra.log", {}))
+        await _run(
+            routed, upstream, pools, settings, scope, receive, send, http_error, usage, admitted
+        )
+    finally:
+        admitted.release()
+
+
+async def _run(
+    routed: Routed,
+    upstream: Upstream,
+    pools: dict[str, KeyPool],
+    settings: Settings,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    http_error: Callable[[ProxyError], Awaitable[None]],
+    usage: UsageService | None,
+    admitted: Admitted | None = None,
+) -> None:
     decision = routed.decision
     tried: list[str] = []
-    log: dict[str, object] = {"route": decision.label}
+    log: dict[str, object] = {"route": decision.label, **scope.get("hydra.log", {})}
     scope["hydra.log"] = log
     resting: ProxyError | None = None
     attempts = decision.attempts
@@ -110,6 +142,11 @@ async def run(
                 log["attempts"] = ",".join(tried)
                 resting = _keys_resting(name, pool, time.monotonic())
                 continue
+        last = index + 1 == len(attempts)
+        if admitted is not None and not await admitted.enter(name, log, last=last):
+            tried.append(f"{name}:full")
+            log["attempts"] = ",".join(tried)
+            continue
         plan = _with_key(routed.build(attempt), attempt, key)
         plan.target = usage_target(decision, attempt, stream=routed.stream)
         account = account_of(scope)
@@ -119,7 +156,6 @@ async def run(
         log = plan.log
         scope["hydra.log"] = log
         report = _Reporter(name, pool, key, tried, log)
-        last = index + 1 == len(attempts)
         if last:
             rekey = _rekey(attempt, pool, key, tried, log) if pool is not None else None
             await answer(

@@ -41,6 +41,8 @@ OTHER = "other"
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 600)
 TTFB_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60)
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+# Seconds a request waited for an admission slot (server/admission.py): up to its timeout.
+QUEUE_WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80)
 
 _LABEL_TEXT = re.compile(r"[^A-Za-z0-9._:/@*+-]")
 
@@ -200,6 +202,7 @@ class Metrics:
         )
         # Children per label tuple: labels() is the costly part of an increment.
         self._children: dict[tuple[str, ...], tuple[object, ...]] = {}
+        self._init_admission()
 
     def _series(
         self, route: str, provider: str, model: str, protocol: str, status: int
@@ -259,6 +262,41 @@ class Metrics:
     def count_dropped(self, count: int) -> None:
         """The ledger's ``on_drop``."""
         self.ledger_dropped.inc(count)
+
+    # --- admission control (server/admission.py) -----------------------------------------
+    # Separate from the request metrics above: recorded only on the slow path, a request
+    # that had to wait for a slot (a request with room never calls these). `gate` is a
+    # provider's name or "client_key".
+
+    def _init_admission(self) -> None:
+        from prometheus_client import Counter, Gauge, Histogram
+
+        r = self.registry
+        self.admission_waiting = Gauge(
+            "hydra_admission_queue_depth", "Requests waiting for an admission slot now.",
+            ("gate",), multiprocess_mode="livesum", registry=r,
+        )  # fmt: skip
+        self.admission_wait = Histogram(
+            "hydra_admission_wait_seconds", "Time a request waited for its admission slot.",
+            ("gate",), buckets=QUEUE_WAIT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.admission_rejections = Counter(
+            "hydra_admission_rejections", "Requests refused by admission control (429).",
+            ("gate", "reason"), registry=r,
+        )  # fmt: skip
+
+    def admission_queued(self, gate: str) -> None:
+        self.admission_waiting.labels(self.provider(gate)).inc()
+
+    def admission_dequeued(self, gate: str, waited: float) -> None:
+        label = self.provider(gate)
+        self.admission_waiting.labels(label).dec()
+        self.admission_wait.labels(label).observe(waited)
+
+    def admission_refused(self, gate: str, reason: str) -> None:
+        self.admission_rejections.labels(self.provider(gate), reason).inc()
+
+    # --- end of admission control ----------------------------------------------------------
 
     def close(self) -> None:
         """At worker shutdown: this process's open-streams gauge leaves the sum."""

@@ -1,0 +1,261 @@
+"""Admission control: a bound on concurrent upstream exchanges per provider and per client
+key, and a fair queue past it.
+
+A `Gate` counts the exchanges that hold one of its slots. Past its limit a request waits in
+the gate's queue, grouped by session (an agent); a freed slot goes to the session after the
+one served last, round-robin, so one agent's burst cannot starve another. A wait ends with
+a slot, or with `Refused` when the queue is full (`depth`) or the deadline passes. Nothing
+here knows a protocol: the caller turns a refusal into its client's error.
+
+State is per worker process (granian workers are processes): N workers admit N x limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..config import Settings
+
+# A refusal's retry-after, in seconds: the expected wait for a slot, within these bounds.
+MIN_RETRY_AFTER = 1
+MAX_RETRY_AFTER = 60
+# Weight of the newest hold time in the running estimate (an exponential moving average).
+_HOLD_WEIGHT = 0.2
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many exchanges may run at once, per worker (0: unbounded), and how long and how
+    many may wait past the bound."""
+
+    provider_streams: int = 0
+    """Per provider, unless `provider_overrides` names it."""
+    provider_overrides: Mapping[str, int] = field(default_factory=dict)
+    key_streams: int = 0
+    """Per client (proxy) key."""
+    queue_timeout: float = 30.0
+    """Seconds a request may wait for its slots, in all."""
+    queue_depth: int = 256
+    """Requests that may wait for one gate; one more is refused at once."""
+    when_full: Literal["fallback", "queue"] = "fallback"
+    """A full provider with a fallback after it in the chain: go on to the next ("fallback")
+    or wait for it ("queue"). The last attempt always waits."""
+
+    def provider_limit(self, name: str) -> int:
+        return self.provider_overrides.get(name, self.provider_streams)
+
+
+def limits_of(settings: Settings) -> Limits:
+    """The `[admission]` settings as Limits."""
+    return Limits(
+        provider_streams=settings.provider_streams,
+        provider_overrides=dict(settings.provider_stream_overrides),
+        key_streams=settings.key_streams,
+        queue_timeout=settings.queue_timeout,
+        queue_depth=settings.queue_depth,
+        when_full="queue" if settings.when_full.lower() == "queue" else "fallback",
+    )
+
+
+class Refused(Exception):
+    """No slot: the queue was full, or the wait reached its deadline."""
+
+    def __init__(
+        self, gate: str, reason: Literal["queue_full", "queue_timeout"], retry_after: int
+    ) -> None:
+        what = "queue is full" if reason == "queue_full" else "wait timed out"
+        super().__init__(f"{gate}: every slot is taken and the {what}")
+        self.gate = gate
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class Slot:
+    """One held slot of a gate; `release` is idempotent."""
+
+    __slots__ = ("gate", "taken")
+
+    def __init__(self, gate: Gate, taken: float) -> None:
+        self.gate: Gate | None = gate
+        self.taken = taken
+
+    def release(self) -> None:
+        gate = self.gate
+        if gate is not None:
+            self.gate = None
+            gate.give_back(self.taken)
+
+
+class Gate:
+    """At most `limit` slots held at once; past it, a round-robin queue of sessions."""
+
+    def __init__(self, name: str, limit: int, depth: int, label: str = "") -> None:
+        self.name = name  # for messages: "provider 'x'", "client key 1a2b3c4d"
+        self.label = label or name  # for metrics: the provider's name, or "client_key"
+        self.limit = limit
+        self.depth = depth
+        self.active = 0
+        self.waiting = 0
+        # Sessions with waiters, in serving order (a dict keeps insertion order: the ring).
+        self.sessions: dict[str, deque[asyncio.Future[bool]]] = {}
+        self.hold = 1.0  # seconds a slot is held, running estimate
+        self.refused = 0
+
+    def has_room(self) -> bool:
+        return self.active < self.limit and not self.waiting
+
+    def retry_after(self) -> int:
+        """Seconds until a slot is likely free for one more request."""
+        expected = self.hold * (self.waiting + 1) / self.limit
+        return max(MIN_RETRY_AFTER, min(MAX_RETRY_AFTER, math.ceil(expected)))
+
+    async def take(self, session: str, deadline: float) -> Slot:
+        """A slot, at once when there is room, else after waiting in turn (Refused: the
+        queue is full or `deadline`, a loop time, passed)."""
+        loop = asyncio.get_running_loop()
+        if self.active < self.limit and not self.waiting:
+            self.active += 1
+            return Slot(self, loop.time())
+        if self.waiting >= self.depth:
+            self.refused += 1
+            raise Refused(self.name, "queue_full", self.retry_after())
+        waiter: asyncio.Future[bool] = loop.create_future()
+        queue = self.sessions.get(session)
+        if queue is None:
+            queue = self.sessions[session] = deque()
+        queue.append(waiter)
+        self.waiting += 1
+        timer = loop.call_at(deadline, self._expire, session, waiter)
+        try:
+            granted = await waiter
+        except BaseException:
+            # Cancelled (the client left, the task was cancelled): a slot granted in the
+            # same moment goes back; a waiter still queued leaves the queue.
+            if waiter.done() and not waiter.cancelled() and waiter.result():
+                self.give_back(loop.time())
+            else:
+                self._remove(session, waiter)
+            raise
+        finally:
+            timer.cancel()
+        if not granted:
+            self.refused += 1
+            raise Refused(self.name, "queue_timeout", self.retry_after())
+        return Slot(self, loop.time())
+
+    def give_back(self, taken: float) -> None:
+        """A slot is free again: the next session in turn gets it."""
+        now = asyncio.get_running_loop().time()
+        self.hold += _HOLD_WEIGHT * ((now - taken) - self.hold)
+        self.active -= 1
+        sessions = self.sessions
+        while self.active < self.limit and sessions:
+            session = next(iter(sessions))
+            queue = sessions.pop(session)
+            waiter = queue.popleft()
+            self.waiting -= 1
+            if queue:  # the session's next request waits for its next turn
+                sessions[session] = queue
+            if waiter.done():  # cancelled, not yet removed by its task
+                continue
+            self.active += 1
+            waiter.set_result(True)
+
+    def _expire(self, session: str, waiter: asyncio.Future[bool]) -> None:
+        if not waiter.done() and self._remove(session, waiter):
+            waiter.set_result(False)
+
+    def _remove(self, session: str, waiter: asyncio.Future[bool]) -> bool:
+        queue = self.sessions.get(session)
+        if queue is None:
+            return False
+        try:
+            queue.remove(waiter)
+        except ValueError:
+            return False
+        self.waiting -= 1
+        if not queue:
+            del self.sessions[session]
+        return True
+
+
+@dataclass
+class Ticket:
+    """One request's way through admission: who it is, until when it may wait, and what
+    it held (the access log reports the queue depth it met and its wait)."""
+
+    session: str
+    deadline: float
+    waited: float = 0.0
+    depth: int = 0
+    """Requests that were waiting ahead of it, at the deepest gate it queued at."""
+
+    def log(self) -> dict[str, object]:
+        return {"queue": self.depth, "wait_ms": round(self.waited * 1000, 1)}
+
+
+class Admission:
+    """The worker's gates, made as providers and keys are first seen."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.providers: dict[str, Gate | None] = {}
+        self.keys: dict[str, Gate] = {}
+
+    @property
+    def active(self) -> bool:
+        """Whether any bound is set (else requests skip admission entirely)."""
+        limits = self.limits
+        return bool(
+            limits.provider_streams or limits.key_streams or any(limits.provider_overrides.values())
+        )
+
+    def ticket(self, session: str) -> Ticket:
+        loop = asyncio.get_running_loop()
+        return Ticket(session, loop.time() + self.limits.queue_timeout)
+
+    def provider_gate(self, name: str) -> Gate | None:
+        try:
+            return self.providers[name]
+        except KeyError:
+            limit = self.limits.provider_limit(name)
+            gate = None
+            if limit:
+                gate = Gate(f"provider {name!r}", limit, self.limits.queue_depth, name)
+            self.providers[name] = gate
+            return gate
+
+    def key_gate(self, key_id: str | None) -> Gate | None:
+        """The gate of a proxy key (None: no key, or no per-key bound). Keys are the
+        configured proxy keys, so the map stays small."""
+        if key_id is None or not self.limits.key_streams:
+            return None
+        gate = self.keys.get(key_id)
+        if gate is None:
+            gate = self.keys[key_id] = Gate(
+                f"client key {key_id}",
+                self.limits.key_streams,
+                self.limits.queue_depth,
+                "client_key",
+            )
+        return gate
+
+    async def enter(self, gate: Gate | None, ticket: Ticket) -> Slot | None:
+        """A slot of `gate` for `ticket` (None: the gate is unbounded); Refused past the
+        queue's bounds. The ticket records the wait."""
+        if gate is None:
+            return None
+        if gate.active < gate.limit and not gate.waiting:
+            return await gate.take(ticket.session, ticket.deadline)
+        ticket.depth = max(ticket.depth, gate.waiting)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            return await gate.take(ticket.session, ticket.deadline)
+        finally:
+            ticket.waited += loop.time() - started
