@@ -43,7 +43,10 @@ def _chat() -> dict[str, bytes]:
 
     head = _data(chunk({"role": "assistant", "content": "Hello"}))
     more = _data(chunk({"content": " world"}))
+    error = {"error": {"type": "overloaded_error", "message": "busy"}}
     return {
+        "cut-at-event-boundary": head + more,
+        "error-event": head + _data(error, "error"),
         "cut-inside-event": head + _cut(more, 12),
         "cut-inside-event-line": head + b"event: err",
         "cut-before-blank-line": head + more[:-1],
@@ -78,7 +81,10 @@ def _anthropic() -> dict[str, bytes]:
     }
     stop = {"type": "content_block_stop", "index": 0}
     head = b"".join(_data(p, p["type"]) for p in (start, block, delta))  # type: ignore[index]
+    error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     return {
+        "cut-at-event-boundary": head + _data(stop, "content_block_stop"),
+        "error-event": head + _data(error, "error"),
         "cut-inside-event": head + _cut(_data(delta, "content_block_delta"), 15),
         "cut-inside-event-line": head + b"event: content_block_st",
         "cut-before-blank-line": head + _data(stop, "content_block_stop")[:-1],
@@ -101,7 +107,10 @@ def _responses() -> dict[str, bytes]:
     head = b"".join(_data(p, str(p["type"])) for p in (created, added, delta))
     big = {**delta, "delta": "y" * 300}
     done = {"type": "response.completed", "response": {"id": "resp_f", "usage": None}}
+    error = {"type": "error", "code": "rate_limit_exceeded", "message": "slow down"}
     return {
+        "cut-at-event-boundary": head + _data(delta, str(delta["type"])),
+        "error-event": head + _data(error, "error"),
         "cut-inside-event": head + _cut(_data(delta, str(delta["type"])), 10),
         "cut-inside-event-line": head + b"event: response.output_te",
         "cut-before-blank-line": head + _data(delta, str(delta["type"]))[:-1],
@@ -120,7 +129,10 @@ def _gemini() -> dict[str, bytes]:
 
     head = _data(chunk("Hello"), end=b"\r\n\r\n")
     more = _data(chunk(" world"), end=b"\r\n\r\n")
+    error = {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}
     return {
+        "cut-at-event-boundary": head + more,
+        "error-event": head + _data(error, end=b"\r\n\r\n"),
         "cut-inside-event": head + _cut(more, 9),
         "cut-before-blank-line": head + more[:-2],
         "garbage-html": head + HTML_PAGE,
@@ -137,3 +149,50 @@ def failure_inputs() -> dict[str, dict[str, bytes]]:
         "responses": _responses(),
         "gemini": _gemini(),
     }
+
+
+def whole_stream(folder: str, text: str) -> bytes:
+    """A complete stream of upstream `folder` answering `text` in one event."""
+    if folder == "chat":
+        role = {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]}
+        stop = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        return _data(role) + _data(stop) + b"data: [DONE]\n\n"
+    if folder == "anthropic":
+        events: list[dict[str, Any]] = [
+            {"type": "message_start", "message": {"id": "msg_f", "usage": {"input_tokens": 3}}},
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 2},
+            },
+            {"type": "message_stop"},
+        ]
+        return b"".join(_data(e, e["type"]) for e in events)
+    if folder == "responses":
+        item = {"id": "msg_f", "type": "message", "role": "assistant", "content": []}
+        events = [
+            {"type": "response.created", "response": {"id": "resp_f"}},
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            {
+                "type": "response.output_text.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": text,
+            },
+            {"type": "response.completed", "response": {"id": "resp_f", "usage": None}},
+        ]
+        return b"".join(_data(e, e["type"]) for e in events)
+    assert folder == "gemini"
+    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+    return _data({"candidates": [candidate]}, end=b"\r\n\r\n")
