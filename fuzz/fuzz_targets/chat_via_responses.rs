@@ -5,7 +5,7 @@
 mod common;
 
 use _native::transducers as t;
-use common::{options, KEY};
+use common::KEY;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let (bound, chunks) = common::split(data);
