@@ -38,10 +38,18 @@ def sse_events(data: bytes) -> list[tuple[str, dict[str, Any]]]:
     return events
 
 
-def check(data: bytes) -> Rebuilt:
+def check(data: bytes, *, tool_json: bool = True) -> Rebuilt:
+    """Check `data`; `tool_json` parses each tool_use input (off when the upstream's tool
+    arguments are arbitrary)."""
     out = Rebuilt()
     events = sse_events(data)
     assert events, "no events"
+    if [name for name, _ in events if name != "ping"] == ["error"] and events[-1][0] == "error":
+        # An error before the message (the API sends one so, after keepalives).
+        out.pings = len(events) - 1
+        out.error = events[-1][1]["error"]
+        assert set(out.error) == {"type", "message"} and out.error["message"]
+        return out
     assert events[0][0] == "message_start", "message_start must come first"
     open_index: int | None = None
     partial_json: dict[int, str] = {}
@@ -88,7 +96,7 @@ def check(data: bytes) -> Rebuilt:
             block = out.content[ev["index"]]
             if block["type"] == "tool_use":
                 raw = partial_json[ev["index"]]
-                block["input"] = orjson.loads(raw) if raw else {}
+                block["input"] = (orjson.loads(raw) if raw else {}) if tool_json else raw
             open_index = None
         elif name == "message_delta":
             assert open_index is None, "all blocks closed before message_delta"

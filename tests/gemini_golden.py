@@ -123,7 +123,10 @@ def write_inputs() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.sse"):
         old.unlink()
+    from failure_streams import failure_inputs
+
     inputs = {f"corner-{k}": v for k, v in corners().items()} | generated()
+    inputs |= {f"corner-fail-{k}": v for k, v in failure_inputs()["gemini"].items()}
     for name, body in sorted(inputs.items()):
         (folder / f"{name}.sse").write_bytes(body)
 

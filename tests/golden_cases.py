@@ -20,9 +20,11 @@ from conftest import (
     messages_via_chat_class,
     openai_stream,
 )
+from failure_streams import failure_inputs
 from gemini_golden import GEMINI_DIRECTIONS, make_gemini
 from gemini_streams import gemini_stream
 from hydra_proxy import transducers
+from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
 from responses_streams import RESPONSES_STREAMS
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -356,11 +358,73 @@ def corner_inputs() -> dict[str, bytes]:
     inputs = {f"chat/corner-{k}.sse": v for k, v in _chat_corners().items()}
     inputs.update({f"anthropic/corner-{k}.sse": v for k, v in _anthropic_corners().items()})
     inputs.update(responses_corner_inputs())
+    inputs.update({k: v for k, v in failure_corner_inputs().items() if not k.startswith("gemini/")})
     return inputs
 
 
 def responses_corner_inputs() -> dict[str, bytes]:
-    return {f"responses/corner-{k}.sse": v for k, v in _responses_corners().items()}
+    return {f"responses/corner-{k}.sse": v for k, v in _responses_corners().items()} | {
+        k: v for k, v in failure_corner_inputs().items() if k.startswith("responses/")
+    }
+
+
+def failure_corner_inputs() -> dict[str, bytes]:
+    """tests/failure_streams.py's bodies, as inputs/<upstream>/corner-fail-<name>.sse."""
+    return {
+        f"{folder}/corner-fail-{name}.sse": body
+        for folder, bodies in failure_inputs().items()
+        for name, body in bodies.items()
+    }
+
+
+# Each composition, the upstream folder it reads, and a body of that upstream with content
+# then silence (the server fails a stalled stream) and one with an event over 100 bytes.
+FAILURE_DIRECTIONS = {
+    "messages_via_chat": ("chat", "corner-text-no-finish-cut-off", "corner-oversize-event"),
+    "responses_via_chat": ("chat", "corner-text-no-finish-cut-off", "corner-oversize-event"),
+    "chat_via_messages": ("anthropic", "corner-cut-off", "corner-oversize-event"),
+    "responses_via_messages": ("anthropic", "corner-cut-off", "corner-oversize-event"),
+    "messages_via_responses": ("responses", "corner-cut-off", "corner-fail-large-event"),
+    "chat_via_responses": ("responses", "corner-cut-off", "corner-fail-large-event"),
+    "messages_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
+    "chat_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
+    "responses_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
+}
+STALL = ["fail", "timeout_error", MSG_IDLE_TIMEOUT.replace("{}", "30")]
+
+
+def failure_cases() -> list[dict[str, Any]]:
+    """Every composition stalled past the idle timeout and fed an event past the bound;
+    Responses clients on Gemini (no golden of their own) also over each failure body."""
+    out: list[dict[str, Any]] = []
+    for direction, (folder, quiet, large) in FAILURE_DIRECTIONS.items():
+        options: dict[str, Any] = (
+            {"signing_key": "golden-key"} if "chat_via" not in direction else {}
+        )
+        out.append(
+            {
+                "direction": direction,
+                "input": f"input:{folder}/{quiet}.sse",
+                "options": options,
+                "script": ["ping", "feed", "ping", STALL, "ping", "finish"],
+            }
+        )
+        out.append(
+            {
+                "direction": direction,
+                "input": f"input:{folder}/{large}.sse",
+                "options": {**options, "max_event_bytes": 100},
+            }
+        )
+    for name in sorted(failure_inputs()["gemini"]):
+        out.append(
+            {
+                "direction": "responses_via_gemini",
+                "input": f"input:gemini/corner-fail-{name}.sse",
+                "options": {"signing_key": "golden-key"},
+            }
+        )
+    return out  # fmt: skip
 
 
 def scripted_cases() -> list[dict[str, Any]]:
@@ -415,6 +479,10 @@ RESPONSES_DIRECTIONS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "responses_via_chat": ("ResponsesViaChatStream", ("resp_golden", "gpt-golden", 1764547200, 42)),
     "responses_via_messages": (
         "ResponsesViaMessagesStream",
+        ("resp_golden", "gpt-golden", 1764547200, 42),
+    ),
+    "responses_via_gemini": (
+        "ResponsesViaGeminiStream",
         ("resp_golden", "gpt-golden", 1764547200, 42),
     ),
     "messages_via_responses": ("MessagesViaResponsesStream", ("msg_golden", "claude-golden", 42)),

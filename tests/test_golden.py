@@ -29,6 +29,7 @@ def test_cases_cover_every_input() -> None:
         "chat_via_messages",
         "responses_via_chat",
         "responses_via_messages",
+        "responses_via_gemini",
         "messages_via_responses",
         "chat_via_responses",
         "messages_via_gemini",

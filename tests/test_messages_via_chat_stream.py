@@ -313,7 +313,10 @@ def test_other_choices_are_not_mixed_in(impl: str) -> None:
 def test_oversized_event_is_an_error_not_a_truncation(impl: str) -> None:
     big = lines(delta({"content": "x" * 5000}))
     out, t = translate(impl, big, max_event_bytes=1000)
-    assert t.error == ("api_error", "an upstream event exceeds 1000 bytes")
+    assert t.error == (
+        "api_error",
+        "an upstream event exceeds the max_event_bytes bound of 1000 bytes",
+    )
     assert b"xxxxx" not in out
 
 

@@ -6,18 +6,32 @@ lines accumulate, joined by LF; a blank line dispatches; `event:` names the even
 UTF-8 BOM is dropped. Input may be split anywhere, including inside a UTF-8 character.
 
 Unlike a browser, an event still pending at end of input is dispatched, not discarded:
-upstreams that omit the final blank line must not lose their last event.
+upstreams that omit the final blank line must not lose their last event (`in_event` says
+there is one, so a cut inside it can be told from a clean end).
 
-Memory is bounded: a line or an event's data longer than `max_event_bytes` sets `error`; the
-events complete before that point are still returned, and nothing is parsed after it.
+Memory is bounded: the bytes buffered for one event (its partial line, data and name) past
+`max_event_bytes` set `error`. So does a line that is no SSE field at all (a field name that
+is not a token: an HTML page, binary): a browser would skip it, but from an upstream it
+means the body is not an event stream. The events complete before the error are still
+returned, nothing is parsed after it, and the buffers are released.
 """
 
 from __future__ import annotations
 
+import re
+
+from .stream.messages import MSG_EVENT_TOO_LARGE, MSG_NOT_EVENT_STREAM
+
 _BOM = b"\xef\xbb\xbf"
+# A field name as SSE streams write them (data, event, id, retry, or any other token).
+_FIELD_NAME = re.compile(rb"[A-Za-z0-9_-]+")
 
 
 class _TooLarge(Exception):
+    pass
+
+
+class _NotSse(Exception):
     pass
 
 
@@ -43,8 +57,29 @@ class SseParser:
         self._event: bytes | None = None
         self._data: list[bytes] = []
         self._data_len = 0
-        # Set once the bounds are exceeded; the parser then yields nothing more.
+        # Set once the bounds are exceeded or the input is not SSE; then nothing more.
         self.error: str | None = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        """The bytes held for the event being read (partial line, data, name): at most
+        `max_event_bytes` between calls."""
+        event = self._event
+        return len(self._pending) + self._data_len + (0 if event is None else len(event))
+
+    @property
+    def in_event(self) -> bool:
+        """Part of an event is buffered, not yet ended by a blank line (a partial comment
+        line is not): at end of input, the stream was cut inside that event."""
+        pending = self._pending
+        return bool(self._data) or self._event is not None or (pending[:1] not in (b"", b":"))
+
+    def _stop(self, error: str) -> None:
+        self.error = error
+        self._pending = b""
+        self._data = []
+        self._data_len = 0
+        self._event = None
 
     def feed(self, chunk: bytes) -> list[tuple[bytes | None, bytes]]:
         if not chunk or self.error is not None:
@@ -72,10 +107,13 @@ class SseParser:
             for line in lines:
                 self._line(line, events)
         except _TooLarge:
-            self.error = f"an upstream event exceeds {self._max} bytes"
+            self._stop(MSG_EVENT_TOO_LARGE.replace("{}", str(self._max)))
             return events
-        if len(self._pending) > self._max:
-            self.error = f"an upstream stream line exceeds {self._max} bytes"
+        except _NotSse:
+            self._stop(MSG_NOT_EVENT_STREAM)
+            return events
+        if self.buffered_bytes > self._max:
+            self._stop(MSG_EVENT_TOO_LARGE.replace("{}", str(self._max)))
         return events
 
     def finish(self) -> list[tuple[bytes | None, bytes]]:
@@ -92,7 +130,9 @@ class SseParser:
                 self._line(line, events)
             self._line(b"", events)
         except _TooLarge:
-            self.error = f"an upstream event exceeds {self._max} bytes"
+            self._stop(MSG_EVENT_TOO_LARGE.replace("{}", str(self._max)))
+        except _NotSse:
+            self._stop(MSG_NOT_EVENT_STREAM)
         return events
 
     def _line(self, line: bytes, events: list[tuple[bytes | None, bytes]]) -> None:
@@ -121,3 +161,5 @@ class SseParser:
             self._data_len = size
         elif name == b"event":
             self._event = value
+        elif _FIELD_NAME.fullmatch(name) is None:
+            raise _NotSse

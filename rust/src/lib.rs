@@ -22,3 +22,6 @@ pub mod transducers;
 
 #[cfg(feature = "python")]
 mod python;
+
+#[cfg(test)]
+mod proptests;

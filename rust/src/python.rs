@@ -74,6 +74,11 @@ macro_rules! transducer_methods {
             fn usage(&self) -> $usage {
                 self.inner.usage()
             }
+
+            #[getter]
+            fn buffered_bytes(&self) -> usize {
+                self.inner.buffered_bytes()
+            }
         }
     };
 }
@@ -468,6 +473,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_INVALID_JSON", messages::MSG_INVALID_JSON),
         ("MSG_BAD_SHAPE", messages::MSG_BAD_SHAPE),
         ("MSG_CUT_OFF", messages::MSG_CUT_OFF),
+        ("MSG_CUT_INSIDE_EVENT", messages::MSG_CUT_INSIDE_EVENT),
+        ("MSG_NOT_EVENT_STREAM", messages::MSG_NOT_EVENT_STREAM),
+        ("MSG_EVENT_TOO_LARGE", messages::MSG_EVENT_TOO_LARGE),
         ("MSG_INTERLEAVED", chat::decoder::MSG_INTERLEAVED),
         ("MSG_UNKNOWN_BLOCK", anthropic::decoder::MSG_UNKNOWN_BLOCK),
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),

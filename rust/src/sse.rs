@@ -6,9 +6,15 @@
 //! dropped. Input may be split anywhere, including inside a UTF-8 character.
 //!
 //! Unlike a browser, an event still pending at end of input is dispatched: upstreams that
-//! omit the final blank line must not lose their last event. Memory is bounded: a line or an
-//! event's data longer than `max_event_bytes` sets `error`; events completed before that
-//! point are still delivered, and nothing is parsed after it.
+//! omit the final blank line must not lose their last event ([`SseParser::in_event`] says
+//! there is one, so a cut inside it can be told from a clean end). Memory is bounded: the
+//! bytes buffered for one event (its partial line, data and name) past `max_event_bytes` set
+//! `error`. So does a line that is no SSE field at all (a field name that is not a token: an
+//! HTML page, binary): a browser would skip it, but from an upstream it means the body is
+//! not an event stream. Events completed before the error are still delivered, nothing is
+//! parsed after it, and the buffers are released.
+
+use crate::stream::messages::{MSG_EVENT_TOO_LARGE, MSG_NOT_EVENT_STREAM};
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -26,7 +32,18 @@ pub struct SseParser {
     error: Option<String>,
 }
 
-struct TooLarge;
+/// Why parsing stopped.
+enum Stop {
+    TooLarge,
+    NotSse,
+}
+
+/// A field name as SSE streams write them (`data`, `event`, `id`, `retry`, or any other
+/// token); anything else is not an event stream.
+fn is_field_name(name: &[u8]) -> bool {
+    name.iter()
+        .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_')
+}
 
 impl SseParser {
     pub fn new(max_event_bytes: usize) -> Self {
@@ -42,9 +59,33 @@ impl SseParser {
         }
     }
 
-    /// Set once the bounds are exceeded; the parser then yields nothing more.
+    /// Set once the bounds are exceeded or the input is not SSE; the parser then yields
+    /// nothing more.
     pub fn error(&self) -> Option<&str> {
         self.error.as_deref()
+    }
+
+    /// The bytes held for the event being read (partial line, data, name): at most
+    /// `max_event_bytes` between calls.
+    pub fn buffered_bytes(&self) -> usize {
+        self.pending.len() + self.data.len() + self.event.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Part of an event is buffered, not yet ended by a blank line (a partial comment line
+    /// is not): at end of input, the stream was cut inside that event.
+    pub fn in_event(&self) -> bool {
+        self.has_data || self.event.is_some() || self.pending.first().is_some_and(|b| *b != b':')
+    }
+
+    fn stop(&mut self, stop: Stop) {
+        self.error = Some(match stop {
+            Stop::TooLarge => MSG_EVENT_TOO_LARGE.replace("{}", &self.max.to_string()),
+            Stop::NotSse => MSG_NOT_EVENT_STREAM.to_owned(),
+        });
+        self.pending = Vec::new();
+        self.data = Vec::new();
+        self.event = None;
+        self.has_data = false;
     }
 
     /// Parse `chunk`, calling `on_event(event name, data)` for every complete event.
@@ -78,15 +119,11 @@ impl SseParser {
                 self.pending.clear();
             }
         }
-        if let Err(TooLarge) = self.lines(chunk, &mut on_event) {
-            self.error = Some(format!("an upstream event exceeds {} bytes", self.max));
-            return;
+        if let Err(stop) = self.lines(chunk, &mut on_event) {
+            return self.stop(stop);
         }
-        if self.pending.len() > self.max {
-            self.error = Some(format!(
-                "an upstream stream line exceeds {} bytes",
-                self.max
-            ));
+        if self.buffered_bytes() > self.max {
+            self.stop(Stop::TooLarge);
         }
     }
 
@@ -107,8 +144,8 @@ impl SseParser {
         if result.is_ok() {
             result = self.line(b"", &mut on_event);
         }
-        if let Err(TooLarge) = result {
-            self.error = Some(format!("an upstream event exceeds {} bytes", self.max));
+        if let Err(stop) = result {
+            self.stop(stop);
         }
     }
 
@@ -116,7 +153,7 @@ impl SseParser {
         &mut self,
         chunk: &[u8],
         on_event: &mut F,
-    ) -> Result<(), TooLarge> {
+    ) -> Result<(), Stop> {
         let mut rest = chunk;
         while let Some(end) = memchr::memchr2(b'\n', b'\r', rest) {
             let mut next = end + 1;
@@ -149,7 +186,7 @@ impl SseParser {
         &mut self,
         line: &[u8],
         on_event: &mut F,
-    ) -> Result<(), TooLarge> {
+    ) -> Result<(), Stop> {
         if line.is_empty() {
             if self.has_data {
                 on_event(self.event.as_deref(), &self.data);
@@ -174,7 +211,7 @@ impl SseParser {
             b"data" => {
                 let size = self.data.len() + value.len() + usize::from(self.has_data);
                 if size > self.max {
-                    return Err(TooLarge);
+                    return Err(Stop::TooLarge);
                 }
                 if self.has_data {
                     self.data.push(b'\n');
@@ -183,6 +220,7 @@ impl SseParser {
                 self.has_data = true;
             }
             b"event" => self.event = Some(value.to_vec()),
+            _ if !is_field_name(name) => return Err(Stop::NotSse),
             _ => {}
         }
         Ok(())
@@ -316,20 +354,82 @@ mod tests {
 
     #[test]
     fn bounded_line_and_event() {
+        let too_large = Some("an upstream event exceeds the max_event_bytes bound of 8 bytes");
         // An unterminated line past the bound.
         let (events, error) = parse_split(b"data: a\n\ndata: 0123456789", 8, &[]);
         assert_eq!(events, vec![ev(None, "a")]);
-        assert_eq!(
-            error.as_deref(),
-            Some("an upstream stream line exceeds 8 bytes")
-        );
+        assert_eq!(error.as_deref(), too_large);
         // Data lines adding up past the bound; later events are not parsed.
         let (events, error) = parse_split(b"data: 1234\ndata: 5678\n\ndata: b\n\n", 8, &[]);
         assert_eq!(events, vec![]);
-        assert_eq!(error.as_deref(), Some("an upstream event exceeds 8 bytes"));
+        assert_eq!(error.as_deref(), too_large);
         // Exactly at the bound is fine: "1234\n567" is 8 bytes.
         let (events, error) = parse_split(b"data: 1234\ndata: 567\n\n", 8, &[]);
         assert_eq!(events, vec![ev(None, "1234\n567")]);
         assert_eq!(error, None);
+        // An event's data and its partial next line count together.
+        let (events, error) = parse_split(b"data: 1234\ndata: 5", 8, &[]);
+        assert_eq!(events, vec![]);
+        assert_eq!(error.as_deref(), too_large);
+    }
+
+    #[test]
+    fn buffers_stay_within_the_bound_and_are_released_on_error() {
+        let mut parser = SseParser::new(16);
+        let mut events = 0;
+        parser.feed(b"event: e\ndata: 12345", |_, _| events += 1);
+        assert_eq!(parser.buffered_bytes(), 1 + 11);
+        parser.feed(b"678", |_, _| events += 1);
+        assert_eq!(parser.buffered_bytes(), 1 + 14);
+        parser.feed(b"9\n", |_, _| events += 1);
+        assert_eq!(parser.buffered_bytes(), 1 + 9);
+        parser.feed(b"\n", |_, _| events += 1);
+        assert_eq!(
+            (parser.buffered_bytes(), events, parser.error()),
+            (0, 1, None)
+        );
+        // Past the bound: the error, and the buffers released.
+        parser.feed(b"data: 0123456789abcdef", |_, _| events += 1);
+        assert!(parser.error().is_some());
+        assert_eq!(parser.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn lines_that_are_no_sse_field_stop_the_stream() {
+        let not_sse = Some("the upstream sent bytes that are not an event stream");
+        for body in [
+            &b"<!DOCTYPE html>\n<html><body>502 Bad Gateway</body></html>\n"[..],
+            b"upstream connect error or disconnect/reset before headers\n",
+            b"{\"error\": {\"message\": \"x\"}}\n",
+            b"\x00\x01\x02\xff\n",
+            b"data: a\n\n\xef\xbb\xbfdata: b\n\n",
+        ] {
+            let (_, error) = parse_split(body, 1 << 20, &[]);
+            assert_eq!(error.as_deref(), not_sse, "{body:?}");
+        }
+        // Events before the garbage are delivered; unknown token fields are skipped.
+        let (events, error) = parse_split(b"data: a\n\nfoo-bar_1: x\n<p>\ndata: b\n\n", 100, &[]);
+        assert_eq!(events, vec![ev(None, "a")]);
+        assert_eq!(error.as_deref(), not_sse);
+        // Also in an unterminated last line.
+        let (_, error) = parse_split(b"data: a\n\n<html>", 100, &[]);
+        assert_eq!(error.as_deref(), not_sse);
+    }
+
+    #[test]
+    fn in_event_tells_a_cut_inside_an_event() {
+        let state = |input: &[u8]| {
+            let mut parser = SseParser::new(100);
+            parser.feed(input, |_, _| {});
+            parser.in_event()
+        };
+        assert!(!state(b""));
+        assert!(!state(b"data: a\n\n"));
+        assert!(!state(b"data: a\n\n: keepal"));
+        assert!(state(b"data: a\n\nda"));
+        assert!(state(b"data: {\"a\""));
+        assert!(state(b"data: a\n"));
+        assert!(state(b"event: x\n"));
+        assert!(!state(b"id: 4\n"));
     }
 }

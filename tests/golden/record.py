@@ -1,13 +1,14 @@
 """Record the golden stream translations (tests/golden/cases.json and outputs/).
 
-    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs] [--responses-inputs]
+    PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs] [--responses-inputs] [--failure-inputs]
 
 The goldens pin the bytes both transducers emit today, so a refactoring of the stream code
 can be checked byte for byte (tests/test_golden.py). Re-record only for an intended change
 of output, and say so in the commit. `--inputs` also regenerates the generated inputs under
 inputs/ (seeded hypothesis draws and hand-written corner cases); without it the stored
-inputs are replayed (`--gemini-inputs` regenerates only inputs/gemini/). Each recording
-is checked native == Python before it is written.
+inputs are replayed (`--gemini-inputs` regenerates only inputs/gemini/, `--failure-inputs`
+only the corner-fail-* bodies of tests/failure_streams.py). Each recording is checked
+native == Python before it is written.
 """
 
 from __future__ import annotations
@@ -163,6 +164,14 @@ def write_responses_inputs() -> None:
         path.write_bytes(body)
 
 
+def write_failure_inputs() -> None:
+    """Write only the failure bodies (tests/failure_streams.py)."""
+    for name, body in sorted(golden_cases.failure_corner_inputs().items()):
+        path = HERE / "inputs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+
+
 def cases() -> list[dict[str, Any]]:
     """Every (direction, input, options, script) the goldens cover."""
     out: list[dict[str, Any]] = []
@@ -193,6 +202,7 @@ def cases() -> list[dict[str, Any]]:
             )
     out += _responses_cases(chat_inputs, anthropic_inputs)
     out += golden_cases.scripted_cases()
+    out += golden_cases.failure_cases()
     out += gemini_golden.cases()
     for case in out:
         case.setdefault("script", ["feed", "finish"])
@@ -207,6 +217,8 @@ def main() -> None:
         write_inputs()
     if "--responses-inputs" in sys.argv:
         write_responses_inputs()
+    if "--failure-inputs" in sys.argv:
+        write_failure_inputs()
     if "--inputs" in sys.argv or "--gemini-inputs" in sys.argv:
         gemini_golden.write_inputs()
     recorded = []

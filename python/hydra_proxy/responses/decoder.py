@@ -117,12 +117,20 @@ class ResponsesDecoder:
         pass
 
     def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
-        if self._ended or not data.strip(JSON_WS) or data.strip(JSON_WS) == b"[DONE]":
+        if self._ended:
+            return
+        if not data.strip(JSON_WS) or data.strip(JSON_WS) == b"[DONE]":
+            if event == b"error":
+                self._upstream_error({}, emit)
             return
         try:
             payload = loads_lossy(data)
         except JSONDecodeError:
-            self._fail("api_error", MSG_INVALID_JSON, emit)
+            if event == b"error":
+                # An error event in plain text (a gateway's): its text is the message.
+                self._upstream_error({"message": data.decode("utf-8", "replace")}, emit)
+            else:
+                self._fail("api_error", MSG_INVALID_JSON, emit)
             return
         if type(payload) is not dict:
             self._fail("api_error", MSG_BAD_SHAPE, emit)

@@ -28,6 +28,8 @@ from .asgi import Headers, Receive, Scope, Send, start
 from .http1 import H1Error, H1Response
 
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
+# The stream's end when the upstream stalls past the idle timeout; `{}` is the timeout.
+MSG_IDLE_TIMEOUT = "the upstream sent nothing for {} s, past the idle_timeout"
 
 
 class _Disconnect:
@@ -228,7 +230,7 @@ async def relay(
         def silence_out() -> bytes:
             if loop.time() - last_bytes >= idle_timeout:
                 return transducer.fail(
-                    "timeout_error", f"the upstream sent nothing for {idle_timeout:g} s"
+                    "timeout_error", MSG_IDLE_TIMEOUT.replace("{}", f"{idle_timeout:g}")
                 )
             return transducer.ping()
 

@@ -11,9 +11,21 @@ from typing import Generic, Protocol, TypeVar
 from ..errors import ANTHROPIC_ERROR_TYPES
 from ..sse import SseParser
 from .events import Error, Event, Ping
+from .messages import MSG_BAD_SHAPE, MSG_CUT_INSIDE_EVENT, MSG_CUT_OFF, MSG_INVALID_JSON
 
 # Where a decoder's events go (Rust: the `Sink` trait).
 Emit = Callable[[Event], None]
+
+
+# What a decoder says of an event it cannot read or of a stream that ended early: at EOF
+# with an event cut in the middle, the truth is the cut.
+_CUT_VERDICTS = frozenset((MSG_INVALID_JSON, MSG_BAD_SHAPE, MSG_CUT_OFF))
+
+
+def _cut_inside_event(emit: Emit, event: Event) -> None:
+    if type(event) is Error and event.message in _CUT_VERDICTS:
+        event = Error(event.kind, MSG_CUT_INSIDE_EVENT)
+    emit(event)
 
 
 class Decoder(Protocol):
@@ -90,6 +102,8 @@ class Transducer(Generic[D, E]):
         if self._encoder.finished:
             return b""
         decoder, emit = self._decoder, self._emit
+        if self._parser.in_event:
+            emit = partial(_cut_inside_event, emit)
         decoder.begin(emit)
         for event, data in self._parser.finish():
             decoder.event(event, data, emit)
@@ -115,6 +129,12 @@ class Transducer(Generic[D, E]):
     def _parser_error(self) -> None:
         if not self._encoder.finished and self._parser.error is not None:
             self._emit(Error("api_error", self._parser.error))
+
+    @property
+    def buffered_bytes(self) -> int:
+        """The bytes the SSE parser holds for the event being read (bounded by
+        `max_event_bytes` between calls)."""
+        return self._parser.buffered_bytes
 
     @property
     def finished(self) -> bool:

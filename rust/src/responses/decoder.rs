@@ -116,11 +116,24 @@ impl ResponsesDecoder {
 impl Decoder for ResponsesDecoder {
     fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
         let trimmed = trim_json_ws(data);
-        if self.ended || trimmed.is_empty() || trimmed == b"[DONE]" {
+        if self.ended {
+            return;
+        }
+        let error_event = event == Some(&b"error"[..]);
+        if trimmed.is_empty() || trimmed == b"[DONE]" {
+            if error_event {
+                let (kind, message) = upstream_failure(None, None);
+                self.fail(kind, &message, emit);
+            }
             return;
         }
         let text = String::from_utf8_lossy(data);
         let Some(payload) = parse(&text) else {
+            if error_event {
+                // An error event in plain text (a gateway's): its text is the message.
+                let (kind, message) = upstream_failure(None, Some(&text));
+                return self.fail(kind, &message, emit);
+            }
             return self.fail("api_error", MSG_INVALID_JSON, emit);
         };
         let Some(payload) = payload.as_object() else {

@@ -6,6 +6,7 @@
 //! each emit is just the encoder's code for that event.
 
 use super::events::Event;
+use super::messages::{MSG_BAD_SHAPE, MSG_CUT_INSIDE_EVENT, MSG_CUT_OFF, MSG_INVALID_JSON};
 use crate::sse::SseParser;
 
 /// Where a decoder's events go (Python: the `emit` callable).
@@ -23,6 +24,30 @@ impl<E: Encoder> Sink for EncoderSink<'_, E> {
     #[inline(always)]
     fn emit(&mut self, event: Event<'_>) {
         self.encoder.event(self.out, event);
+    }
+}
+
+/// The sink at upstream EOF with an event cut in the middle: whatever the decoder makes of
+/// the cut (an event it cannot read, a stream that ended early), the truth is the cut.
+struct CutSink<'a, E> {
+    inner: EncoderSink<'a, E>,
+    cut_inside_event: bool,
+}
+
+impl<E: Encoder> Sink for CutSink<'_, E> {
+    fn emit(&mut self, event: Event<'_>) {
+        match event {
+            Event::Error { kind, message }
+                if self.cut_inside_event
+                    && [MSG_INVALID_JSON, MSG_BAD_SHAPE, MSG_CUT_OFF].contains(&message) =>
+            {
+                self.inner.emit(Event::Error {
+                    kind,
+                    message: MSG_CUT_INSIDE_EVENT,
+                })
+            }
+            event => self.inner.emit(event),
+        }
     }
 }
 
@@ -100,11 +125,15 @@ impl<D: Decoder, E: Encoder> Transducer<D, E> {
         if self.encoder.finished() {
             return &self.out;
         }
+        let cut_inside_event = self.parser.in_event();
         {
             let decoder = &mut self.decoder;
-            let mut sink = EncoderSink {
-                encoder: &mut self.encoder,
-                out: &mut self.out,
+            let mut sink = CutSink {
+                inner: EncoderSink {
+                    encoder: &mut self.encoder,
+                    out: &mut self.out,
+                },
+                cut_inside_event,
             };
             decoder.begin(&mut sink);
             self.parser
@@ -112,13 +141,22 @@ impl<D: Decoder, E: Encoder> Transducer<D, E> {
         }
         self.parser_error();
         if !self.encoder.finished() {
-            let mut sink = EncoderSink {
-                encoder: &mut self.encoder,
-                out: &mut self.out,
+            let mut sink = CutSink {
+                inner: EncoderSink {
+                    encoder: &mut self.encoder,
+                    out: &mut self.out,
+                },
+                cut_inside_event,
             };
             self.decoder.finish(&mut sink);
         }
         &self.out
+    }
+
+    /// The bytes the SSE parser holds for the event being read (bounded by
+    /// `max_event_bytes` between calls).
+    pub fn buffered_bytes(&self) -> usize {
+        self.parser.buffered_bytes()
     }
 
     /// A keepalive for a silent upstream (nothing once the stream has ended).
