@@ -8,6 +8,7 @@ relay | forward | json (the exchange module).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 import os
@@ -28,19 +29,11 @@ from ..usage.record import Protocol
 from ..usage.service import UsageService
 from . import attempts
 from .accounting import SCOPE_KEY, Account, account_of
-from .asgi import (
-    JSON,
-    BodyTooLarge,
-    ClientGone,
-    Receive,
-    Scope,
-    Send,
-    header,
-    read_body,
-    respond,
-)
+from .asgi import JSON, ClientGone, Receive, Scope, Send, header, respond
+from .dialects import DIALECTS
 from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
+from .limits import check_content_type, closes_connection, read_json_body
 from .plan import Plan
 from .upstream import Upstream
 
@@ -70,7 +63,8 @@ class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.upstream = Upstream(settings)
-        self.pools = key_pools(settings.providers)
+        # Key passthrough: each request carries its own provider key, so no pools.
+        self.pools = {} if settings.key_passthrough else key_pools(settings.providers)
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
         self.context = Context(settings, self.impl, self.signing_key)
@@ -147,17 +141,21 @@ class App:
                 if ingress is not None:
                     key = self.authorize(scope)
                     account = account_of(scope)
-                    if account is not None:
-                        account.key = key
-                    body = await read_body(receive, self.settings.max_body_bytes)
-                    await self.exchange(ingress(self.context, scope, body), scope, receive, send)
+                    if account is not None and not self.settings.key_passthrough:
+                        account.key = key  # a proxy key (its id is recorded, never itself)
+                    body = await self.read_json(scope, receive)
+                    routed = ingress(self.context, scope, body)
+                    if self.settings.key_passthrough:
+                        assert key is not None
+                        routed = with_client_key(routed, key)
+                    await self.exchange(routed, scope, receive, send)
                 elif path == "/v1/messages/count_tokens":
                     self.authorize(scope)
-                    body = await read_body(receive, self.settings.max_body_bytes)
+                    body = await self.read_json(scope, receive)
                     await self.count_tokens(scope, send, body)
                 elif path == "/api/event_logging/batch":
                     # Claude Code telemetry: accepted and dropped.
-                    await read_body(receive, self.settings.max_body_bytes)
+                    await self.read_json(scope, receive)
                     await respond(scope, send, 200, b"{}")
                 else:
                     raise ProxyError(404, f"no endpoint POST {path}", error_type="not_found_error")
@@ -186,16 +184,6 @@ class App:
                 )
         except ProxyError as exc:
             await self.error(scope, send, exc)
-        except BodyTooLarge:
-            await self.error(
-                scope,
-                send,
-                ProxyError(
-                    413,
-                    f"request body exceeds {self.settings.max_body_bytes} bytes",
-                    error_type="request_too_large",
-                ),
-            )
         except ClientGone:
             return
 
@@ -227,21 +215,39 @@ class App:
             self.usage,
         )
 
+    async def read_json(self, scope: Scope, receive: Receive) -> bytes:
+        """The request body, checked against the limits (server/limits.py)."""
+        check_content_type(scope)
+        return await read_json_body(
+            scope, receive, self.settings.max_body_bytes, self.settings.body_timeout
+        )
+
     def authorize(self, scope: Scope) -> bytes | None:
-        """With HYDRA_PROXY_KEYS set, a client must present one of them (returned)."""
+        """With HYDRA_PROXY_KEYS set, a client must present one of them (returned); in
+        key-passthrough mode it must present a key (returned: it goes upstream)."""
+        presented = presented_key(scope)
+        if self.settings.key_passthrough:
+            if presented:
+                return presented
+            raise ProxyError(
+                401,
+                "key passthrough is on: send your provider API key in x-api-key or "
+                "Authorization: Bearer",
+                error_type="authentication_error",
+            )
         if not self.proxy_keys:
             return None
-        presented = header(scope, b"x-api-key")
-        if presented is None:
-            bearer = header(scope, b"authorization") or b""
-            presented = bearer[7:] if bearer[:7].lower() == b"bearer " else None
         if presented is not None and self.is_proxy_key(presented):
             return presented
         raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
 
     def is_proxy_key(self, presented: bytes) -> bool:
-        # Every key compared, in constant time each.
-        return any([hmac.compare_digest(presented, k) for k in self.proxy_keys])
+        """Whether `presented` is a proxy key: compared with every key in constant time,
+        with no early exit (the time does not say which key, or how much of one, matched)."""
+        found = False
+        for key in self.proxy_keys:
+            found |= hmac.compare_digest(presented, key)
+        return found
 
     async def metrics(self, scope: Scope, send: Send) -> None:
         if self.usage is None:
@@ -281,6 +287,8 @@ class App:
             headers.append((b"retry-after", exc.retry_after.encode()))
         if isinstance(exc, UpstreamUnreachable):
             headers.append((b"x-should-retry", b"false"))
+        if closes_connection(exc):  # the body was left unread: this connection is done
+            headers.append((b"connection", b"close"))
         if _anthropic_client(scope):
             body = exc.anthropic_body(scope.get("hydra.request_id"))
         else:
@@ -337,6 +345,36 @@ class App:
                 row["max_output_tokens"] = m.max_output
             rows.append(row)
         return orjson.dumps({"object": "list", "data": rows})
+
+
+def presented_key(scope: Scope) -> bytes | None:
+    """The key a client sent: x-api-key, else an Authorization bearer token."""
+    presented = header(scope, b"x-api-key")
+    if presented is None:
+        bearer = header(scope, b"authorization") or b""
+        presented = bearer[7:].strip() if bearer[:7].lower() == b"bearer " else None
+    return presented
+
+
+def with_client_key(routed: Routed | Plan, key: bytes) -> Routed | Plan:
+    """Key passthrough: every attempt authenticated with the client's own key, in the
+    header its upstream's protocol takes (the provider's key, if any, is replaced)."""
+    value = key.decode("latin-1")
+
+    def authenticate(plan: Plan, kind: str | None) -> Plan:
+        for dialect in DIALECTS.values():  # whichever header the provider's key went in
+            plan.headers.pop(dialect.auth_header, None)
+        if kind in DIALECTS:
+            dialect = DIALECTS[kind]  # type: ignore[index]
+            plan.headers[dialect.auth_header] = dialect.auth_prefix + value
+        return plan
+
+    if isinstance(routed, Plan):
+        return authenticate(routed, routed.target.upstream if routed.target else None)
+    build = routed.build
+    return dataclasses.replace(
+        routed, build=lambda attempt: authenticate(build(attempt), attempt.provider.kind)
+    )
 
 
 def start_usage(settings: Settings) -> UsageService | None:
