@@ -189,7 +189,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         for k in (
             "max_body_bytes", "max_event_bytes", "connect_timeout", "first_byte_timeout",
             "idle_timeout", "ping_interval", "retries", "shutdown_grace", "body_timeout",
-            "max_json_depth", "max_unsent_bytes", "send_stall_timeout",
+            "max_json_depth", "send_stall_timeout",
         )
         if k in values
     }  # fmt: skip

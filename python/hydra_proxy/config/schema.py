@@ -88,8 +88,6 @@ SERVER: dict[str, Field] = {
                          "HYDRA_BODY_TIMEOUT"),
     "max_json_depth": _num("deepest nesting of a request body's JSON", "HYDRA_MAX_JSON_DEPTH",
                            int, 1),
-    "max_unsent_bytes": _num("bytes a client may leave unread before the upstream pauses",
-                             "HYDRA_MAX_UNSENT_BYTES", int, 1),
     "send_stall_timeout": _num("seconds a paused stream waits for its client to read",
                                "HYDRA_SEND_STALL_TIMEOUT"),
     "max_event_bytes": _num("largest upstream SSE event", "HYDRA_MAX_EVENT_BYTES", int, 1),

@@ -41,9 +41,8 @@ class Settings:
     body_timeout: float = 30.0
     # Deepest nesting of arrays and objects a request body may have (a 400 past it).
     max_json_depth: int = 128
-    # Bytes sent to a client and not yet taken by it, past which the upstream is paused;
-    # a client that takes nothing for `send_stall_timeout` seconds has its stream ended.
-    max_unsent_bytes: int = 1024 * 1024
+    # A stream whose client takes nothing for this long (the upstream paused meanwhile:
+    # server/relay.py) is ended.
     send_stall_timeout: float = 60.0
     max_event_bytes: int = 16 * 1024 * 1024
     connect_timeout: float = 10.0

@@ -126,7 +126,14 @@ async def run(
     if plan.kind == "forward":
         if account is not None:
             send = account.tap(send)
-        failure = await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        failure = await forward(
+            scope,
+            response,
+            receive,
+            send,
+            idle_timeout=settings.idle_timeout,
+            stall_timeout=settings.send_stall_timeout,
+        )
         if account is not None:
             account.error_type = failure
         return
@@ -228,6 +235,7 @@ async def _relay_from(
             ping_interval=settings.ping_interval,
             idle_timeout=settings.idle_timeout,
             http_error=http_error,
+            stall_timeout=settings.send_stall_timeout,
         )
     finally:
         if connecting.cancelled() and attempt is not None and attempt.response is not None:

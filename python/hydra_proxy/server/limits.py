@@ -3,9 +3,12 @@ the shape of its JSON. Each breach is a ProxyError the app answers in the client
 protocol, with a message that names the problem and the limit (and the setting).
 
 - A body larger than `max_body_bytes` is refused from its Content-Length before a byte is
-  read, and a chunked one as soon as it passes the bound (413).
-- A body not complete within `body_timeout` seconds of the request's start is a 408
-  (slow-loris uploads); the response asks for the connection to be closed.
+  kept, and a chunked one as soon as it passes the bound (413). The rest of it is read
+  and dropped (within `body_timeout`) before the answer, because clients write their
+  whole request before they read: answered early, they see a broken pipe, not the 413.
+  A client that sent `Expect: 100-continue` is answered at once, its body never sent.
+- A body not complete within `body_timeout` seconds of the start of its reading is a 408
+  (slow-loris uploads); the response closes the connection.
 - A Content-Type other than JSON (`application/json`, `application/*+json`) is a 400; a
   request without one is read as JSON (curl and some SDKs send none).
 - Invalid JSON, invalid UTF-8, JSON that is not an object, and JSON nested deeper than
@@ -32,22 +35,27 @@ DEFAULT_MAX_JSON_DEPTH = 128
 
 
 class LimitError(ProxyError):
-    """A ProxyError whose OpenAI body also names a `code` (request_too_large, ...)."""
+    """A ProxyError whose OpenAI body also names a `code` (request_too_large, ...);
+    `close`: the body was left unread, so the connection cannot carry another request."""
 
-    def __init__(self, status: int, message: str, *, error_type: str, code: str) -> None:
+    def __init__(
+        self, status: int, message: str, *, error_type: str, code: str, close: bool = False
+    ) -> None:
         super().__init__(status, message, error_type=error_type)
         self.code = code
+        self.close = close
 
     def openai_body(self) -> bytes:
         return openai_error_body(self.message, openai_error_type(self.status), None, self.code)
 
 
-def too_large(limit: int) -> LimitError:
+def too_large(limit: int, *, close: bool = False) -> LimitError:
     return LimitError(
         413,
         f"the request body exceeds {limit} bytes (max_body_bytes)",
         error_type="request_too_large",
         code="request_too_large",
+        close=close,
     )
 
 
@@ -57,12 +65,13 @@ def too_slow(seconds: float) -> LimitError:
         f"the request body did not arrive within {seconds:g} s (body_timeout)",
         error_type="invalid_request_error",
         code="request_timeout",
+        close=True,
     )
 
 
 def closes_connection(exc: ProxyError) -> bool:
     """Whether the answer to `exc` ends the connection: the body was left unread."""
-    return isinstance(exc, LimitError) and exc.status in (408, 413)
+    return isinstance(exc, LimitError) and exc.close
 
 
 def check_content_type(scope: Scope) -> None:
@@ -93,15 +102,32 @@ async def read_json_body(scope: Scope, receive: Receive, max_bytes: int, seconds
     """The request body, within `max_bytes` and `seconds` (LimitError otherwise); raises
     ClientGone when the client leaves first."""
     length = declared_length(scope)
-    if length is not None and length > max_bytes:
-        raise too_large(max_bytes)
+    too_big = length is not None and length > max_bytes
+    if too_big and (header(scope, b"expect") or b"").lower() == b"100-continue":
+        raise too_large(max_bytes, close=True)  # its body was never asked for
     try:
         async with _timeout(seconds):
-            return await read_body(receive, max_bytes)
-    except BodyTooLarge:
-        raise too_large(max_bytes) from None
+            if not too_big:
+                try:
+                    return await read_body(receive, max_bytes)
+                except BodyTooLarge:
+                    too_big = True
+            await _discard(receive)
     except TimeoutError:
+        if too_big:
+            raise too_large(max_bytes, close=True) from None
         raise too_slow(seconds) from None
+    raise too_large(max_bytes)
+
+
+async def _discard(receive: Receive) -> None:
+    """Read the rest of a refused body, keeping none of it."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        if not message.get("more_body", False):
+            return
 
 
 def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
@@ -116,9 +142,7 @@ def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[s
             raise too_deep(max_depth) from None
         raise invalid_request(f"the request body is not valid JSON: {text}") from None
     if type(value) is not dict:
-        raise invalid_request(
-            f"the request body must be a JSON object, not {_json_kind(value)}"
-        )
+        raise invalid_request(f"the request body must be a JSON object, not {_json_kind(value)}")
     if _deeper_than(value, max_depth, body):
         raise too_deep(max_depth)
     return value

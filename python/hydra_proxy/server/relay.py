@@ -13,6 +13,13 @@ Before the client's response starts, an upstream failure is answered as an HTTP 
 response starts as soon as there is something to say, or after one ping interval of
 upstream silence; past that point a failure becomes an in-stream error event. A client
 disconnect drops the upstream request at once (its connection is closed, not reused).
+
+Flow control: granian's send takes a body at once (an already-complete awaitable) while
+its small per-response channel has room, and returns a pending awaitable once the client
+is behind. Then the upstream connection stops being read (TCP slows the upstream) and the
+relay task awaits that send; reading resumes when it completes. A client that takes
+nothing for `stall_timeout` seconds has its stream ended (an error event, queued for it)
+and the upstream request dropped. The cost per chunk: one type comparison.
 """
 
 from __future__ import annotations
@@ -70,17 +77,41 @@ def _sync_send(awaitable: object) -> bool:
     return type(awaitable).__name__ == "PyEmptyAwaitable"
 
 
+# Chunks queued for a relay task that is still awaiting its client past which the
+# upstream is paused (only before the parser callback sends directly, or with an ASGI
+# server whose send is not synchronous).
+_MAX_QUEUED_CHUNKS = 16
+
+
 class _Body:
-    """Upstream chunks (None: a silence tick) waiting for the relay task, and the end."""
+    """Upstream chunks (None: a silence tick) waiting for the relay task, and the end;
+    `held`: a client send the server could not take at once (the upstream is paused)."""
 
-    __slots__ = ("chunks", "ended", "failure", "loop", "waiter")
+    __slots__ = ("chunks", "ended", "failure", "held", "loop", "response", "waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, response: H1Response | None = None) -> None:
         self.loop = loop
+        self.response = response
         self.chunks: list[bytes | None] = []
         self.ended = False
         self.failure: BaseException | None = None
+        self.held: Awaitable[None] | None = None
         self.waiter: asyncio.Future[None] | None = None
+
+    def hold(self, pending: Awaitable[None]) -> None:
+        """The client is behind: pause the upstream until the relay task drains `pending`."""
+        self.held = pending
+        if self.response is not None:
+            self.response.pause_reading()
+        self.wake()
+
+    async def drain(self, seconds: float) -> None:
+        """Await the held send (_Stalled: not taken within `seconds`), then read on."""
+        held, self.held = self.held, None
+        if held is not None:
+            await _taken(held, seconds)
+        if self.response is not None:
+            self.response.resume_reading()
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -88,7 +119,10 @@ class _Body:
             waiter.set_result(None)
 
     def pull(self, chunk: bytes | None) -> None:
-        self.chunks.append(chunk)
+        chunks = self.chunks
+        chunks.append(chunk)
+        if len(chunks) == _MAX_QUEUED_CHUNKS and self.response is not None:
+            self.response.pause_reading()  # resumed by the relay task once it drained them
         self.wake()
 
     def end(self, exc: BaseException | None) -> None:
@@ -98,7 +132,7 @@ class _Body:
         self.wake()
 
     async def wait(self) -> None:
-        if self.chunks or self.ended:
+        if self.chunks or self.ended or self.held is not None:
             return
         self.waiter = self.loop.create_future()
         try:
@@ -138,19 +172,60 @@ class _Ticker:
             self.timer = None
 
 
-class _ClientSide:
-    """Whether the client's response has started, and whether its send is synchronous."""
+class _Stalled(Exception):
+    """The client took nothing for the stall timeout."""
 
-    __slots__ = ("started", "sync")
+
+async def _completion(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
+async def _taken(pending: Awaitable[None], seconds: float) -> None:
+    """Await a send the server could not take at once; _Stalled past `seconds`."""
+    try:
+        await asyncio.wait_for(_completion(pending), seconds)
+    except TimeoutError:
+        raise _Stalled from None
+
+
+async def _end_within(send: Send, immediate: type, seconds: float) -> None:
+    """End the response; a client that does not take it within `seconds` is left to it."""
+    pending = send(_END)
+    if type(pending) is immediate:
+        await pending
+        return
+    with suppress(TimeoutError):
+        await asyncio.wait_for(_completion(pending), seconds)
+
+
+def _stalled(seconds: float) -> tuple[str, str]:
+    return "timeout_error", f"the client read nothing for {seconds:g} s (send_stall_timeout)"
+
+
+def _queue_end(send: Send, last: bytes) -> None:
+    """Queue the stream's last bytes and its end for a client that is not reading (never
+    awaited: the server delivers them if the client reads again)."""
+    if last:
+        send({"type": "http.response.body", "body": last, "more_body": True})
+    send(_END)
+
+
+class _ClientSide:
+    """Whether the client's response has started, whether its send is synchronous, and
+    the type of the awaitable a send returns when it acted at once."""
+
+    __slots__ = ("immediate", "started", "sync")
 
     def __init__(self) -> None:
         self.started = False
         self.sync = False
+        self.immediate: type = type(None)
 
     async def start(self, send: Send, message: dict[str, object]) -> None:
         self.started = True
         awaitable = send(message)
         self.sync = _sync_send(awaitable)
+        self.immediate = type(awaitable)
         await awaitable
 
 
@@ -170,6 +245,7 @@ async def relay(
     ping_interval: float,
     idle_timeout: float,
     http_error: Callable[[ProxyError], Awaitable[None]],
+    stall_timeout: float = 60.0,
 ) -> StreamTransducer:
     """Stream the upstream response that `connecting` yields to the client, translated.
 
@@ -196,7 +272,11 @@ async def relay(
                 return False
             await client.start(send, start(scope, 200, headers))
         if out:
-            await send({"type": "http.response.body", "body": out, "more_body": True})
+            sent = send({"type": "http.response.body", "body": out, "more_body": True})
+            if client.sync and type(sent) is not client.immediate:
+                await _taken(sent, stall_timeout)  # the client is behind
+            else:
+                await sent
         return False
 
     try:
@@ -220,10 +300,11 @@ async def relay(
             return transducer
         # 2. The body.
         loop = disconnect.loop
-        body = _Body(loop)
+        body = _Body(loop, response)
         last_bytes = loop.time()
         pushing = False
         feed = transducer.feed
+        immediate = client.immediate
 
         def silence_out() -> bytes:
             if loop.time() - last_bytes >= idle_timeout:
@@ -234,14 +315,18 @@ async def relay(
 
         def send_now(out: bytes) -> None:
             try:
-                send({"type": "http.response.body", "body": out, "more_body": True})
+                sent = send({"type": "http.response.body", "body": out, "more_body": True})
             except Exception as exc:  # the client's side broke: the task re-raises it
                 body.end(exc)
                 return
+            if type(sent) is not immediate:  # the client is behind: pause the upstream
+                body.hold(sent)
             if transducer.finished:
                 body.end(None)
 
         def on_silence() -> None:
+            if body.held is not None:  # paused for the client, not silent
+                return
             if pushing:
                 send_now(silence_out())
             else:
@@ -260,7 +345,13 @@ async def relay(
         response.stream(body.pull, body.end)
         while not transducer.finished:
             await body.wait()
+            if body.held is not None:
+                await body.drain(stall_timeout)
+                ticker.last = last_bytes = loop.time()
+                continue
             if body.chunks:
+                if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+                    response.resume_reading()
                 chunks, body.chunks = body.chunks, []
                 for chunk in chunks:
                     if chunk is None:
@@ -284,7 +375,11 @@ async def relay(
             # so with an error event.
             if not _finished(transducer) and await emit(transducer.finish()):
                 return transducer
-        await send(_END)
+        await _end_within(send, client.immediate, stall_timeout)
+    except _Stalled:
+        # The client is not reading: its error event is queued for it, and the upstream
+        # request is dropped below.
+        _queue_end(send, transducer.fail(*_stalled(stall_timeout)))
     except asyncio.CancelledError:
         if not disconnect.client_left():
             raise
@@ -308,6 +403,7 @@ async def forward(
     send: Send,
     *,
     idle_timeout: float,
+    stall_timeout: float = 60.0,
 ) -> str | None:
     """Pass an upstream 200 response through unchanged (same protocol on both sides);
     returns None when it went through whole, else what broke it (an error type, or
@@ -319,7 +415,7 @@ async def forward(
     """
     disconnect = _Disconnect(receive)
     loop = disconnect.loop
-    body = _Body(loop)
+    body = _Body(loop, response)
     complete = False
     ticker: _Ticker | None = None
     try:
@@ -328,19 +424,36 @@ async def forward(
             start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
         )
         sync = _sync_send(awaitable)
+        immediate = type(awaitable)
         await awaitable
 
         def push(chunk: bytes) -> None:
             ticker_.last = loop.time()
             try:
-                send({"type": "http.response.body", "body": chunk, "more_body": True})
+                sent = send({"type": "http.response.body", "body": chunk, "more_body": True})
             except Exception as exc:
                 body.end(exc)
+                return
+            if type(sent) is not immediate:  # the client is behind: pause the upstream
+                body.hold(sent)
 
-        ticker = ticker_ = _Ticker(loop, idle_timeout, lambda: body.end(TimeoutError()))
+        def on_silence() -> None:
+            if body.held is None:  # paused for the client is not silence
+                body.end(TimeoutError())
+
+        ticker = ticker_ = _Ticker(loop, idle_timeout, on_silence)
         response.stream(push if sync else body.pull, body.end)
         while True:
             await body.wait()
+            if body.held is not None:
+                try:
+                    await body.drain(stall_timeout)
+                except _Stalled:
+                    return "client_stalled"  # dropped: the client sees a broken transfer
+                ticker.last = loop.time()
+                continue
+            if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+                response.resume_reading()
             chunks, body.chunks = body.chunks, []
             for chunk in chunks:
                 ticker.last = loop.time()
@@ -354,7 +467,7 @@ async def forward(
                 return "timeout_error" if isinstance(body.failure, TimeoutError) else "api_error"
             raise body.failure
         complete = True
-        await send(_END)
+        await _end_within(send, immediate, stall_timeout)
     except asyncio.CancelledError:
         if not disconnect.client_left():
             raise
