@@ -35,6 +35,8 @@ from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
 from .limits import check_content_type, closes_connection, read_json_body
 from .plan import Plan
+from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
+from .shutdown import Shutdown, refusal
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
@@ -75,6 +77,7 @@ class App:
         )
         self.started = time.time()
         self.usage: UsageService | None = None
+        self.shutdown = Shutdown(settings.shutdown_grace)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -87,6 +90,7 @@ class App:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.shutdown.install(asyncio.get_running_loop())
                 # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                 await asyncio.to_thread(tokens.warm_up)
                 self.usage = await asyncio.to_thread(start_usage, self.settings)
@@ -107,6 +111,7 @@ class App:
         request_id = ids.request_id()
         started = time.monotonic()
         scope["hydra.request_id"] = request_id
+        scope[SHUTDOWN_KEY] = self.shutdown
         protocol = _PROTOCOL.get(scope["path"]) if scope["method"] == "POST" else None
         account = None
         if protocol is not None:
@@ -138,6 +143,8 @@ class App:
         try:
             if method == "POST":
                 ingress = _INGRESS.get(path)
+                if ingress is not None and self.shutdown.draining:
+                    raise refusal()
                 if ingress is not None:
                     key = self.authorize(scope)
                     account = account_of(scope)
@@ -287,7 +294,8 @@ class App:
             headers.append((b"retry-after", exc.retry_after.encode()))
         if isinstance(exc, UpstreamUnreachable):
             headers.append((b"x-should-retry", b"false"))
-        if closes_connection(exc):  # the body was left unread: this connection is done
+        if closes_connection(exc) or self.shutdown.draining:
+            # The body was left unread, or the worker stops: this connection is done.
             headers.append((b"connection", b"close"))
         if _anthropic_client(scope):
             body = exc.anthropic_body(scope.get("hydra.request_id"))
@@ -365,7 +373,7 @@ def with_client_key(routed: Routed | Plan, key: bytes) -> Routed | Plan:
         for dialect in DIALECTS.values():  # whichever header the provider's key went in
             plan.headers.pop(dialect.auth_header, None)
         if kind in DIALECTS:
-            dialect = DIALECTS[kind]  # type: ignore[index]
+            dialect = DIALECTS[kind]
             plan.headers[dialect.auth_header] = dialect.auth_prefix + value
         return plan
 

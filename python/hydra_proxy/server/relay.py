@@ -33,22 +33,42 @@ from ..errors import ProxyError, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import Headers, Receive, Scope, Send, start
 from .http1 import H1Error, H1Response
+from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
+from .shutdown import STREAM_END_MESSAGE, Shutdown, closing_event, refusal
 
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
+# How long a stream ended by a shutdown waits for its client to take the end.
+_SHUTDOWN_SEND_S = 1.0
 
 
 class _Disconnect:
-    """Cancels the relaying task when the client goes away."""
+    """Cancels the relaying task when the client goes away, or when a graceful shutdown's
+    grace period ends (server/shutdown.py)."""
 
-    __slots__ = ("gone", "loop", "task", "watcher")
+    __slots__ = ("ending", "gone", "loop", "shutdown", "task", "watcher")
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, shutdown: Shutdown | None = None) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.task = task
         self.loop = asyncio.get_running_loop()
         self.gone = False
+        self.ending = False
         self.watcher = asyncio.ensure_future(self._watch(receive))
+        self.shutdown = shutdown
+        if shutdown is not None:
+            shutdown.watch(self._end)
+
+    def _end(self) -> None:
+        self.ending = True
+        self.task.cancel()
+
+    def shutting_down(self) -> bool:
+        """After a CancelledError: True when the shutdown's grace ended (the cancellation
+        is then withdrawn, so the stream can be ended well-formed)."""
+        if self.ending and not self.gone and sys.version_info >= (3, 11):
+            self.task.uncancel()
+        return self.ending and not self.gone
 
     async def _watch(self, receive: Receive) -> None:
         while True:
@@ -66,6 +86,8 @@ class _Disconnect:
         return self.gone
 
     async def close(self) -> None:
+        if self.shutdown is not None:
+            self.shutdown.forget(self._end)
         self.watcher.cancel()
         with suppress(asyncio.CancelledError):
             await self.watcher
@@ -253,7 +275,7 @@ async def relay(
     the response has started, and also an upstream error event seen before any content.
     The transducer is built while the upstream works on the request.
     """
-    disconnect = _Disconnect(receive)
+    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
     response: H1Response | None = None
     transducer = make_transducer()
     client = _ClientSide()
@@ -381,7 +403,14 @@ async def relay(
         # request is dropped below.
         _queue_end(send, transducer.fail(*_stalled(stall_timeout)))
     except asyncio.CancelledError:
-        if not disconnect.client_left():
+        if disconnect.shutting_down():
+            if not client.started:
+                await http_error(refusal())
+            elif not _finished(transducer):
+                with suppress(_Stalled):
+                    await emit(transducer.fail("overloaded_error", STREAM_END_MESSAGE))
+                await _end_within(send, client.immediate, _SHUTDOWN_SEND_S)
+        elif not disconnect.client_left():
             raise
     finally:
         if ticker is not None:
@@ -413,13 +442,15 @@ async def forward(
     ends without its terminator, so the client sees a broken transfer, never a complete
     one.
     """
-    disconnect = _Disconnect(receive)
+    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
     loop = disconnect.loop
     body = _Body(loop, response)
     complete = False
     ticker: _Ticker | None = None
+    immediate: type = type(None)
+    last = b""  # the last chunk sent: whether the client is between two events
+    content_type = response.headers.get("content-type", "application/json").encode("latin-1")
     try:
-        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
         awaitable = send(
             start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
         )
@@ -428,7 +459,9 @@ async def forward(
         await awaitable
 
         def push(chunk: bytes) -> None:
+            nonlocal last
             ticker_.last = loop.time()
+            last = chunk
             try:
                 sent = send({"type": "http.response.body", "body": chunk, "more_body": True})
             except Exception as exc:
@@ -457,6 +490,7 @@ async def forward(
             chunks, body.chunks = body.chunks, []
             for chunk in chunks:
                 ticker.last = loop.time()
+                last = chunk or b""
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if body.ended and not body.chunks:
                 break
@@ -469,6 +503,15 @@ async def forward(
         complete = True
         await _end_within(send, immediate, stall_timeout)
     except asyncio.CancelledError:
+        if disconnect.shutting_down():
+            event = closing_event(scope["path"], content_type, last)
+            if event is None:
+                return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
+            send({"type": "http.response.body", "body": event, "more_body": True})
+            complete = True  # an end the client reads as one (the upstream is dropped)
+            await _end_within(send, immediate, _SHUTDOWN_SEND_S)
+            complete = False
+            return "overloaded_error"
         if not disconnect.client_left():
             raise
         return "client_gone"
