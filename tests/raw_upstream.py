@@ -9,6 +9,7 @@ or built from their chunk shapes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -117,6 +118,10 @@ class RawUpstream:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
+    def requests_count(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
     def wait_for(self, check: Callable[[], bool], seconds: float = 10.0) -> bool:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -153,7 +158,7 @@ class RawUpstream:
                 body = await reader.readexactly(length)
                 with self._lock:
                     self.requests.append(head + body)
-                await self._answer(writer, self.reply(head, body))
+                await self._answer(reader, writer, self.reply(head, body))
         except (ConnectionError, asyncio.IncompleteReadError):
             return
         finally:
@@ -161,9 +166,15 @@ class RawUpstream:
                 self.open_connections -= 1
             writer.close()
 
-    async def _answer(self, writer: asyncio.StreamWriter, reply: Reply) -> None:
+    async def _answer(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: Reply
+    ) -> None:
         head = f"HTTP/1.1 {reply.status} X\r\ncontent-type: {reply.content_type}\r\n"
         if reply.stream is None:
+            if reply.delay:  # watching for the proxy to drop the request meanwhile
+                with contextlib.suppress(TimeoutError):
+                    if not await asyncio.wait_for(reader.read(1), reply.delay):
+                        raise ConnectionError("the proxy closed the connection")
             writer.write(f"{head}content-length: {len(reply.body)}\r\n\r\n".encode() + reply.body)
             await writer.drain()
             return

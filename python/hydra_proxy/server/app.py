@@ -304,7 +304,7 @@ class App:
         await respond(scope, send, exc.status, body, JSON, headers)
 
     async def count_tokens(self, scope: Scope, send: Send, body: bytes) -> None:
-        request = parse_request(body)
+        request = parse_request(body, self.settings.max_json_depth)
         decide(self.settings, request_traits(request, headers=scope["headers"]))
         if not isinstance(request.get("messages"), list):
             raise invalid_request("messages: a list of messages is required", "messages")

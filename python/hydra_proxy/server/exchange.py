@@ -19,7 +19,7 @@ from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
-from .relay import forward, relay
+from .relay import ClientWatch, forward, relay
 from .upstream import Attempt as UpstreamAttempt
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
@@ -107,22 +107,23 @@ async def run(
     if plan.kind == "relay":
         await _relay(plan, upstream, settings, scope, receive, send, http_error, connected, report)
         return
-    if connected is not None:
-        response = connected
-    else:
-        try:
-            response = await upstream.post(plan.url, plan.headers, plan.body)
-        except UpstreamHTTPError as exc:
-            if report is not None:
-                report(exc.status, exc.retry_after)
-            await answer_http_error(plan, exc, scope, send)
+    # Until the reply is there (and read, for json), a client that leaves cancels the
+    # upstream request at once: its connection is closed, not pooled.
+    watch = ClientWatch(receive)
+    try:
+        response = connected or await _post(plan, upstream, scope, send, report)
+        if response is None:
             return
-        except UpstreamUnavailable as exc:
-            if report is not None:
-                report(None, None)
-            raise error_from_upstream(exc, plan) from None
-        if report is not None:
-            report(200, None)
+        if plan.kind == "json":
+            upstream_reply = await read_json(response, settings.max_body_bytes)
+    except asyncio.CancelledError:
+        if not watch.client_left():
+            raise
+        if connected is not None:
+            connected.close()
+        return
+    finally:
+        await watch.close()
     if plan.kind == "forward":
         if account is not None:
             send = account.tap(send)
@@ -138,12 +139,32 @@ async def run(
             account.error_type = failure
         return
     assert plan.convert is not None
-    upstream_reply = await read_json(response, settings.max_body_bytes)
     if account is not None and isinstance(upstream_reply, dict):
         usage = upstream_reply.get("usage")
         account.reply_usage = usage if isinstance(usage, dict) else None
     reply = plan.convert(upstream_reply)
     await respond(scope, send, 200, orjson.dumps(reply))
+
+
+async def _post(
+    plan: Plan, upstream: Upstream, scope: Scope, send: Send, report: Report | None
+) -> H1Response | None:
+    """The upstream's 200 response to `plan` (None: its HTTP error was answered as it is);
+    raises ProxyError for an error the client gets converted."""
+    try:
+        response = await upstream.post(plan.url, plan.headers, plan.body)
+    except UpstreamHTTPError as exc:
+        if report is not None:
+            report(exc.status, exc.retry_after)
+        await answer_http_error(plan, exc, scope, send)
+        return None
+    except UpstreamUnavailable as exc:
+        if report is not None:
+            report(None, None)
+        raise error_from_upstream(exc, plan) from None
+    if report is not None:
+        report(200, None)
+    return response
 
 
 async def answer_http_error(plan: Plan, exc: UpstreamHTTPError, scope: Scope, send: Send) -> None:

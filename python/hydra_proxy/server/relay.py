@@ -93,6 +93,10 @@ class _Disconnect:
             await self.watcher
 
 
+ClientWatch = _Disconnect
+"""For other exchanges: cancels the current task when the client goes away."""
+
+
 def _sync_send(awaitable: object) -> bool:
     """granian's send acts when called and returns an already-complete awaitable; then a
     parser callback may send directly. Anything else is awaited from the relay task."""
