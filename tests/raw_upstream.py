@@ -115,8 +115,17 @@ class RawUpstream:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
         self._thread.join(10)
+
+    async def _stop(self) -> None:
+        """Close the listener and every connection, then end the loop."""
+        self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop.call_soon(self._loop.stop)
 
     def requests_count(self) -> int:
         with self._lock:
@@ -132,14 +141,14 @@ class RawUpstream:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
+        self._server = self._loop.run_until_complete(
             asyncio.start_server(self._handle, "127.0.0.1", self.port)
         )
         self._ready.set()
         try:
             self._loop.run_forever()
         finally:
-            server.close()
+            self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self._lock:
