@@ -35,6 +35,8 @@ from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
 from .limits import check_content_type, closes_connection, read_json_body
 from .plan import Plan
+from .secrets import SCOPE_KEY as REDACT_KEY
+from .secrets import provider_secrets, redactor
 from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
 from .shutdown import Shutdown, refusal
 from .upstream import Upstream
@@ -78,6 +80,7 @@ class App:
         self.started = time.time()
         self.usage: UsageService | None = None
         self.shutdown = Shutdown(settings.shutdown_grace)
+        self.redact = redactor(provider_secrets(settings.providers.values()))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -112,6 +115,7 @@ class App:
         started = time.monotonic()
         scope["hydra.request_id"] = request_id
         scope[SHUTDOWN_KEY] = self.shutdown
+        scope[REDACT_KEY] = self.redact
         protocol = _PROTOCOL.get(scope["path"]) if scope["method"] == "POST" else None
         account = None
         if protocol is not None:
