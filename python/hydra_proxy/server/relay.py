@@ -511,10 +511,9 @@ async def forward(
             event = closing_event(scope["path"], content_type, last)
             if event is None:
                 return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
+            # An end the client reads as one; the upstream request is dropped below.
             send({"type": "http.response.body", "body": event, "more_body": True})
-            complete = True  # an end the client reads as one (the upstream is dropped)
             await _end_within(send, immediate, _SHUTDOWN_SEND_S)
-            complete = False
             return "overloaded_error"
         if not disconnect.client_left():
             raise
