@@ -330,7 +330,7 @@ async def relay(
         last_bytes = loop.time()
         pushing = False
         feed = transducer.feed
-        immediate = client.immediate
+        immediate = client.immediate  # set again once the response has started
 
         def silence_out() -> bytes:
             if loop.time() - last_bytes >= idle_timeout:
@@ -393,6 +393,7 @@ async def relay(
                     # From here on the parser's callback feeds and sends; this task waits
                     # for the end of the body, or for the client to leave.
                     pushing = True
+                    immediate = client.immediate
                     response.sink = push
                 continue
             if body.failure is not None and not isinstance(body.failure, H1Error):
