@@ -158,10 +158,19 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _config_error(exc)
     # The server reads client keys from the process environment (config.PROXY_KEYS_ENV).
+    if settings.key_passthrough and os.environ.get(PROXY_KEYS_ENV):
+        print(
+            f"hydra-proxy: key_passthrough and {PROXY_KEYS_ENV} exclude each other (the key a "
+            "client sends would be both a proxy key and its provider key); use one",
+            file=sys.stderr,
+        )
+        return 2
+    # With key passthrough a client reaches an upstream only with its own key.
     if (
         not _is_loopback(settings.host)
         and not os.environ.get(PROXY_KEYS_ENV)
         and not settings.insecure_no_auth
+        and not settings.key_passthrough
     ):
         print(
             f"hydra-proxy: refusing to listen on {settings.host} without HYDRA_PROXY_KEYS "

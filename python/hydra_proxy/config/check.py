@@ -37,6 +37,8 @@ def require_keys(settings: Settings) -> list[str]:
     whose routes name every provider it uses should not need an OpenAI key. Returns those
     warnings for the caller to log.
     """
+    if settings.key_passthrough:  # every request brings its own key
+        return []
     problems: list[Problem] = []
     warnings: list[str] = []
     lines = dict(settings.lines)

@@ -192,7 +192,8 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         k: values[k]
         for k in (
             "max_body_bytes", "max_event_bytes", "connect_timeout", "first_byte_timeout",
-            "idle_timeout", "ping_interval", "retries", "shutdown_grace",
+            "idle_timeout", "ping_interval", "retries", "shutdown_grace", "body_timeout",
+            "max_json_depth", "send_stall_timeout",
         )
         if k in values
     }  # fmt: skip
@@ -208,6 +209,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         routes=tuple(routes),
         implementation=str(values.get("implementation", "auto")),
         insecure_no_auth=bool(given.get("insecure_no_auth", False)),
+        key_passthrough=bool(values.get("key_passthrough", False)),
         signing_key_file=values.get("signing_key_file"),
         continuation=str(values.get("continuation", "auto")).lower(),
         pricing=pricing,

@@ -20,6 +20,7 @@ CONTINUATION_MODES = ("auto", "always", "never")
 STRICTLY_POSITIVE = {
     "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace",
     "queue_timeout",
+    "body_timeout", "send_stall_timeout",
 }  # fmt: skip
 
 
@@ -81,7 +82,15 @@ SERVER: dict[str, Field] = {
                             env="HYDRA_SIGNING_KEY_FILE"),
     "continuation": Field((str,), "continuation suffix for Chat clients", CONTINUATION_MODES,
                         env="HYDRA_CONTINUATION"),
+    "key_passthrough": Field((bool,), "forward the client's key upstream (no proxy keys)",
+                             env="HYDRA_KEY_PASSTHROUGH"),
     "max_body_bytes": _num("largest request body", "HYDRA_MAX_BODY_BYTES", int, 1),
+    "body_timeout": _num("seconds a client may take to send its request body",
+                         "HYDRA_BODY_TIMEOUT"),
+    "max_json_depth": _num("deepest nesting of a request body's JSON", "HYDRA_MAX_JSON_DEPTH",
+                           int, 1),
+    "send_stall_timeout": _num("seconds a paused stream waits for its client to read",
+                               "HYDRA_SEND_STALL_TIMEOUT"),
     "max_event_bytes": _num("largest upstream SSE event", "HYDRA_MAX_EVENT_BYTES", int, 1),
     "connect_timeout": _num("seconds to connect upstream", "HYDRA_CONNECT_TIMEOUT", float, 0),
     "first_byte_timeout": _num("seconds to the upstream's first byte",

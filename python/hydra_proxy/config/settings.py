@@ -32,8 +32,18 @@ class Settings:
     routes: tuple[Route, ...] = ()
     implementation: str = "auto"
     insecure_no_auth: bool = False
+    # Forward the client's own key (x-api-key / Authorization) upstream instead of the
+    # provider's: off unless asked for, and exclusive with proxy keys (HYDRA_PROXY_KEYS).
+    key_passthrough: bool = False
     # Limits and timeouts (seconds).
     max_body_bytes: int = 32 * 1024 * 1024
+    # Seconds a client may take to send its whole request body (slow uploads get a 408).
+    body_timeout: float = 30.0
+    # Deepest nesting of arrays and objects a request body may have (a 400 past it).
+    max_json_depth: int = 128
+    # A stream whose client takes nothing for this long (the upstream paused meanwhile:
+    # server/relay.py) is ended.
+    send_stall_timeout: float = 60.0
     max_event_bytes: int = 16 * 1024 * 1024
     connect_timeout: float = 10.0
     first_byte_timeout: float = 300.0

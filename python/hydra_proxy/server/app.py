@@ -8,6 +8,7 @@ relay | forward | json (the exchange module).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import logging
 import os
@@ -29,20 +30,16 @@ from ..usage.service import UsageService
 from . import attempts
 from .accounting import SCOPE_KEY, Account, account_of
 from .admission import Admission, limits_of
-from .asgi import (
-    JSON,
-    BodyTooLarge,
-    ClientGone,
-    Receive,
-    Scope,
-    Send,
-    header,
-    read_body,
-    respond,
-)
+from .asgi import JSON, ClientGone, Receive, Scope, Send, header, respond
+from .dialects import DIALECTS
 from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
+from .limits import check_content_type, closes_connection, read_json_body
 from .plan import Plan
+from .secrets import SCOPE_KEY as REDACT_KEY
+from .secrets import provider_secrets, redactor
+from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
+from .shutdown import Shutdown, refusal
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
@@ -71,7 +68,8 @@ class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.upstream = Upstream(settings)
-        self.pools = key_pools(settings.providers)
+        # Key passthrough: each request carries its own provider key, so no pools.
+        self.pools = {} if settings.key_passthrough else key_pools(settings.providers)
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
         self.context = Context(settings, self.impl, self.signing_key)
@@ -84,6 +82,8 @@ class App:
         self.usage: UsageService | None = None
         admission = Admission(limits_of(settings))
         self.admission = admission if admission.active else None
+        self.shutdown = Shutdown(settings.shutdown_grace)
+        self.redact = redactor(provider_secrets(settings.providers.values()))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -96,6 +96,7 @@ class App:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.shutdown.install(asyncio.get_running_loop())
                 # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                 await asyncio.to_thread(tokens.warm_up)
                 self.usage = await asyncio.to_thread(start_usage, self.settings)
@@ -116,6 +117,8 @@ class App:
         request_id = ids.request_id()
         started = time.monotonic()
         scope["hydra.request_id"] = request_id
+        scope[SHUTDOWN_KEY] = self.shutdown
+        scope[REDACT_KEY] = self.redact
         protocol = _PROTOCOL.get(scope["path"]) if scope["method"] == "POST" else None
         account = None
         if protocol is not None:
@@ -147,20 +150,26 @@ class App:
         try:
             if method == "POST":
                 ingress = _INGRESS.get(path)
+                if ingress is not None and self.shutdown.draining:
+                    raise refusal()
                 if ingress is not None:
                     key = self.authorize(scope)
                     account = account_of(scope)
-                    if account is not None:
-                        account.key = key
-                    body = await read_body(receive, self.settings.max_body_bytes)
-                    await self.exchange(ingress(self.context, scope, body), scope, receive, send)
+                    if account is not None and not self.settings.key_passthrough:
+                        account.key = key  # a proxy key (its id is recorded, never itself)
+                    body = await self.read_json(scope, receive)
+                    routed = ingress(self.context, scope, body)
+                    if self.settings.key_passthrough:
+                        assert key is not None
+                        routed = with_client_key(routed, key)
+                    await self.exchange(routed, scope, receive, send)
                 elif path == "/v1/messages/count_tokens":
                     self.authorize(scope)
-                    body = await read_body(receive, self.settings.max_body_bytes)
+                    body = await self.read_json(scope, receive)
                     await self.count_tokens(scope, send, body)
                 elif path == "/api/event_logging/batch":
                     # Claude Code telemetry: accepted and dropped.
-                    await read_body(receive, self.settings.max_body_bytes)
+                    await self.read_json(scope, receive)
                     await respond(scope, send, 200, b"{}")
                 else:
                     raise ProxyError(404, f"no endpoint POST {path}", error_type="not_found_error")
@@ -189,16 +198,6 @@ class App:
                 )
         except ProxyError as exc:
             await self.error(scope, send, exc)
-        except BodyTooLarge:
-            await self.error(
-                scope,
-                send,
-                ProxyError(
-                    413,
-                    f"request body exceeds {self.settings.max_body_bytes} bytes",
-                    error_type="request_too_large",
-                ),
-            )
         except ClientGone:
             return
 
@@ -231,21 +230,39 @@ class App:
             self.admission,
         )
 
+    async def read_json(self, scope: Scope, receive: Receive) -> bytes:
+        """The request body, checked against the limits (server/limits.py)."""
+        check_content_type(scope)
+        return await read_json_body(
+            scope, receive, self.settings.max_body_bytes, self.settings.body_timeout
+        )
+
     def authorize(self, scope: Scope) -> bytes | None:
-        """With HYDRA_PROXY_KEYS set, a client must present one of them (returned)."""
+        """With HYDRA_PROXY_KEYS set, a client must present one of them (returned); in
+        key-passthrough mode it must present a key (returned: it goes upstream)."""
+        presented = presented_key(scope)
+        if self.settings.key_passthrough:
+            if presented:
+                return presented
+            raise ProxyError(
+                401,
+                "key passthrough is on: send your provider API key in x-api-key or "
+                "Authorization: Bearer",
+                error_type="authentication_error",
+            )
         if not self.proxy_keys:
             return None
-        presented = header(scope, b"x-api-key")
-        if presented is None:
-            bearer = header(scope, b"authorization") or b""
-            presented = bearer[7:] if bearer[:7].lower() == b"bearer " else None
         if presented is not None and self.is_proxy_key(presented):
             return presented
         raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
 
     def is_proxy_key(self, presented: bytes) -> bool:
-        # Every key compared, in constant time each.
-        return any([hmac.compare_digest(presented, k) for k in self.proxy_keys])
+        """Whether `presented` is a proxy key: compared with every key in constant time,
+        with no early exit (the time does not say which key, or how much of one, matched)."""
+        found = False
+        for key in self.proxy_keys:
+            found |= hmac.compare_digest(presented, key)
+        return found
 
     async def metrics(self, scope: Scope, send: Send) -> None:
         if self.usage is None:
@@ -285,6 +302,9 @@ class App:
             headers.append((b"retry-after", exc.retry_after.encode()))
         if isinstance(exc, UpstreamUnreachable):
             headers.append((b"x-should-retry", b"false"))
+        if closes_connection(exc) or self.shutdown.draining:
+            # The body was left unread, or the worker stops: this connection is done.
+            headers.append((b"connection", b"close"))
         if _anthropic_client(scope):
             status, body = exc.status, exc.anthropic_body(scope.get("hydra.request_id"))
         else:
@@ -292,7 +312,7 @@ class App:
         await respond(scope, send, status, body, JSON, headers)
 
     async def count_tokens(self, scope: Scope, send: Send, body: bytes) -> None:
-        request = parse_request(body)
+        request = parse_request(body, self.settings.max_json_depth)
         decide(self.settings, request_traits(request, headers=scope["headers"]))
         if not isinstance(request.get("messages"), list):
             raise invalid_request("messages: a list of messages is required", "messages")
@@ -341,6 +361,36 @@ class App:
                 row["max_output_tokens"] = m.max_output
             rows.append(row)
         return orjson.dumps({"object": "list", "data": rows})
+
+
+def presented_key(scope: Scope) -> bytes | None:
+    """The key a client sent: x-api-key, else an Authorization bearer token."""
+    presented = header(scope, b"x-api-key")
+    if presented is None:
+        bearer = header(scope, b"authorization") or b""
+        presented = bearer[7:].strip() if bearer[:7].lower() == b"bearer " else None
+    return presented
+
+
+def with_client_key(routed: Routed | Plan, key: bytes) -> Routed | Plan:
+    """Key passthrough: every attempt authenticated with the client's own key, in the
+    header its upstream's protocol takes (the provider's key, if any, is replaced)."""
+    value = key.decode("latin-1")
+
+    def authenticate(plan: Plan, kind: str | None) -> Plan:
+        for dialect in DIALECTS.values():  # whichever header the provider's key went in
+            plan.headers.pop(dialect.auth_header, None)
+        if kind in DIALECTS:
+            dialect = DIALECTS[kind]
+            plan.headers[dialect.auth_header] = dialect.auth_prefix + value
+        return plan
+
+    if isinstance(routed, Plan):
+        return authenticate(routed, routed.target.upstream if routed.target else None)
+    build = routed.build
+    return dataclasses.replace(
+        routed, build=lambda attempt: authenticate(build(attempt), attempt.provider.kind)
+    )
 
 
 def start_usage(settings: Settings) -> UsageService | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from .secrets import SCOPE_KEY as REDACT_KEY
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -66,5 +68,9 @@ async def respond(
     content_type: bytes = JSON,
     headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
+    if status >= 400:
+        redact = scope.get(REDACT_KEY)  # provider keys masked (server/secrets.py)
+        if redact is not None:
+            body = redact(body)
     await send(start(scope, status, [(b"content-type", content_type), *headers]))
     await send({"type": "http.response.body", "body": body})

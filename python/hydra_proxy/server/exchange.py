@@ -20,7 +20,7 @@ from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
-from .relay import forward, relay
+from .relay import ClientWatch, forward, relay
 from .upstream import Attempt as UpstreamAttempt
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
@@ -170,25 +170,45 @@ async def run(
             plan, upstream, settings, scope, receive, send, http_error, connected, report, rekey
         )
         return
-    if connected is not None:
-        response = connected
-    else:
-        try:
-            response = await _send(upstream, plan, None, report, rekey)
-        except UpstreamHTTPError as exc:
-            await answer_http_error(plan, exc, scope, send)
-            return
-        except UpstreamUnavailable as exc:
-            raise error_from_upstream(exc, plan) from None
+    # Until the reply is there (and read, for json), a client that leaves cancels the
+    # upstream request at once: its connection is closed, not pooled.
+    watch = ClientWatch(receive)
+    try:
+        if connected is not None:
+            response = connected
+        else:
+            try:
+                response = await _send(upstream, plan, None, report, rekey)
+            except UpstreamHTTPError as exc:
+                await answer_http_error(plan, exc, scope, send)
+                return
+            except UpstreamUnavailable as exc:
+                raise error_from_upstream(exc, plan) from None
+        if plan.kind == "json":
+            upstream_reply = await read_json(response, settings.max_body_bytes)
+    except asyncio.CancelledError:
+        if not watch.client_left():
+            raise
+        if connected is not None:
+            connected.close()
+        return
+    finally:
+        await watch.close()
     if plan.kind == "forward":
         if account is not None:
             send = account.tap(send)
-        failure = await forward(scope, response, receive, send, idle_timeout=settings.idle_timeout)
+        failure = await forward(
+            scope,
+            response,
+            receive,
+            send,
+            idle_timeout=settings.idle_timeout,
+            stall_timeout=settings.send_stall_timeout,
+        )
         if account is not None:
             account.error_type = failure
         return
     assert plan.convert is not None
-    upstream_reply = await read_json(response, settings.max_body_bytes)
     if account is not None and isinstance(upstream_reply, dict):
         usage = upstream_reply.get("usage")
         account.reply_usage = usage if isinstance(usage, dict) else None
@@ -278,6 +298,7 @@ async def _relay_from(
             ping_interval=settings.ping_interval,
             idle_timeout=settings.idle_timeout,
             http_error=http_error,
+            stall_timeout=settings.send_stall_timeout,
         )
     finally:
         if connecting.cancelled() and attempt is not None and attempt.response is not None:

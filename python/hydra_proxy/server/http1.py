@@ -153,6 +153,19 @@ class H1Response:
         if conn is not None:
             conn.abort()
 
+    # -- flow control (the client reads slower than the upstream writes) ------------------
+
+    def pause_reading(self) -> None:
+        """Stop reading the body: TCP flow control then slows the upstream."""
+        conn = self._conn
+        if conn is not None and conn.transport is not None and not conn.closed:
+            conn.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.transport is not None and not conn.closed:
+            conn.transport.resume_reading()
+
 
 class _Connection(asyncio.Protocol):
     def __init__(self, client: H1Client, origin: str) -> None:

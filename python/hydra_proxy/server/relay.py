@@ -13,6 +13,13 @@ Before the client's response starts, an upstream failure is answered as an HTTP 
 response starts as soon as there is something to say, or after one ping interval of
 upstream silence; past that point a failure becomes an in-stream error event. A client
 disconnect drops the upstream request at once (its connection is closed, not reused).
+
+Flow control: granian's send takes a body at once (an already-complete awaitable) while
+its small per-response channel has room, and returns a pending awaitable once the client
+is behind. Then the upstream connection stops being read (TCP slows the upstream) and the
+relay task awaits that send; reading resumes when it completes. A client that takes
+nothing for `stall_timeout` seconds has its stream ended (an error event, queued for it)
+and the upstream request dropped. The cost per chunk: one type comparison.
 """
 
 from __future__ import annotations
@@ -26,24 +33,44 @@ from ..errors import ProxyError, status_for_anthropic_type
 from ..transducers import StreamTransducer
 from .asgi import Headers, Receive, Scope, Send, start
 from .http1 import H1Error, H1Response
+from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
+from .shutdown import STREAM_END_MESSAGE, Shutdown, closing_event, refusal
 
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
 # The stream's end when the upstream stalls past the idle timeout; `{}` is the timeout.
 MSG_IDLE_TIMEOUT = "the upstream sent nothing for {} s, past the idle_timeout"
+# How long a stream ended by a shutdown waits for its client to take the end.
+_SHUTDOWN_SEND_S = 1.0
 
 
 class _Disconnect:
-    """Cancels the relaying task when the client goes away."""
+    """Cancels the relaying task when the client goes away, or when a graceful shutdown's
+    grace period ends (server/shutdown.py)."""
 
-    __slots__ = ("gone", "loop", "task", "watcher")
+    __slots__ = ("ending", "gone", "loop", "shutdown", "task", "watcher")
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, shutdown: Shutdown | None = None) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.task = task
         self.loop = asyncio.get_running_loop()
         self.gone = False
+        self.ending = False
         self.watcher = asyncio.ensure_future(self._watch(receive))
+        self.shutdown = shutdown
+        if shutdown is not None:
+            shutdown.watch(self._end)
+
+    def _end(self) -> None:
+        self.ending = True
+        self.task.cancel()
+
+    def shutting_down(self) -> bool:
+        """After a CancelledError: True when the shutdown's grace ended (the cancellation
+        is then withdrawn, so the stream can be ended well-formed)."""
+        if self.ending and not self.gone and sys.version_info >= (3, 11):
+            self.task.uncancel()
+        return self.ending and not self.gone
 
     async def _watch(self, receive: Receive) -> None:
         while True:
@@ -61,9 +88,15 @@ class _Disconnect:
         return self.gone
 
     async def close(self) -> None:
+        if self.shutdown is not None:
+            self.shutdown.forget(self._end)
         self.watcher.cancel()
         with suppress(asyncio.CancelledError):
             await self.watcher
+
+
+ClientWatch = _Disconnect
+"""For other exchanges: cancels the current task when the client goes away."""
 
 
 def _sync_send(awaitable: object) -> bool:
@@ -72,17 +105,41 @@ def _sync_send(awaitable: object) -> bool:
     return type(awaitable).__name__ == "PyEmptyAwaitable"
 
 
+# Chunks queued for a relay task that is still awaiting its client past which the
+# upstream is paused (only before the parser callback sends directly, or with an ASGI
+# server whose send is not synchronous).
+_MAX_QUEUED_CHUNKS = 16
+
+
 class _Body:
-    """Upstream chunks (None: a silence tick) waiting for the relay task, and the end."""
+    """Upstream chunks (None: a silence tick) waiting for the relay task, and the end;
+    `held`: a client send the server could not take at once (the upstream is paused)."""
 
-    __slots__ = ("chunks", "ended", "failure", "loop", "waiter")
+    __slots__ = ("chunks", "ended", "failure", "held", "loop", "response", "waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, response: H1Response | None = None) -> None:
         self.loop = loop
+        self.response = response
         self.chunks: list[bytes | None] = []
         self.ended = False
         self.failure: BaseException | None = None
+        self.held: Awaitable[None] | None = None
         self.waiter: asyncio.Future[None] | None = None
+
+    def hold(self, pending: Awaitable[None]) -> None:
+        """The client is behind: pause the upstream until the relay task drains `pending`."""
+        self.held = pending
+        if self.response is not None:
+            self.response.pause_reading()
+        self.wake()
+
+    async def drain(self, seconds: float) -> None:
+        """Await the held send (_Stalled: not taken within `seconds`), then read on."""
+        held, self.held = self.held, None
+        if held is not None:
+            await _taken(held, seconds)
+        if self.response is not None:
+            self.response.resume_reading()
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -90,7 +147,10 @@ class _Body:
             waiter.set_result(None)
 
     def pull(self, chunk: bytes | None) -> None:
-        self.chunks.append(chunk)
+        chunks = self.chunks
+        chunks.append(chunk)
+        if len(chunks) == _MAX_QUEUED_CHUNKS and self.response is not None:
+            self.response.pause_reading()  # resumed by the relay task once it drained them
         self.wake()
 
     def end(self, exc: BaseException | None) -> None:
@@ -100,7 +160,7 @@ class _Body:
         self.wake()
 
     async def wait(self) -> None:
-        if self.chunks or self.ended:
+        if self.chunks or self.ended or self.held is not None:
             return
         self.waiter = self.loop.create_future()
         try:
@@ -140,19 +200,60 @@ class _Ticker:
             self.timer = None
 
 
-class _ClientSide:
-    """Whether the client's response has started, and whether its send is synchronous."""
+class _Stalled(Exception):
+    """The client took nothing for the stall timeout."""
 
-    __slots__ = ("started", "sync")
+
+async def _completion(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
+async def _taken(pending: Awaitable[None], seconds: float) -> None:
+    """Await a send the server could not take at once; _Stalled past `seconds`."""
+    try:
+        await asyncio.wait_for(_completion(pending), seconds)
+    except TimeoutError:
+        raise _Stalled from None
+
+
+async def _end_within(send: Send, immediate: type, seconds: float) -> None:
+    """End the response; a client that does not take it within `seconds` is left to it."""
+    pending = send(_END)
+    if type(pending) is immediate:
+        await pending
+        return
+    with suppress(TimeoutError):
+        await asyncio.wait_for(_completion(pending), seconds)
+
+
+def _stalled(seconds: float) -> tuple[str, str]:
+    return "timeout_error", f"the client read nothing for {seconds:g} s (send_stall_timeout)"
+
+
+def _queue_end(send: Send, last: bytes) -> None:
+    """Queue the stream's last bytes and its end for a client that is not reading (never
+    awaited: the server delivers them if the client reads again)."""
+    if last:
+        send({"type": "http.response.body", "body": last, "more_body": True})
+    send(_END)
+
+
+class _ClientSide:
+    """Whether the client's response has started, whether its send is synchronous, and
+    the type of the awaitable a send returns when it acted at once."""
+
+    __slots__ = ("immediate", "started", "sync")
 
     def __init__(self) -> None:
         self.started = False
         self.sync = False
+        self.immediate: type = type(None)
 
     async def start(self, send: Send, message: dict[str, object]) -> None:
         self.started = True
         awaitable = send(message)
         self.sync = _sync_send(awaitable)
+        self.immediate = type(awaitable)
         await awaitable
 
 
@@ -172,6 +273,7 @@ async def relay(
     ping_interval: float,
     idle_timeout: float,
     http_error: Callable[[ProxyError], Awaitable[None]],
+    stall_timeout: float = 60.0,
 ) -> StreamTransducer:
     """Stream the upstream response that `connecting` yields to the client, translated.
 
@@ -179,7 +281,7 @@ async def relay(
     the response has started, and also an upstream error event seen before any content.
     The transducer is built while the upstream works on the request.
     """
-    disconnect = _Disconnect(receive)
+    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
     response: H1Response | None = None
     transducer = make_transducer()
     client = _ClientSide()
@@ -198,7 +300,11 @@ async def relay(
                 return False
             await client.start(send, start(scope, 200, headers))
         if out:
-            await send({"type": "http.response.body", "body": out, "more_body": True})
+            sent = send({"type": "http.response.body", "body": out, "more_body": True})
+            if client.sync and type(sent) is not client.immediate:
+                await _taken(sent, stall_timeout)  # the client is behind
+            else:
+                await sent
         return False
 
     try:
@@ -222,10 +328,11 @@ async def relay(
             return transducer
         # 2. The body.
         loop = disconnect.loop
-        body = _Body(loop)
+        body = _Body(loop, response)
         last_bytes = loop.time()
         pushing = False
         feed = transducer.feed
+        immediate = client.immediate  # set again once the response has started
 
         def silence_out() -> bytes:
             if loop.time() - last_bytes >= idle_timeout:
@@ -236,14 +343,18 @@ async def relay(
 
         def send_now(out: bytes) -> None:
             try:
-                send({"type": "http.response.body", "body": out, "more_body": True})
+                sent = send({"type": "http.response.body", "body": out, "more_body": True})
             except Exception as exc:  # the client's side broke: the task re-raises it
                 body.end(exc)
                 return
+            if type(sent) is not immediate:  # the client is behind: pause the upstream
+                body.hold(sent)
             if transducer.finished:
                 body.end(None)
 
         def on_silence() -> None:
+            if body.held is not None:  # paused for the client, not silent
+                return
             if pushing:
                 send_now(silence_out())
             else:
@@ -262,7 +373,13 @@ async def relay(
         response.stream(body.pull, body.end)
         while not transducer.finished:
             await body.wait()
+            if body.held is not None:
+                await body.drain(stall_timeout)
+                ticker.last = last_bytes = loop.time()
+                continue
             if body.chunks:
+                if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+                    response.resume_reading()
                 chunks, body.chunks = body.chunks, []
                 for chunk in chunks:
                     if chunk is None:
@@ -278,6 +395,7 @@ async def relay(
                     # From here on the parser's callback feeds and sends; this task waits
                     # for the end of the body, or for the client to leave.
                     pushing = True
+                    immediate = client.immediate
                     response.sink = push
                 continue
             if body.failure is not None and not isinstance(body.failure, H1Error):
@@ -286,9 +404,20 @@ async def relay(
             # so with an error event.
             if not _finished(transducer) and await emit(transducer.finish()):
                 return transducer
-        await send(_END)
+        await _end_within(send, client.immediate, stall_timeout)
+    except _Stalled:
+        # The client is not reading: its error event is queued for it, and the upstream
+        # request is dropped below.
+        _queue_end(send, transducer.fail(*_stalled(stall_timeout)))
     except asyncio.CancelledError:
-        if not disconnect.client_left():
+        if disconnect.shutting_down():
+            if not client.started:
+                await http_error(refusal())
+            elif not _finished(transducer):
+                with suppress(_Stalled):
+                    await emit(transducer.fail("overloaded_error", STREAM_END_MESSAGE))
+                await _end_within(send, client.immediate, _SHUTDOWN_SEND_S)
+        elif not disconnect.client_left():
             raise
     finally:
         if ticker is not None:
@@ -310,6 +439,7 @@ async def forward(
     send: Send,
     *,
     idle_timeout: float,
+    stall_timeout: float = 60.0,
 ) -> str | None:
     """Pass an upstream 200 response through unchanged (same protocol on both sides);
     returns None when it went through whole, else what broke it (an error type, or
@@ -319,33 +449,55 @@ async def forward(
     ends without its terminator, so the client sees a broken transfer, never a complete
     one.
     """
-    disconnect = _Disconnect(receive)
+    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
     loop = disconnect.loop
-    body = _Body(loop)
+    body = _Body(loop, response)
     complete = False
     ticker: _Ticker | None = None
+    immediate: type = type(None)
+    last = b""  # the last chunk sent: whether the client is between two events
+    content_type = response.headers.get("content-type", "application/json").encode("latin-1")
     try:
-        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
         awaitable = send(
             start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
         )
         sync = _sync_send(awaitable)
+        immediate = type(awaitable)
         await awaitable
 
         def push(chunk: bytes) -> None:
+            nonlocal last
             ticker_.last = loop.time()
+            last = chunk
             try:
-                send({"type": "http.response.body", "body": chunk, "more_body": True})
+                sent = send({"type": "http.response.body", "body": chunk, "more_body": True})
             except Exception as exc:
                 body.end(exc)
+                return
+            if type(sent) is not immediate:  # the client is behind: pause the upstream
+                body.hold(sent)
 
-        ticker = ticker_ = _Ticker(loop, idle_timeout, lambda: body.end(TimeoutError()))
+        def on_silence() -> None:
+            if body.held is None:  # paused for the client is not silence
+                body.end(TimeoutError())
+
+        ticker = ticker_ = _Ticker(loop, idle_timeout, on_silence)
         response.stream(push if sync else body.pull, body.end)
         while True:
             await body.wait()
+            if body.held is not None:
+                try:
+                    await body.drain(stall_timeout)
+                except _Stalled:
+                    return "client_stalled"  # dropped: the client sees a broken transfer
+                ticker.last = loop.time()
+                continue
+            if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+                response.resume_reading()
             chunks, body.chunks = body.chunks, []
             for chunk in chunks:
                 ticker.last = loop.time()
+                last = chunk or b""
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if body.ended and not body.chunks:
                 break
@@ -356,8 +508,16 @@ async def forward(
                 return "timeout_error" if isinstance(body.failure, TimeoutError) else "api_error"
             raise body.failure
         complete = True
-        await send(_END)
+        await _end_within(send, immediate, stall_timeout)
     except asyncio.CancelledError:
+        if disconnect.shutting_down():
+            event = closing_event(scope["path"], content_type, last)
+            if event is None:
+                return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
+            # An end the client reads as one; the upstream request is dropped below.
+            send({"type": "http.response.body", "body": event, "more_body": True})
+            await _end_within(send, immediate, _SHUTDOWN_SEND_S)
+            return "overloaded_error"
         if not disconnect.client_left():
             raise
         return "client_gone"

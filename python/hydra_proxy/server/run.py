@@ -12,11 +12,20 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import shutil
 
 from ..config import ConfigError, Settings, reload
 from ..usage.metrics import multiprocess_dir, setup_multiprocess_dir
 from .app import App
+from .shutdown import KILL_MARGIN
+
+# Request heads (granian's HTTP/1 settings; hyper enforces them): the head must arrive
+# within 30 s, and fit hyper's read buffer (a larger head is answered 431 and the
+# connection closed). hyper also refuses more than 100 header fields (431). Claude Code's
+# heads are about 2 KB.
+HEADER_READ_TIMEOUT_MS = 30_000
+MAX_HEAD_BUFFER = 64 * 1024
 
 log = logging.getLogger("hydra_proxy")
 
@@ -45,6 +54,7 @@ def _load_app(holder: SettingsHolder) -> App:
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM; in-flight streams get `shutdown_grace` seconds to finish."""
     from granian.constants import Interfaces, Loops
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
     from granian.server import Server
 
@@ -61,7 +71,12 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
         log_enabled=True,
         log_level=LogLevels(log_level),
         log_access=False,
-        workers_kill_timeout=int(settings.shutdown_grace),
+        # Past the grace (server/shutdown.py ends the streams then), time for their
+        # closing events; granian kills a worker that is still busy after this.
+        workers_kill_timeout=math.ceil(settings.shutdown_grace + KILL_MARGIN),
+        http1_settings=HTTP1Settings(
+            header_read_timeout=HEADER_READ_TIMEOUT_MS, max_buffer_size=MAX_HEAD_BUFFER
+        ),
     )
     holder = SettingsHolder(settings)
     server.on_reload(holder.reload)

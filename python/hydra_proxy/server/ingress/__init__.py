@@ -10,8 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ...config import (
     Attempt,
     Provider,
@@ -23,6 +21,7 @@ from ...config import (
 )
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
+from ..limits import DEFAULT_MAX_JSON_DEPTH, parse_object
 from ..plan import Plan, Target
 
 
@@ -35,14 +34,10 @@ class Context:
     signing_key: bytes
 
 
-def parse_request(body: bytes) -> dict[str, Any]:
-    """The request body as a JSON object with a model name, or a 400."""
-    try:
-        request = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise invalid_request(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(request, dict):
-        raise invalid_request("request body must be a JSON object")
+def parse_request(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
+    """The request body as a JSON object (within `max_depth` levels) with a model name, or
+    a 400 naming the problem."""
+    request = parse_object(body, max_depth)
     model = request.get("model")
     if not isinstance(model, str) or not model:
         raise invalid_request("model: a model name (string) is required", "model")

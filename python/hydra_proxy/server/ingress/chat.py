@@ -73,7 +73,7 @@ def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
 
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body)
+    request = parse_request(body, ctx.settings.max_json_depth)
     decision = decide(ctx.settings, chat_traits(request, scope), param="model")
 
     def build(attempt: Attempt) -> Plan:

@@ -21,7 +21,7 @@ from .translated import Factory, translated
 
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body)
+    request = parse_request(body, ctx.settings.max_json_depth)
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     estimate = functools.cache(lambda: estimate_input_tokens(request))
     traits = request_traits(

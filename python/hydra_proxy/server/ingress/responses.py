@@ -34,7 +34,7 @@ log = logging.getLogger("hydra_proxy.responses")
 
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body)
+    request = parse_request(body, ctx.settings.max_json_depth)
     model: str = request["model"]
     signing_key = ctx.signing_key
 

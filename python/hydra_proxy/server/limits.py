@@ -1,0 +1,193 @@
+"""Limits on what a client sends: body size, the time to send it, its content type and
+the shape of its JSON. Each breach is a ProxyError the app answers in the client's own
+protocol, with a message that names the problem and the limit (and the setting).
+
+- A body larger than `max_body_bytes` is refused from its Content-Length before a byte is
+  kept, and a chunked one as soon as it passes the bound (413). The rest of it is read
+  and dropped (within `body_timeout`) before the answer, because clients write their
+  whole request before they read: answered early, they see a broken pipe, not the 413.
+  A client that sent `Expect: 100-continue` is answered at once, its body never sent.
+- A body not complete within `body_timeout` seconds of the start of its reading is a 408
+  (slow-loris uploads); the response closes the connection.
+- A Content-Type other than JSON (`application/json`, `application/*+json`) is a 400; a
+  request without one is read as JSON (curl and some SDKs send none).
+- Invalid JSON, invalid UTF-8, JSON that is not an object, and JSON nested deeper than
+  `max_json_depth` (default 128 levels; orjson's own bound is 1024) are 400s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import orjson
+
+from ..errors import ProxyError, invalid_request
+from .asgi import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - exercised on 3.10 only
+    from async_timeout import timeout as _timeout
+
+DEFAULT_MAX_JSON_DEPTH = 128
+
+
+class LimitError(ProxyError):
+    """A ProxyError for a request past a limit; `close`: the body was left unread, so the
+    connection cannot carry another request."""
+
+    def __init__(
+        self, status: int, message: str, *, error_type: str, code: str, close: bool = False
+    ) -> None:
+        super().__init__(status, message, error_type=error_type, code=code)
+        self.close = close
+
+
+def too_large(limit: int, *, close: bool = False) -> LimitError:
+    return LimitError(
+        413,
+        f"the request body exceeds {limit} bytes (max_body_bytes)",
+        error_type="request_too_large",
+        code="request_too_large",
+        close=close,
+    )
+
+
+def too_slow(seconds: float) -> LimitError:
+    return LimitError(
+        408,
+        f"the request body did not arrive within {seconds:g} s (body_timeout)",
+        error_type="invalid_request_error",
+        code="request_timeout",
+        close=True,
+    )
+
+
+def closes_connection(exc: ProxyError) -> bool:
+    """Whether the answer to `exc` ends the connection: the body was left unread."""
+    return isinstance(exc, LimitError) and exc.close
+
+
+def check_content_type(scope: Scope) -> None:
+    """A 400 unless the request's Content-Type (when it has one) is JSON."""
+    value = header(scope, b"content-type")
+    if value is None:
+        return
+    media = value.split(b";", 1)[0].strip().lower()
+    if media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
+    ):
+        return
+    shown = value.decode("latin-1")[:100]
+    raise invalid_request(f"content-type must be application/json, not {shown!r}")
+
+
+def declared_length(scope: Scope) -> int | None:
+    value = header(scope, b"content-length")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise invalid_request("content-length is not a number") from None
+
+
+async def read_json_body(scope: Scope, receive: Receive, max_bytes: int, seconds: float) -> bytes:
+    """The request body, within `max_bytes` and `seconds` (LimitError otherwise); raises
+    ClientGone when the client leaves first."""
+    length = declared_length(scope)
+    too_big = length is not None and length > max_bytes
+    if too_big and (header(scope, b"expect") or b"").lower() == b"100-continue":
+        raise too_large(max_bytes, close=True)  # its body was never asked for
+    try:
+        async with _timeout(seconds):
+            if not too_big:
+                try:
+                    return await read_body(receive, max_bytes)
+                except BodyTooLarge:
+                    too_big = True
+            await _discard(receive)
+    except TimeoutError:
+        if too_big:
+            raise too_large(max_bytes, close=True) from None
+        raise too_slow(seconds) from None
+    raise too_large(max_bytes)
+
+
+async def _discard(receive: Receive) -> None:
+    """Read the rest of a refused body, keeping none of it."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        if not message.get("more_body", False):
+            return
+
+
+def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
+    """The request body as a JSON object, or a 400 naming what is wrong with it."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        text = str(exc)
+        if "UTF-8" in text:
+            raise invalid_request("the request body is not valid UTF-8") from None
+        if "depth limit" in text:
+            raise too_deep(max_depth) from None
+        raise invalid_request(f"the request body is not valid JSON: {text}") from None
+    if type(value) is not dict:
+        raise invalid_request(f"the request body must be a JSON object, not {_json_kind(value)}")
+    if _deeper_than(value, max_depth, body):
+        raise too_deep(max_depth)
+    return value
+
+
+def too_deep(limit: int) -> ProxyError:
+    return invalid_request(
+        f"the request body's JSON is nested deeper than {limit} levels (max_json_depth)"
+    )
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
+def _deeper_than(value: dict[str, Any], limit: int, body: bytes) -> bool:
+    """Whether `value` nests arrays and objects more than `limit` levels deep (the object
+    itself is level 1). A body with no more brackets than the limit cannot be: no walk."""
+    if body.count(b"{") + body.count(b"[") <= limit:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return True
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is dict or kind is list:
+                push((child, depth + 1))
+    return False
+
+
+__all__ = [
+    "DEFAULT_MAX_JSON_DEPTH",
+    "ClientGone",
+    "LimitError",
+    "check_content_type",
+    "closes_connection",
+    "parse_object",
+    "read_json_body",
+    "too_large",
+    "too_slow",
+]
