@@ -18,12 +18,16 @@ from pathlib import Path
 from faulty_upstream import UPSTREAM_KEY, FaultyUpstream
 from hydra_proxy.mock.server import free_port
 from leaks import LeakCounter, ProbedProxy
+from wellformed import PATHS, call, request_body
 
 # Small, so a stall past each costs well under a second (docs/CONFIG.md [server]).
 CONNECT_TIMEOUT = 0.3
-FIRST_BYTE_TIMEOUT = 0.6
-IDLE_TIMEOUT = 0.6
-PING_INTERVAL = 0.25
+FIRST_BYTE_TIMEOUT = 0.5
+IDLE_TIMEOUT = 0.5
+# Past the retry backoff (at most 0.25 s for the one retry): an upstream error reaches the
+# client as an HTTP error, not as an error event after pings have started the stream. The
+# idle timeout is noticed at the next ping tick.
+PING_INTERVAL = 1.0
 MAX_BODY_BYTES = 256 * 1024
 MAX_EVENT_BYTES = 1024 * 1024
 PROXY_KEY = "hydra-client-key-for-tests"
@@ -93,4 +97,18 @@ def rig(impl: str, *, proxy_keys: bool = False) -> Iterator[Rig]:
         if proxy_keys:
             env["HYDRA_PROXY_KEYS"] = f"other-key,{PROXY_KEY}"
         with ProbedProxy(config, impl=impl, env=env) as proxy:
-            yield Rig(proxy, upstream, LeakCounter(proxy, upstream), impl)
+            r = Rig(proxy, upstream, LeakCounter(proxy, upstream), impl)
+            warm_up(r, PROXY_KEY if proxy_keys else None)
+            yield r
+
+
+def warm_up(r: Rig, key: str | None) -> None:
+    """One reply per client protocol and upstream kind, streamed and not: what a worker
+    opens once (the usage ledger's file, caches) is open before any count is taken."""
+    headers = {"x-api-key": key} if key else {}
+    for client in PATHS:
+        for prefix in ("chat", "anth", "resp", "gem"):
+            for stream in (True, False):
+                body = request_body(client, f"{prefix}-ok.warmup", stream=stream)
+                got = call(r.port, PATHS[client], body, headers)
+                assert got.status == 200, (client, prefix, got.status, got.body[:300])

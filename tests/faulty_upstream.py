@@ -22,7 +22,7 @@ import gzip
 import socket
 import threading
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +55,9 @@ def _recorded_body(path: Path) -> Any:
     if isinstance(data, list):  # an SDK recording: the first error exchange's body
         return next(e["response"]["body"] for e in data if e["response"]["status_code"] >= 400)
     return data["body"] if "body" in data and "status" in data else data
+
+
+Header = tuple[bytes, bytes]
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,9 @@ KINDS: dict[str, Kind] = {
         "anthropic",
         (FIXTURES / "anthropic" / "sdkpy-basic-text.sse").read_bytes(),
         orjson.dumps(
-            _recorded_body(FIXTURES / "anthropic" / "pydantic-nonstream-redacted-thinking.2.response.json")
+            _recorded_body(
+                FIXTURES / "anthropic" / "pydantic-nonstream-redacted-thinking.2.response.json"
+            )
         ),
         b'"text_delta"',
         b"\n\n",
@@ -242,11 +247,10 @@ class _Conn:
         await self.drain()
 
     async def whole(
-        self, status: int, body: bytes, content_type: bytes, extra: list[tuple[bytes, bytes]] = []
+        self, status: int, body: bytes, content_type: bytes, extra: Sequence[Header] = ()
     ) -> None:
         headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
-        self.write(b"")
-        await self.head(status, headers + extra)
+        await self.head(status, [*headers, *extra])
         self.write(body)
         await self.drain()
 
@@ -345,6 +349,18 @@ async def _stall_body(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream)
     return False
 
 
+async def _stall_error(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+    """A 503 whose body stops after a few bytes."""
+    body = ERROR_BODIES["openai"]
+    await conn.head(
+        503, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    )
+    conn.write(body[:12])
+    await conn.drain()
+    await conn.hold()
+    return False
+
+
 GARBAGE = b"\x00\x89PNG\r\n\x1a\n\xff\xfe garbage \xc3\x28\ndata: {not json\xff\n\n"
 
 
@@ -414,6 +430,7 @@ SCENARIOS: dict[str, Behaviour] = {
     "drop_inside": _drop_inside,
     "stall_head": _stall_head,
     "stall_body": _stall_body,
+    "stall_error": _stall_error,
     "garbage": _garbage,
     "big_event": _big_event,
     "r429": _r429,
@@ -542,7 +559,9 @@ class FaultyUpstream:
                     self.requests.append(req)
                 behaviour = SCENARIOS.get(req.scenario)
                 if behaviour is None:
-                    await conn.whole(599, f"unknown scenario {req.scenario}".encode(), b"text/plain")
+                    await conn.whole(
+                        599, f"unknown scenario {req.scenario}".encode(), b"text/plain"
+                    )
                     return
                 keep = await behaviour(conn, req, KINDS[req.kind], self)
                 if not keep:

@@ -71,10 +71,17 @@ def error_from_upstream(
     )
 
 
-async def read_json(response: H1Response, limit: int) -> Any:
-    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON)."""
+async def read_json(response: H1Response, limit: int, idle_timeout: float) -> Any:
+    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON, a 504
+    when the upstream goes silent in it for `idle_timeout`)."""
     try:
-        return orjson.loads(await response.read(limit))
+        return orjson.loads(await response.read(limit, idle_timeout=idle_timeout))
+    except TimeoutError:
+        raise ProxyError(
+            504,
+            f"the upstream's reply stalled: nothing for {idle_timeout:g} s",
+            error_type="timeout_error",
+        ) from None
     except orjson.JSONDecodeError:
         raise ProxyError(
             502, "the upstream sent a response that is not JSON", error_type="api_error"
@@ -131,7 +138,7 @@ async def run(
             account.error_type = failure
         return
     assert plan.convert is not None
-    upstream_reply = await read_json(response, settings.max_body_bytes)
+    upstream_reply = await read_json(response, settings.max_body_bytes, settings.idle_timeout)
     if account is not None and isinstance(upstream_reply, dict):
         usage = upstream_reply.get("usage")
         account.reply_usage = usage if isinstance(usage, dict) else None
