@@ -89,14 +89,14 @@ class Rig:
 
 
 @contextlib.contextmanager
-def rig(impl: str, *, proxy_keys: bool = False) -> Iterator[Rig]:
+def rig(impl: str, *, proxy_keys: bool = False, env: dict[str, str] | None = None) -> Iterator[Rig]:
     with FaultyUpstream() as upstream, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "hydra.toml"
         config.write_text(config_text(upstream, free_port()), encoding="utf-8")
-        env = {"FAULT_UPSTREAM_KEY": UPSTREAM_KEY}
+        variables = {"FAULT_UPSTREAM_KEY": UPSTREAM_KEY, **(env or {})}
         if proxy_keys:
-            env["HYDRA_PROXY_KEYS"] = f"other-key,{PROXY_KEY}"
-        with ProbedProxy(config, impl=impl, env=env) as proxy:
+            variables["HYDRA_PROXY_KEYS"] = f"other-key,{PROXY_KEY}"
+        with ProbedProxy(config, impl=impl, env=variables) as proxy:
             r = Rig(proxy, upstream, LeakCounter(proxy, upstream), impl)
             warm_up(r, PROXY_KEY if proxy_keys else None)
             yield r

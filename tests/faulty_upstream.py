@@ -299,6 +299,28 @@ async def _slow(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bo
     return True
 
 
+FLOOD_BYTES = 32 * 1024 * 1024
+
+
+async def _flood(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+    """As fast as the proxy takes it: the first content event made 16 KiB long, repeated
+    to FLOOD_BYTES, then the rest of the recording (a long reply for a slow reader)."""
+    events = events_of(kind)
+    i = content_start(events, kind)
+    piece = events[i].replace(b'"delta":{"content":"I', b'"delta":{"content":"' + b"I" * 16384)
+    piece = piece.replace(b'"text":"', b'"text":"' + b"x" * 16384, 1)
+    await conn.head(200, SSE_HEAD)
+    for event in events[: i + 1]:
+        await conn.chunk(event)
+    for _ in range(FLOOD_BYTES // len(piece)):
+        await conn.chunk(piece)  # drained: as fast as the proxy reads
+        up.flooded[req.model] = up.flooded.get(req.model, 0) + len(piece)
+    for event in events[i + 1 :]:
+        await conn.chunk(event)
+    await conn.end_chunks()
+    return True
+
+
 async def _drop_boundary(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
     if not req.stream:  # a Content-Length body cut short
         body = kind.reply
@@ -426,6 +448,7 @@ async def _gzip(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bo
 SCENARIOS: dict[str, Behaviour] = {
     "ok": _ok,
     "slow": _slow,
+    "flood": _flood,
     "drop_boundary": _drop_boundary,
     "drop_inside": _drop_inside,
     "stall_head": _stall_head,
@@ -466,6 +489,7 @@ class FaultyUpstream:
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self.requests: list[Request] = []
+        self.flooded: dict[str, int] = {}  # flood bytes the proxy has taken, by model
         self.server: asyncio.Server | None = None
         self.port = 0
         # A port whose accept queue is full: connecting there hangs (a connect timeout).
