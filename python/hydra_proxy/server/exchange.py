@@ -71,7 +71,7 @@ def error_from_upstream(
     )
 
 
-async def read_json(response: H1Response, limit: int, idle_timeout: float) -> Any:
+async def read_json(response: H1Response, limit: int, idle_timeout: float | None = None) -> Any:
     """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON, a 504
     when the upstream goes silent in it for `idle_timeout`)."""
     try:
