@@ -42,7 +42,7 @@ PREFIXES = {
 }
 
 
-def config_text(upstream: FaultyUpstream, closed_port: int) -> str:
+def config_text(upstream: FaultyUpstream, closed_port: int, shutdown_grace: float = 3.0) -> str:
     kinds = {
         "fchat": ("openai", f"{upstream.url}/v1"),
         "fanthropic": ("anthropic", upstream.url),
@@ -60,7 +60,7 @@ def config_text(upstream: FaultyUpstream, closed_port: int) -> str:
         "retries = 1",
         f"max_body_bytes = {MAX_BODY_BYTES}",
         f"max_event_bytes = {MAX_EVENT_BYTES}",
-        "shutdown_grace = 3",
+        f"shutdown_grace = {shutdown_grace}",
         "",
     ]
     for name, (kind, url) in kinds.items():
@@ -89,10 +89,16 @@ class Rig:
 
 
 @contextlib.contextmanager
-def rig(impl: str, *, proxy_keys: bool = False, env: dict[str, str] | None = None) -> Iterator[Rig]:
+def rig(
+    impl: str,
+    *,
+    proxy_keys: bool = False,
+    env: dict[str, str] | None = None,
+    shutdown_grace: float = 3.0,
+) -> Iterator[Rig]:
     with FaultyUpstream() as upstream, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "hydra.toml"
-        config.write_text(config_text(upstream, free_port()), encoding="utf-8")
+        config.write_text(config_text(upstream, free_port(), shutdown_grace), encoding="utf-8")
         variables = {"FAULT_UPSTREAM_KEY": UPSTREAM_KEY, **(env or {})}
         if proxy_keys:
             variables["HYDRA_PROXY_KEYS"] = f"other-key,{PROXY_KEY}"

@@ -7,6 +7,8 @@ descriptors, asyncio tasks, upstream connections: tests/leaks.py).
 
 from __future__ import annotations
 
+import http.client
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -20,7 +22,7 @@ from conftest import IMPLEMENTATIONS, NATIVE_MISSING
 from fault_rig import MAX_BODY_BYTES, PROXY_KEY, Rig, rig
 from faulty_clients import hang_up_after, read_slowly, slow_loris, wire
 from faulty_upstream import FLOOD_BYTES, UPSTREAM_KEY
-from wellformed import PATHS, Client, Outcome, call, judge, request_body
+from wellformed import PATHS, Client, Received, call, judge, request_body
 
 # Settings the limits branch adds (e-limits), set ahead of it: unknown variables are
 # ignored today, so the cases that need them are strict xfails until it lands.
@@ -280,60 +282,63 @@ def test_sdk_stream_closed_early(faults: Rig) -> None:
     faults.leaks.assert_back_to(before, timeout=2.0)
 
 
-@pytest.mark.parametrize(
-    "client",
-    [
-        pytest.param(
-            c,
-            marks=xfail(
-                "needs e-limits: a slow reader's unsent output is bounded (today granian "
-                "queues all of it in the worker)"
-            ),
-        )
-        for c in ("anthropic", "chat")
-    ],
+@xfail(
+    "needs e-limits: a slow reader's unsent output is bounded (today the worker reads the "
+    "whole upstream reply and queues it for the client)"
 )
-def test_slow_reader_is_bounded(faults: Rig, client: Client) -> None:
-    """A client reading 20 KB/s of a 32 MB reply: the proxy takes no more of the upstream
-    than it can hand on (TCP backpressure, or it ends the stream), so its memory does not
-    grow by the reply. Measured at the upstream: what the proxy had read of the flood by the
-    time the client had read for 2.5 s (socket buffers hold a few MB, not 16)."""
+def test_slow_reader_is_bounded(faults: Rig) -> None:
+    """Clients (Anthropic and Chat, at once) reading 20 KB/s of a 32 MB reply: the proxy
+    takes no more of the upstream than it can hand on (TCP backpressure, or it ends the
+    stream), so its memory does not grow by the reply. Measured at the upstream: what the
+    proxy had read of the flood when the client had read for 2.5 s (socket buffers hold a
+    few MB, not 16)."""
     before = faults.leaks.settle()
-    model = f"{UPSTREAM_FOR[client]}-flood.{faults.impl}"
-    body = request_body(client, model, stream=True)
-    read = read_slowly(
-        faults.port, wire(PATHS[client], body, AUTH), seconds=2.5, bytes_per_second=20_000
-    )
-    taken = faults.upstream.flooded.get(model, 0)
-    assert read > 0
+
+    def one(client: Client) -> str | None:
+        model = f"{UPSTREAM_FOR[client]}-flood.{faults.impl}"
+        body = request_body(client, model, stream=True)
+        read = read_slowly(
+            faults.port, wire(PATHS[client], body, AUTH), seconds=2.5, bytes_per_second=20_000
+        )
+        taken = faults.upstream.flooded.get(model, 0)
+        if read == 0 or taken >= FLOOD_BYTES // 2:
+            return f"{client}: the proxy read {taken} bytes for a client that took {read}"
+        return None
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(one, ["anthropic", "chat"]) if f is not None]
     faults.leaks.assert_back_to(before, timeout=5.0)
-    assert taken < FLOOD_BYTES // 2, f"the proxy read {taken} bytes for a client that took {read}"
+    assert not failures, "\n".join(failures)
 
 
 # -- slow uploads --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "client",
-    [
-        pytest.param(
-            c, marks=xfail("needs e-limits: an upload slower than body_timeout gets a 408")
-        )
-        for c in ("anthropic", "chat")
-    ],
-)
-def test_slow_loris_upload_times_out(faults: Rig, client: Client) -> None:
-    """Headers, then a byte every 0.1 s: past body_timeout the client gets a well-formed
-    408 (OpenAI code request_timeout) instead of holding the worker."""
+@xfail("needs e-limits: an upload slower than body_timeout gets a 408")
+def test_slow_loris_upload_times_out(faults: Rig) -> None:
+    """Headers, then a byte every 0.1 s (Anthropic and Chat clients at once): past
+    body_timeout each gets a well-formed 408 (OpenAI code request_timeout) instead of
+    holding the worker."""
     before = faults.leaks.settle()
-    body = request_body(client, model_for(client), stream=False)
-    got = slow_loris(faults.port, PATHS[client], body, AUTH, interval=0.1, wait=BODY_TIMEOUT + 1.5)
+
+    def one(client: Client) -> str | None:
+        body = request_body(client, model_for(client), stream=False)
+        got = slow_loris(
+            faults.port, PATHS[client], body, AUTH, interval=0.1, wait=BODY_TIMEOUT + 1.5
+        )
+        if got is None:
+            return f"{client}: no answer, the upload is still being waited for"
+        outcome = judge(client, got, secrets=(UPSTREAM_KEY,))
+        if outcome.status != 408:
+            return f"{client}: {outcome}"
+        if client == "chat" and orjson.loads(got.body)["error"]["code"] != "request_timeout":
+            return f"{client}: {got.body!r}"
+        return None
+
+    with ThreadPoolExecutor(2) as pool:
+        failures = [f for f in pool.map(one, ["anthropic", "chat"]) if f is not None]
     faults.leaks.assert_back_to(before, timeout=3.0)
-    assert got is not None, "no answer: the upload is still being waited for"
-    outcome: Outcome = judge(client, got, secrets=(UPSTREAM_KEY,))
-    assert outcome.status == 408, outcome
-    if client == "chat":
-        assert orjson.loads(got.body)["error"]["code"] == "request_timeout"
+    assert not failures, "\n".join(failures)
 
 
 def test_slow_upload_within_the_limits_is_served(faults: Rig) -> None:
@@ -345,3 +350,45 @@ def test_slow_upload_within_the_limits_is_served(faults: Rig) -> None:
     assert got is not None
     assert got.status == 200, got
     faults.leaks.assert_back_to(before)
+
+
+# -- shutdown ------------------------------------------------------------------------------
+
+
+@xfail(
+    "needs e-limits: at SIGTERM, streams still running past shutdown_grace end with a "
+    "well-formed error event (today the worker is killed and the streams are cut)"
+)
+def test_sigterm_ends_running_streams_well_formed(impl: str) -> None:
+    """Streams (Anthropic and Chat clients) with 4 s to go when the proxy gets SIGTERM,
+    with 1 s of grace: each ends well-formed, a whole reply or an error event, never a
+    cut transfer."""
+    with rig(impl, proxy_keys=True, shutdown_grace=1.0) as r:
+        started = threading.Barrier(3, timeout=10)
+
+        def one(client: Client) -> Received:
+            body = request_body(client, f"{UPSTREAM_FOR[client]}-slow.shutdown", stream=True)
+            conn = http.client.HTTPConnection("127.0.0.1", r.port, timeout=15)
+            conn.request("POST", PATHS[client], body, {"content-type": "application/json", **AUTH})
+            response = conn.getresponse()
+            head = {k.lower(): v for k, v in response.getheaders()}
+            data = response.read1(65536)  # the stream has begun
+            started.wait()
+            try:
+                data += response.read()
+                broken = False
+            except (http.client.IncompleteRead, OSError) as exc:
+                data += getattr(exc, "partial", b"")
+                broken = True
+            conn.close()
+            return Received(response.status, head, data, broken)
+
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(one, c) for c in ("anthropic", "chat")]
+            started.wait()
+            r.proxy.terminate()
+            results = [f.result() for f in futures]
+        for client, got in zip(("anthropic", "chat"), results, strict=True):
+            assert not got.broken, f"{client}: the stream was cut"
+            outcome = judge(client, got, secrets=(UPSTREAM_KEY,))
+            assert outcome.complete or outcome.error_type is not None, outcome
