@@ -28,12 +28,17 @@ def connect(port: int, *, receive_buffer: int | None = None) -> socket.socket:
     return sock
 
 
-def hang_up_after(port: int, request: bytes, marker: bytes, *, limit: int = 1 << 20) -> bytes:
-    """Send `request`, read until `marker` has arrived (the stream has begun), then close
-    the socket mid-stream; returns what was read."""
+def hang_up_after(
+    port: int, request: bytes, marker: bytes, *, limit: int = 1 << 20, wait: float = 0.0
+) -> bytes:
+    """Send `request`, read until `marker` has arrived (the stream has begun; an empty
+    marker: wait `wait` s instead), then close the socket; returns what was read."""
     with connect(port) as sock:
         sock.sendall(request)
         seen = b""
+        if not marker:
+            time.sleep(wait)
+            limit = 0
         while marker not in seen and len(seen) < limit:
             data = sock.recv(65536)
             if not data:

@@ -284,7 +284,19 @@ async def _ok(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool
 
 
 async def _slow(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
-    """The recording with its first content event repeated 40 times, 0.1 s apart."""
+    """The recording with its first content event repeated 40 times, 0.1 s apart (a
+    whole reply: its body in 40 pieces, 0.1 s apart)."""
+    if not req.stream:
+        body = kind.reply
+        await conn.head(
+            200, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        )
+        step = len(body) // 40 + 1
+        for i in range(0, len(body), step):
+            await asyncio.sleep(0.1)
+            conn.write(body[i : i + step])
+            await conn.drain()
+        return True
     events = events_of(kind)
     i = content_start(events, kind)
     await conn.head(200, SSE_HEAD)

@@ -257,6 +257,26 @@ def test_disconnect_mid_stream_cancels_the_upstream_at_once(
     faults.leaks.assert_back_to(before, timeout=2.0)
 
 
+@pytest.mark.parametrize(
+    ("client", "prefix", "scenario"),
+    [
+        ("anthropic", "chat", "slow"),  # the reply's body trickles for 4 s
+        ("chat", "anth", "slow"),
+        ("anthropic", "anth", "slow"),  # passthrough
+        ("anthropic", "chat", "stall_head"),  # no head yet (first_byte_timeout is 0.5 s)
+    ],
+)
+def test_disconnect_while_waiting_for_a_whole_reply(
+    faults: Rig, client: Client, prefix: str, scenario: str
+) -> None:
+    """A client of a non-streamed request that hangs up while the upstream still works:
+    the upstream request is dropped at once, not read to its end."""
+    before = faults.leaks.settle()
+    body = request_body(client, f"{prefix}-{scenario}.{faults.impl}", stream=False)
+    hang_up_after(faults.port, wire(PATHS[client], body, AUTH), b"", wait=0.25)
+    faults.leaks.assert_back_to(before, timeout=1.5)
+
+
 def test_sdk_stream_closed_early(faults: Rig) -> None:
     """An SDK user who stops iterating (closing the stream) frees everything too."""
     before = faults.leaks.settle()

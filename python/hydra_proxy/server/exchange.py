@@ -19,7 +19,7 @@ from .accounting import account_of
 from .asgi import JSON, SSE, Receive, Scope, Send, respond
 from .http1 import H1Error, H1Response
 from .plan import Plan
-from .relay import forward, relay
+from .relay import _Disconnect, forward, relay
 from .upstream import Attempt as UpstreamAttempt
 from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 
@@ -114,22 +114,38 @@ async def run(
     if plan.kind == "relay":
         await _relay(plan, upstream, settings, scope, receive, send, http_error, connected, report)
         return
-    if connected is not None:
-        response = connected
-    else:
-        try:
-            response = await upstream.post(plan.url, plan.headers, plan.body)
-        except UpstreamHTTPError as exc:
+    # Until the reply starts, the client leaving cancels the wait for the upstream (its
+    # request is dropped: upstream.post and read_json close the connection).
+    watch = _Disconnect(receive)
+    try:
+        if connected is not None:
+            response = connected
+        else:
+            try:
+                response = await upstream.post(plan.url, plan.headers, plan.body)
+            except UpstreamHTTPError as exc:
+                if report is not None:
+                    report(exc.status, exc.retry_after)
+                await answer_http_error(plan, exc, scope, send)
+                return
+            except UpstreamUnavailable as exc:
+                if report is not None:
+                    report(None, None)
+                raise error_from_upstream(exc, plan) from None
             if report is not None:
-                report(exc.status, exc.retry_after)
-            await answer_http_error(plan, exc, scope, send)
-            return
-        except UpstreamUnavailable as exc:
-            if report is not None:
-                report(None, None)
-            raise error_from_upstream(exc, plan) from None
-        if report is not None:
-            report(200, None)
+                report(200, None)
+        if plan.kind != "forward":
+            upstream_reply = await read_json(
+                response, settings.max_body_bytes, settings.idle_timeout
+            )
+    except asyncio.CancelledError:
+        if not watch.client_left():
+            raise
+        if connected is not None and plan.kind == "forward":
+            connected.close()
+        return
+    finally:
+        await watch.close()
     if plan.kind == "forward":
         if account is not None:
             send = account.tap(send)
@@ -138,7 +154,6 @@ async def run(
             account.error_type = failure
         return
     assert plan.convert is not None
-    upstream_reply = await read_json(response, settings.max_body_bytes, settings.idle_timeout)
     if account is not None and isinstance(upstream_reply, dict):
         usage = upstream_reply.get("usage")
         account.reply_usage = usage if isinstance(usage, dict) else None
