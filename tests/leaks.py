@@ -202,6 +202,20 @@ class LeakCounter:
                 )
             time.sleep(0.05)
 
+    def assert_upstream_released(self, timeout: float) -> None:
+        """Wait (bounded) until the upstream holds no connection of the proxy's: a request
+        the proxy dropped is closed there, not read to its end."""
+        assert self.upstream is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            self.upstream.close_idle()
+            held = self.upstream.open_connections()
+            if not held:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{held} upstream connections still open after {timeout} s")
+            time.sleep(0.02)
+
     def rss_growth_kib(self, case: Callable[[], object], repetitions: int, warmup: int = 3) -> int:
         """RSS growth of the worker over `repetitions` runs of `case`, after `warmup` runs
         (allocator pools and caches filled); each run must leave nothing else behind."""
