@@ -130,10 +130,17 @@ def _passes_through(plan: Plan, exc: UpstreamHTTPError, error: ProxyError) -> bo
     return exc.status == error.openai_status
 
 
-async def read_json(response: H1Response, limit: int) -> Any:
-    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON)."""
+async def read_json(response: H1Response, limit: int, idle_timeout: float | None = None) -> Any:
+    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON, a 504
+    when the upstream goes silent in it for `idle_timeout`)."""
     try:
-        return orjson.loads(await response.read(limit))
+        return orjson.loads(await response.read(limit, idle_timeout=idle_timeout))
+    except TimeoutError:
+        raise ProxyError(
+            504,
+            f"the upstream's reply stalled: nothing for {idle_timeout:g} s",
+            error_type="timeout_error",
+        ) from None
     except orjson.JSONDecodeError:
         raise ProxyError(
             502, "the upstream sent a response that is not JSON", error_type="api_error"
@@ -185,7 +192,9 @@ async def run(
             except UpstreamUnavailable as exc:
                 raise error_from_upstream(exc, plan) from None
         if plan.kind == "json":
-            upstream_reply = await read_json(response, settings.max_body_bytes)
+            upstream_reply = await read_json(
+                response, settings.max_body_bytes, settings.idle_timeout
+            )
     except asyncio.CancelledError:
         if not watch.client_left():
             raise

@@ -89,18 +89,34 @@ class H1Response:
         if self.done.done():
             on_end(self.done.exception())
 
-    async def read(self, limit: int, *, partial: bool = False) -> bytes:
+    async def read(
+        self, limit: int, *, partial: bool = False, idle_timeout: float | None = None
+    ) -> bytes:
         """The whole body, at most `limit` bytes (the rest is dropped with the connection).
-        A body cut short raises H1Error, unless `partial` asks for what did arrive."""
+        A body cut short raises H1Error, unless `partial` asks for what did arrive; one
+        silent for `idle_timeout` seconds raises TimeoutError."""
         self._limit = limit
         if self._size > limit:
             self._truncate()
         try:
-            await self.done
+            if idle_timeout is None:
+                await self.done
+            else:
+                await self._done_unless_silent(idle_timeout)
         except H1Error:
             if not partial:
                 raise
         return b"".join(self._chunks)
+
+    async def _done_unless_silent(self, idle_timeout: float) -> None:
+        while True:
+            size = self._size
+            try:
+                await asyncio.wait_for(asyncio.shield(self.done), idle_timeout)
+                return
+            except TimeoutError:
+                if self._size == size:  # not a byte for idle_timeout: a stalled upstream
+                    raise
 
     def _truncate(self) -> None:
         data = b"".join(self._chunks)[: self._limit]

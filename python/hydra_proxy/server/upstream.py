@@ -156,8 +156,10 @@ class Upstream:
                 return response
             retry_after = response.headers.get("retry-after")
             try:
-                error_body = await response.read(MAX_ERROR_BODY, partial=True)
-            except H1Error:
+                error_body = await response.read(
+                    MAX_ERROR_BODY, partial=True, idle_timeout=settings.idle_timeout
+                )
+            except (H1Error, TimeoutError):  # cut, or stalled: the status still tells
                 error_body = b""
             finally:
                 response.release()

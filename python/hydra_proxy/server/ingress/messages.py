@@ -10,6 +10,7 @@ import orjson
 
 from ... import ids
 from ...config import Attempt, request_traits
+from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..asgi import Scope, header
@@ -22,6 +23,9 @@ from .translated import Factory, translated
 
 def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     request = parse_request(body, ctx.settings.max_json_depth)
+    if not isinstance(request.get("stream", False), bool):
+        # Read as `is True` below: "yes" would silently become a non-streamed request.
+        raise invalid_request("stream: must be a boolean", "stream")
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     estimate = functools.cache(lambda: estimate_input_tokens(request))
     traits = request_traits(
