@@ -11,7 +11,6 @@ import http.client
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import anthropic
 import openai
@@ -24,8 +23,7 @@ from faulty_clients import hang_up_after, read_slowly, slow_loris, wire
 from faulty_upstream import FLOOD_BYTES, UPSTREAM_KEY
 from wellformed import PATHS, Client, Received, call, judge, request_body
 
-# Settings the limits branch adds (e-limits), set ahead of it: unknown variables are
-# ignored today, so the cases that need them are strict xfails until it lands.
+# Small limits, so the cases run quickly (server/limits.py).
 BODY_TIMEOUT = 1.0
 LIMITS_ENV = {"HYDRA_BODY_TIMEOUT": str(BODY_TIMEOUT), "HYDRA_MAX_JSON_DEPTH": "64"}
 AUTH = {"x-api-key": PROXY_KEY}
@@ -40,10 +38,6 @@ def faults(request: pytest.FixtureRequest) -> Iterator[Rig]:
         pytest.skip(NATIVE_MISSING)
     with rig(request.param, proxy_keys=True, env=LIMITS_ENV) as r:
         yield r
-
-
-def xfail(reason: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 def model_for(client: Client, scenario: str = "ok") -> str:
@@ -144,10 +138,7 @@ def test_oversized_body_is_413(faults: Rig, client: Client) -> None:
     "client",
     [
         "anthropic",
-        pytest.param(
-            "chat",
-            marks=xfail("needs e-limits: 413 is invalid_request_error, code request_too_large"),
-        ),
+        "chat",
     ],
 )
 def test_oversized_body_error_type(faults: Rig, client: Client) -> None:
@@ -164,14 +155,8 @@ def test_oversized_body_error_type(faults: Rig, client: Client) -> None:
 @pytest.mark.parametrize(
     "case",
     [
-        pytest.param(
-            "wrong_content_type",
-            marks=xfail("needs e-limits: a body not sent as application/json is a 400"),
-        ),
-        pytest.param(
-            "nested_200",
-            marks=xfail("needs e-limits: nesting past max_json_depth (64 here) is a 400"),
-        ),
+        "wrong_content_type",
+        "nested_200",
     ],
 )
 @pytest.mark.parametrize("client", ["anthropic", "chat"])
@@ -305,10 +290,6 @@ def test_sdk_stream_closed_early(faults: Rig) -> None:
     faults.leaks.assert_back_to(before)
 
 
-@xfail(
-    "needs e-limits: a slow reader's unsent output is bounded (today the worker reads the "
-    "whole upstream reply and queues it for the client)"
-)
 def test_slow_reader_is_bounded(faults: Rig) -> None:
     """Clients (Anthropic and Chat, at once) reading 20 KB/s of a 32 MB reply: the proxy
     takes no more of the upstream than it can hand on (TCP backpressure, or it ends the
@@ -337,7 +318,6 @@ def test_slow_reader_is_bounded(faults: Rig) -> None:
 # -- slow uploads --------------------------------------------------------------------------
 
 
-@xfail("needs e-limits: an upload slower than body_timeout gets a 408")
 def test_slow_loris_upload_times_out(faults: Rig) -> None:
     """Headers, then a byte every 0.1 s (Anthropic and Chat clients at once): past
     body_timeout each gets a well-formed 408 (OpenAI code request_timeout) instead of
@@ -378,10 +358,6 @@ def test_slow_upload_within_the_limits_is_served(faults: Rig) -> None:
 # -- shutdown ------------------------------------------------------------------------------
 
 
-@xfail(
-    "needs e-limits: at SIGTERM, streams still running past shutdown_grace end with a "
-    "well-formed error event (today the worker is killed and the streams are cut)"
-)
 def test_sigterm_ends_running_streams_well_formed(impl: str) -> None:
     """Streams (Anthropic and Chat clients) with 4 s to go when the proxy gets SIGTERM,
     with 1 s of grace: each ends well-formed, a whole reply or an error event, never a

@@ -130,19 +130,6 @@ ERRORS = [
     "err500_empty",
     "err503_text",
 ]
-# Cases that need another helper's branch: run one by one, strict xfail.
-WAITING = {
-    ("anthropic", "anth", "err500_empty", True): "needs e-errors: a passthrough error with "
-    "an empty upstream body reaches an Anthropic client as {} (no error shape)",
-}
-for _client, _prefix in ROUTES:
-    for _stream in (True, False):
-        WAITING[(_client, _prefix, "err502_html", _stream)] = (
-            "needs e-errors: an upstream's raw HTML body reaches the client's error message"
-        )
-WAITING[("anthropic", "anth", "err502_html", True)] = (
-    "needs e-errors: a passthrough error with an HTML body reaches an Anthropic client as it is"
-)
 
 
 def scenarios(client: str, prefix: str) -> list[tuple[str, bool]]:
@@ -153,7 +140,7 @@ def scenarios(client: str, prefix: str) -> list[tuple[str, bool]]:
         cases += [(s, False) for s in ("drop_boundary", "stall_error", "err401_openai")]
     else:
         cases += [("err500_empty", True)]
-    return [c for c in cases if (client, prefix, *c) not in WAITING]
+    return cases
 
 
 def test_upstream_faults(faults: Rig) -> None:
@@ -181,21 +168,6 @@ def test_upstream_faults(faults: Rig) -> None:
         failures = [f for f in pool.map(one, cases) if f is not None]
     faults.leaks.assert_back_to(before)
     assert not failures, "\n".join(failures)
-
-
-@pytest.mark.parametrize(
-    ("client", "prefix", "scenario", "stream"),
-    [
-        pytest.param(*case, marks=pytest.mark.xfail(strict=True, reason=reason))
-        for case, reason in WAITING.items()
-    ],
-)
-def test_upstream_faults_waiting_on_other_branches(
-    faults: Rig, client: Client, prefix: str, scenario: str, stream: bool
-) -> None:
-    before = faults.leaks.settle()
-    check_outcome(faults, client, prefix, scenario, stream)
-    faults.leaks.assert_back_to(before)
 
 
 def test_repeated_faults_do_not_grow_memory(faults: Rig) -> None:
