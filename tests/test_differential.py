@@ -42,7 +42,15 @@ def run_both(
             max_event_bytes=max_event_bytes,
         )
         out = feed_all(t, data, cuts)
-        state = (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+        state = (
+            t.finished,
+            t.complete,
+            t.error,
+            t.has_content,
+            t.stop_reason,
+            t.usage,
+            t.reasoning_tokens,
+        )
         # Feeding or finishing after the end yields nothing, in both.
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))

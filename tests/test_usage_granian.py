@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import os
 import signal
@@ -47,7 +46,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 def _post(port: int, rec: UsageRecord) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # a new connection each
     try:
-        conn.request("POST", "/finish", body=orjson.dumps(dataclasses.asdict(rec)))
+        conn.request("POST", "/finish", body=orjson.dumps(rec._asdict()))
         reply = conn.getresponse()
         assert reply.status == 200
         return int(reply.read())
@@ -82,8 +81,16 @@ def serve_and_drive(
             time.sleep(0.1)
         with ThreadPoolExecutor(8) as pool:
             pids = set(pool.map(lambda r: _post(port, r), records))
-        status, body = _get(port, "/metrics")
-        assert status == 200
+        # A scrape shows its own worker's requests at once, the other's once that worker's
+        # flush thread ran (every second): wait for it (bounded), then check exact totals.
+        settle = time.monotonic() + 10
+        while True:
+            status, body = _get(port, "/metrics")
+            assert status == 200
+            counted = total(samples(body), "hydra_requests_total")
+            if counted >= len(records) or time.monotonic() > settle:
+                break
+            time.sleep(0.1)
         assert not ledger_of(ledger_url).query(), "written before shutdown: the test proves nothing"
     finally:
         proc.send_signal(signal.SIGINT)  # a clean shutdown: lifespan shutdown in each worker

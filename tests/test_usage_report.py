@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -53,7 +52,7 @@ def test_parse_since() -> None:
 
 def test_table_marks_unknown_cost_and_estimates() -> None:
     rec = make_records(1, 23)[0]
-    unknown = replace(rec, target_model="mystery", cost_usd=None, estimated=True)
+    unknown = rec._replace(target_model="mystery", cost_usd=None, estimated=True)
     rows = aggregate([rec, unknown], "model")
     text = render_table(rows, "model", total([rec, unknown]))
     line = next(ln for ln in text.splitlines() if ln.startswith("mystery"))

@@ -74,6 +74,11 @@ macro_rules! transducer_methods {
             fn usage(&self) -> $usage {
                 self.inner.usage()
             }
+
+            #[getter]
+            fn reasoning_tokens(&self) -> u64 {
+                self.inner.reasoning_tokens()
+            }
         }
     };
 }

@@ -9,9 +9,8 @@ across a process crash (a power loss may take the last transactions back).
 
 from __future__ import annotations
 
-import operator
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +48,6 @@ CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
 """
 _INSERT = f"INSERT INTO usage ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM usage"
-
-
-row_of: Callable[[UsageRecord], tuple[Any, ...]] = operator.attrgetter(*COLUMNS)
 
 
 def record_of(row: Sequence[Any]) -> UsageRecord:
@@ -103,7 +99,7 @@ class SqliteLedger(Ledger):
         # timeout) before any row is inserted, never half-way.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany(_INSERT, [row_of(r) for r in batch])
+            conn.executemany(_INSERT, batch)  # a record is its row
         except BaseException:
             conn.execute("ROLLBACK")
             raise
