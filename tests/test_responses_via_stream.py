@@ -267,7 +267,7 @@ def test_namespace_and_custom_tools_are_restored() -> None:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 116,
     }
-    assert state[4:] == ("completed", (107, 100, 9))
+    assert state[4:6] == ("completed", (107, 100, 9))
     assert openai_sdk_response(out)[1]["output"][1]["input"] == "*** Begin Patch\n"
 
 

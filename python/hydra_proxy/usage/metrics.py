@@ -257,6 +257,8 @@ class Metrics:
             pending = self._pending
             if not pending:
                 return
+            # Summed per raw (route, provider, model, protocol, status): labels are mapped
+            # once per distinct value, in the order first seen (what LabelCap admits).
             sums: dict[tuple[str, str, str, str, int], list[Any]] = {}
             errors: dict[tuple[str, str, str], int] = {}
             latency_bounds, ttfb_bounds = self._latency_bounds, self._ttfb_bounds
@@ -265,8 +267,7 @@ class Metrics:
                     rec = pending.popleft()
                 except IndexError:
                     break
-                route, provider = self.route(rec.route), self.provider(rec.provider)
-                key = (route, provider, self.model(rec.target_model), rec.protocol, rec.status)
+                key = (rec.route, rec.provider, rec.target_model, rec.protocol, rec.status)
                 acc = sums.get(key)
                 if acc is None:
                     # requests, 5 token kinds, cost, unpriced, estimated, latency sum and
@@ -281,10 +282,11 @@ class Metrics:
                 acc[3] += rec.cache_read_tokens
                 acc[4] += rec.cache_write_tokens
                 acc[5] += rec.reasoning_tokens
-                if rec.cost_usd is None:
+                cost = rec.cost_usd
+                if cost is None:
                     acc[7] += 1
                 else:
-                    acc[6] += rec.cost_usd
+                    acc[6] += cost
                 if rec.estimated:
                     acc[8] += 1
                 latency = rec.latency_ms / 1000
@@ -295,14 +297,18 @@ class Metrics:
                     acc[11] += ttfb
                     acc[12][bisect_left(ttfb_bounds, ttfb)] += 1
                 if rec.error_type is not None:
-                    error = (route, provider, self.error_type(rec.error_type))
+                    error = (rec.route, rec.provider, rec.error_type)
                     errors[error] = errors.get(error, 0) + 1
-            for series, acc in sums.items():
-                self._apply(self._series(*series), acc)
-            for error, count in errors.items():
-                child = self._error_children.get(error)
+            for (route, provider, model, protocol, status), acc in sums.items():
+                series = self._series(
+                    self.route(route), self.provider(provider), self.model(model), protocol, status
+                )
+                self._apply(series, acc)
+            for (route, provider, error_type), count in errors.items():
+                labels = (self.route(route), self.provider(provider), self.error_type(error_type))
+                child = self._error_children.get(labels)
                 if child is None:
-                    child = self._error_children[error] = self.errors.labels(*error)
+                    child = self._error_children[labels] = self.errors.labels(*labels)
                 child.inc(count)
 
     def _flush_streams(self) -> None:
