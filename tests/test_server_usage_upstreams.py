@@ -22,7 +22,7 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_responses,
 )
 from servers import ProxyServer
-from test_server_usage import messages, metrics, post, rows, total
+from test_server_usage import log_line, messages, metrics, post, rows, total
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEEPSEEK = "openai/vercel-deepseek-reasoning-content.jsonl"
@@ -200,6 +200,8 @@ def test_usage_of_every_upstream_protocol(mock: MockServer, tmp_path: Path, impl
         got["gpt5-json-passthrough"].provider == "gpt" and not got["gpt5-json-passthrough"].stream
     )
     assert got["gemini-stream-to-responses"].protocol == "responses"
+    line = log_line(proxy, ids["gemini-stream-translated"])  # the access log says it too
+    assert int(line["reasoning"]) == CASES["gemini-stream-translated"][3].reasoning
 
     # The counters say the same as the ledger, reasoning included.
     assert total(samples, "hydra_requests_total") == len(CASES)

@@ -310,6 +310,8 @@ class Account:
             details["cache_read"] = tokens.cache_read
         if tokens.cache_write:
             details["cache_write"] = tokens.cache_write
+        if tokens.reasoning:
+            details["reasoning"] = tokens.reasoning
         if estimated:
             details["estimated"] = 1
         if transducer is not None and transducer.stop_reason is not None:
