@@ -173,12 +173,32 @@ def test_the_recordings_report_reasoning() -> None:
         assert 0 < tokens.reasoning <= tokens.output, name
 
 
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-def test_usage_of_every_upstream_protocol(mock: MockServer, tmp_path: Path, impl: str) -> None:
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    from postgres_server import postgres_server, wait_ready, why_unavailable
+
+    pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
+    missing = why_unavailable()
+    if missing is not None:
+        pytest.skip(missing)
+    with postgres_server() as url:
+        wait_ready(url)
+        yield url
+
+
+@pytest.mark.parametrize(
+    ("impl", "backend"), [(impl, "sqlite") for impl in IMPLEMENTATIONS] + [("native", "postgres")]
+)
+def test_usage_of_every_upstream_protocol(
+    mock: MockServer, tmp_path: Path, impl: str, backend: str, request: pytest.FixtureRequest
+) -> None:
     if impl == "native" and _native is None:
         pytest.skip(NATIVE_MISSING)
     mock.clear()
-    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    if backend == "postgres":
+        ledger: str = request.getfixturevalue("postgres_url")
+    else:
+        ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
     (tmp_path / "hydra.toml").write_text(config(mock.url), encoding="utf-8")
     args = ("--config", str(tmp_path / "hydra.toml"), "--log-level", "info")
     env = {"HYDRA_USAGE_LEDGER": ledger}
