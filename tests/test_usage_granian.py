@@ -70,15 +70,19 @@ def serve_and_drive(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while True:
+        # Both workers up before the records are sent (the first one ready would otherwise
+        # take them all): new connections until two pids answered.
+        ready: set[bytes] = set()
+        while len(ready) < 2:
             try:
-                if _get(port, "/metrics")[0] == 200:
-                    break
+                status, pid = _get(port, "/pid")
+                if status == 200:
+                    ready.add(pid)
             except OSError:
                 pass
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else b""
-            assert time.monotonic() < deadline, "granian did not start"
-            time.sleep(0.1)
+            assert time.monotonic() < deadline, f"granian did not start both workers: {ready}"
+            time.sleep(0.02)
         with ThreadPoolExecutor(8) as pool:
             pids = set(pool.map(lambda r: _post(port, r), records))
         # A scrape shows its own worker's requests at once, the other's once that worker's
