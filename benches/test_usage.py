@@ -1,11 +1,15 @@
-"""Micro benchmarks: what usage accounting costs per request, against translating one.
+"""Micro benchmarks: what usage accounting costs per request, piece by piece.
 
-Per finished request the server calls ``UsageService.finish(rec)``: ``Metrics.observe`` (a
-few counter increments; in multiprocess mode each is a write into a memory-mapped file)
-and ``Ledger.record`` (a deque append; the SQLite writes happen in the writer thread, whose
-CPU is measured here too, per record, in ``test_ledger_write_per_record``). The baseline in
-the same run is the pure-Python translation of one short recorded stream (a request's own
-CPU is at least that). Run:
+On the request path, once per finished request, the server calls ``Account.close``: the
+upstream's counts read off the transducer, ``UsageService.make_record`` (a named tuple, a
+cached price lookup, a cached key id) and ``UsageService.finish`` (two queue appends: the
+metrics' and the ledger's). Off the request path, in threads of the same process:
+``Metrics.flush`` (every second: the queued records summed per series, one write per
+series into prometheus-client's memory-mapped values) and the ledger writer (one SQLite
+``executemany`` per batch); both are measured per record, over a batch of 256. The
+baseline in the same run is the native translation of one short recorded stream (a
+request's own CPU is at least that).
+
     python -m pytest benches/test_usage.py --benchmark-only
 """
 
@@ -14,17 +18,21 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hydra_proxy.transducers import MessagesViaChatStream
+from hydra_proxy.server.accounting import Account
+from hydra_proxy.server.plan import Target
+from hydra_proxy.transducers import select
 from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
-from hydra_proxy.usage.record import UsageRecord
+from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.service import UsageService
 from hydra_proxy.usage.sqlite_ledger import SqliteLedger
 
 STREAM = Path(__file__).parents[1] / "tests" / "fixtures" / "openai" / "oaipy-gpt4o-text-usage.sse"
+BATCH = 256
 
 RECORD = UsageRecord(
     time=1_764_000_000.0,
@@ -44,6 +52,7 @@ RECORD = UsageRecord(
     key_id="a1b2c3d4",
     stream=True,
 )
+TARGET = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o-2024-08-06", True)
 
 
 @pytest.fixture
@@ -57,48 +66,113 @@ def multiproc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
     values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
 
 
-def test_baseline_translate_one_stream(benchmark: object) -> None:
+def _translator() -> Any:
+    """The transducer the server would use (native unless HYDRA_PROXY_IMPL says python)."""
+    return select().MessagesViaChatStream
+
+
+def test_baseline_translate_one_stream(benchmark: Any) -> None:
     body = STREAM.read_bytes()
+    cls = _translator()
 
     def translate() -> int:
-        t = MessagesViaChatStream("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"bench-key")
+        t = cls("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"bench-key")
         return len(t.feed(body)) + len(t.finish())
 
-    assert benchmark(translate) > 0  # type: ignore[operator]
+    assert benchmark(translate) > 0
 
 
-def test_observe_single_process(benchmark: object, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
-    metrics = Metrics()
-    benchmark(metrics.observe, RECORD)  # type: ignore[operator]
+def test_request_path_account_close(benchmark: Any, multiproc: None, tmp_path: Path) -> None:
+    """Everything accounting does on the request path, from a finished stream."""
+    usage = UsageService.start(
+        ledger_url=f"sqlite:{tmp_path / 'u.sqlite3'}",
+        # The benchmark measures the request path alone: the threads stay asleep.
+        ledger_options={"batch_size": 10**6, "max_queue": 10**7, "flush_interval": 3600},
+    )
+    assert usage.metrics is not None and usage.ledger is not None
+    usage.metrics._stop.set()
+    body = STREAM.read_bytes()
+    cls = _translator()
 
+    def finished() -> tuple[tuple[Account], dict[str, Any]]:
+        account = Account("anthropic")
+        account.target = TARGET
+        account.key = b"team-key"
+        transducer = account.built_by(lambda: cls("msg_bench", "claude-sonnet-4-5", 100))
+        transducer.feed(body)
+        transducer.finish()
+        account.first_byte = account.started + 0.3
+        return (account,), {}
 
-def test_observe_multiprocess(benchmark: object, multiproc: None) -> None:
-    metrics = Metrics()
-    benchmark(metrics.observe, RECORD)  # type: ignore[operator]
+    closed = []
 
+    def close(account: Account) -> dict[str, object]:
+        closed.append(account)
+        return account.close(usage, 200, "req_bench")
 
-def test_finish_metrics_and_ledger(benchmark: object, multiproc: None, tmp_path: Path) -> None:
-    usage = UsageService.start(ledger_url=f"sqlite:{tmp_path / 'u.sqlite3'}")
     try:
-        benchmark(usage.finish, RECORD)  # type: ignore[operator]
+        details = benchmark.pedantic(close, setup=finished, rounds=3000, iterations=1)
+        assert details["out"] > 0 and "estimated" not in details  # the fixture's own usage
     finally:
         usage.close()
-    assert usage.ledger is not None and usage.ledger.dropped == 0
+    assert usage.ledger.written == len(closed)  # every record reached the ledger
 
 
-def test_ledger_write_per_record(benchmark: object, tmp_path: Path) -> None:
-    """The writer thread's cost per record: one batch of 256 into SQLite, per record."""
-    ledger = SqliteLedger(tmp_path / "u.sqlite3")
-    ledger._open()
-    batch = [RECORD] * 256
-    benchmark(ledger._write, batch)  # type: ignore[operator]
-    ledger._close()
+def test_make_record(benchmark: Any) -> None:
+    usage = UsageService.start(ledger_url=None, metrics=False)
+    tokens = Tokens(1200, 300, 4000)
+
+    def make() -> UsageRecord:
+        return usage.make_record(
+            time=1_764_000_000.0,
+            request_id="req_bench",
+            protocol="anthropic",
+            route="claude-*",
+            provider="openai",
+            requested_model="claude-sonnet-4-5",
+            target_model="gpt-4o-2024-08-06",
+            tokens=tokens,
+            latency_ms=2100.0,
+            ttfb_ms=310.0,
+            status=200,
+            key=b"team-key",
+            stream=True,
+        )
+
+    assert benchmark(make).cost_usd is not None
 
 
-def test_ledger_record_enqueue(benchmark: object, tmp_path: Path) -> None:
+def test_observe_enqueue(benchmark: Any, multiproc: None) -> None:
+    metrics = Metrics()
+    benchmark(metrics.observe, RECORD)
+
+
+def test_metrics_flush_per_batch(benchmark: Any, multiproc: None) -> None:
+    """One flush of BATCH records (divide by BATCH: the per-record cost), multiprocess mode."""
+    metrics = Metrics()
+
+    def fill() -> tuple[tuple[()], dict[str, Any]]:
+        for _ in range(BATCH):
+            metrics.observe(RECORD)
+        return (), {}
+
+    benchmark.pedantic(metrics.flush, setup=fill, rounds=200, iterations=1)
+    benchmark.extra_info["records_per_round"] = BATCH
+
+
+def test_ledger_record_enqueue(benchmark: Any, tmp_path: Path) -> None:
     ledger = open_ledger(f"sqlite:{tmp_path / 'u.sqlite3'}", max_queue=10_000_000)
     try:
-        benchmark(ledger.record, RECORD)  # type: ignore[operator]
+        benchmark(ledger.record, RECORD)
     finally:
         ledger.close()
+
+
+def test_ledger_write_per_batch(benchmark: Any, tmp_path: Path) -> None:
+    """The writer thread's cost: one batch of BATCH records into SQLite (divide by BATCH)."""
+    ledger = SqliteLedger(tmp_path / "u.sqlite3")
+    ledger._open()
+    batch = [RECORD] * BATCH
+    benchmark(ledger._write, batch)
+    benchmark.extra_info["records_per_round"] = BATCH
+    ledger._close()

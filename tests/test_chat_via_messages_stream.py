@@ -33,7 +33,15 @@ def run_both(data: bytes, cuts: list[int], **kwargs: Any) -> tuple[bytes, tuple[
     for impl in ("native", "python"):
         t = chat_via_messages_class(impl)("chatcmpl-test", "claude-x", 1764460800, **options)
         out = feed_all(t, data, cuts)
-        state = (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+        state = (
+            t.finished,
+            t.complete,
+            t.error,
+            t.has_content,
+            t.stop_reason,
+            t.usage,
+            t.reasoning_tokens,
+        )
         assert t.feed(b"event: ping\ndata: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     assert results[0][0] == results[1][0], "native and Python outputs differ"

@@ -42,7 +42,15 @@ def run_both(
             max_event_bytes=max_event_bytes,
         )
         out = feed_all(t, data, cuts)
-        state = (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+        state = (
+            t.finished,
+            t.complete,
+            t.error,
+            t.has_content,
+            t.stop_reason,
+            t.usage,
+            t.reasoning_tokens,
+        )
         # Feeding or finishing after the end yields nothing, in both.
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
@@ -74,7 +82,7 @@ def test_fixture_random_splits(name: str, seed: int) -> None:
 def test_generated_streams(stream: Stream, data: st.DataObject) -> None:
     raw = stream.encode()
     cuts = data.draw(st.lists(st.integers(1, max(1, len(raw) - 1)), max_size=12))
-    out, (finished, complete, error, _, stop_reason, _) = run_both(raw, cuts)
+    out, (finished, complete, error, _, stop_reason, *_) = run_both(raw, cuts)
     assert out == run_both(raw, [])[0], "output depends on how the input was split"
     rebuilt = anthropic_grammar.check(out)
     assert finished

@@ -63,7 +63,15 @@ def chat(impl: str, data: bytes, cuts: list[int] | None = None, **options: Any) 
 
 
 def state(t: Any) -> tuple[Any, ...]:
-    return (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+    return (
+        t.finished,
+        t.complete,
+        t.error,
+        t.has_content,
+        t.stop_reason,
+        t.usage,
+        t.reasoning_tokens,
+    )
 
 
 def run_both(data: bytes, cuts: list[int], signing_key: bytes | None = KEY) -> bytes:

@@ -93,7 +93,15 @@ def _input(folder: str, name: str) -> bytes:
 def _run(direction: str, impl: str, data: bytes, cut: int) -> tuple[bytes, tuple[object, ...]]:
     t = make({"direction": direction, "options": {}}, impl)
     out = t.feed(data[:cut]) + t.feed(data[cut:]) + t.finish()
-    return out, (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+    return out, (
+        t.finished,
+        t.complete,
+        t.error,
+        t.has_content,
+        t.stop_reason,
+        t.usage,
+        t.reasoning_tokens,
+    )
 
 
 junk_strings = st.text(alphabet='\\ud80cfA0"x\x01 ', max_size=14).map(

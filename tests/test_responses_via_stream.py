@@ -66,7 +66,15 @@ def run_both(
     for cls in _classes(upstream):
         t = cls(RESPONSE_ID, MODEL, CREATED, ESTIMATE, **{**OPTIONS, **options})
         out = feed_all(t, data, cuts)
-        state = (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+        state = (
+            t.finished,
+            t.complete,
+            t.error,
+            t.has_content,
+            t.stop_reason,
+            t.usage,
+            t.reasoning_tokens,
+        )
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     for other in results[1:]:
@@ -259,7 +267,7 @@ def test_namespace_and_custom_tools_are_restored() -> None:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 116,
     }
-    assert state[4:] == ("completed", (107, 100, 9))
+    assert state[4:6] == ("completed", (107, 100, 9))
     assert openai_sdk_response(out)[1]["output"][1]["input"] == "*** Begin Patch\n"
 
 

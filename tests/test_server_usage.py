@@ -352,6 +352,18 @@ def test_two_workers_add_up_on_sqlite(
     assert time.strftime("%Y-%m-%d", time.gmtime()) in table and str(count) in table
 
 
+def test_a_worker_whose_accounting_cannot_start_stops_the_server(
+    mock: MockServer, tmp_path: Path
+) -> None:
+    """Not a worker that serves on counting nothing (granian keeps serving when the app's
+    lifespan raises: with two workers, a scrape then sums one worker's share)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    proxy = start_proxy(mock, f"sqlite:{blocker / 'usage.sqlite3'}", "--workers", "2")
+    with pytest.raises(RuntimeError, match="cannot open the SQLite ledger"), proxy:
+        pass
+
+
 psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
 
 
@@ -374,7 +386,7 @@ def test_two_workers_add_up_on_postgres(mock: MockServer, postgres: str) -> None
     with start_proxy(mock, postgres, "--workers", "2") as proxy:
         mock.script([{"replay": CHAT_REPLAY}] * count)
         load(proxy, count)
-        assert total(metrics(proxy), "hydra_requests_total") == count
+        assert total(settled_metrics(proxy, count), "hydra_requests_total") == count
     check_adds_up(rows(postgres), count)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import http.client
 import os
 import signal
@@ -47,7 +46,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 def _post(port: int, rec: UsageRecord) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # a new connection each
     try:
-        conn.request("POST", "/finish", body=orjson.dumps(dataclasses.asdict(rec)))
+        conn.request("POST", "/finish", body=orjson.dumps(rec._asdict()))
         reply = conn.getresponse()
         assert reply.status == 200
         return int(reply.read())
@@ -71,19 +70,31 @@ def serve_and_drive(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while True:
+        # Both workers up before the records are sent (the first one ready would otherwise
+        # take them all): new connections until two pids answered.
+        ready: set[bytes] = set()
+        while len(ready) < 2:
             try:
-                if _get(port, "/metrics")[0] == 200:
-                    break
+                status, pid = _get(port, "/pid")
+                if status == 200:
+                    ready.add(pid)
             except OSError:
                 pass
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else b""
-            assert time.monotonic() < deadline, "granian did not start"
-            time.sleep(0.1)
+            assert time.monotonic() < deadline, f"granian did not start both workers: {ready}"
+            time.sleep(0.02)
         with ThreadPoolExecutor(8) as pool:
             pids = set(pool.map(lambda r: _post(port, r), records))
-        status, body = _get(port, "/metrics")
-        assert status == 200
+        # A scrape shows its own worker's requests at once, the other's once that worker's
+        # flush thread ran (every second): wait for it (bounded), then check exact totals.
+        settle = time.monotonic() + 10
+        while True:
+            status, body = _get(port, "/metrics")
+            assert status == 200
+            counted = total(samples(body), "hydra_requests_total")
+            if counted >= len(records) or time.monotonic() > settle:
+                break
+            time.sleep(0.1)
         assert not ledger_of(ledger_url).query(), "written before shutdown: the test proves nothing"
     finally:
         proc.send_signal(signal.SIGINT)  # a clean shutdown: lifespan shutdown in each worker

@@ -147,10 +147,9 @@ def test_observe_with_overflowing_models(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     metrics = Metrics(max_models=2)
     base = make_records(1, 1)[0]
-    from dataclasses import replace
 
     for i in range(20):
-        metrics.observe(replace(base, target_model=f"unpriced-{i}", cost_usd=None))
+        metrics.observe(base._replace(target_model=f"unpriced-{i}", cost_usd=None))
     found = samples(render(metrics)[1])
     models = {dict(ls)["model"] for (n, ls) in found if n == "hydra_requests_total"}
     assert models == {"unpriced-0", "unpriced-1", OTHER}

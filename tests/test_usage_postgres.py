@@ -102,9 +102,8 @@ def test_a_reader_creates_nothing(url: str) -> None:
 
 
 def test_nul_in_a_client_model_name_is_kept_readable(url: str) -> None:
-    from dataclasses import replace
 
-    rec = replace(make_records(1, 15)[0], requested_model="gpt\x00-4o")
+    rec = make_records(1, 15)[0]._replace(requested_model="gpt\x00-4o")
     ledger = open_ledger(url)
     ledger.record(rec)
     ledger.close()

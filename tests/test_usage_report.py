@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -12,7 +11,8 @@ import pytest
 from hydra_proxy.usage.cli import main
 from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.report import aggregate, parse_since, render_table, total
-from usage_data import make_records
+from hydra_proxy.usage.upstream_usage import tokens_from_responses
+from usage_data import FIXTURES, make_records
 
 NOW = 1_764_000_000.0 + 86400 * 3
 
@@ -53,7 +53,7 @@ def test_parse_since() -> None:
 
 def test_table_marks_unknown_cost_and_estimates() -> None:
     rec = make_records(1, 23)[0]
-    unknown = replace(rec, target_model="mystery", cost_usd=None, estimated=True)
+    unknown = rec._replace(target_model="mystery", cost_usd=None, estimated=True)
     rows = aggregate([rec, unknown], "model")
     text = render_table(rows, "model", total([rec, unknown]))
     line = next(ln for ln in text.splitlines() if ln.startswith("mystery"))
@@ -98,3 +98,29 @@ def test_cli_reads_without_creating(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_bytes(b"not a database, not at all" * 100)
     assert main(["--ledger", f"sqlite:{path}"]) == 1
     assert "not a database" in capsys.readouterr().err
+
+
+def test_reasoning_tokens_are_reported() -> None:
+    """gpt-5's recorded usage (448 of its 469 output tokens spent reasoning), in the table
+    and in the JSON rows."""
+    body = (
+        FIXTURES / "responses" / "pydantic-gpt5-stream-reasoning-function-call.sse"
+    ).read_bytes()
+    (done,) = [
+        orjson.loads(line[5:])
+        for line in body.splitlines()
+        if line.startswith(b"data:") and b'"response.completed"' in line
+    ]
+    tokens = tokens_from_responses(done["response"]["usage"])
+    rec = make_records(1, 24)[0]._replace(
+        target_model="gpt-5",
+        input_tokens=tokens.input,
+        output_tokens=tokens.output,
+        reasoning_tokens=tokens.reasoning,
+    )
+    (row,) = aggregate([rec, rec], "model")
+    assert (row.output_tokens, row.reasoning_tokens) == (2 * 469, 2 * 448)
+    assert row.as_json()["reasoning_tokens"] == 896
+    lines = render_table([row], "model").splitlines()
+    cells = lines[2].split()
+    assert "of it reasoning" in lines[0] and cells[4:6] == ["938", "896"]

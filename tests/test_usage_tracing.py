@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from hydra_proxy.usage.tracing import Tracing, setup_tracing
@@ -19,8 +17,8 @@ def test_a_span_per_request_with_genai_attributes() -> None:
     tracing = setup_tracing(exporter=exporter)
     assert tracing.enabled
     ok, failed = make_records(2, 41)
-    ok = replace(ok, status=200, error_type=None, cache_read_tokens=7)
-    failed = replace(failed, status=429, error_type="rate_limit_error")
+    ok = ok._replace(status=200, error_type=None, cache_read_tokens=7)
+    failed = failed._replace(status=429, error_type="rate_limit_error")
     tracing.span(ok, finish_reasons=["end_turn"])
     tracing.span(failed)
     tracing.close()

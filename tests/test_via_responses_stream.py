@@ -58,7 +58,15 @@ def run_both(client: str, data: bytes, cuts: list[int], **options: Any) -> tuple
     for cls in _classes(client):
         t = _make(cls, client, **options)
         out = feed_all(t, data, cuts)
-        state = (t.finished, t.complete, t.error, t.has_content, t.stop_reason, t.usage)
+        state = (
+            t.finished,
+            t.complete,
+            t.error,
+            t.has_content,
+            t.stop_reason,
+            t.usage,
+            t.reasoning_tokens,
+        )
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     for other in results[1:]:

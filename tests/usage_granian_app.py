@@ -2,6 +2,7 @@
 
 ``python usage_granian_app.py PORT WORKERS LEDGER_URL PROMETHEUS_DIR`` serves:
   POST /finish       body: a UsageRecord as JSON -> usage.finish(record); replies the pid
+  GET  /pid          the pid of the worker that answers
   GET  /metrics      the merged Prometheus text of all workers
   GET  /dashboard... the usage page
 Startup creates the service in each worker (lifespan), shutdown closes it (flushes the
@@ -54,6 +55,8 @@ class App:
                 if not message.get("more_body"):
                     break
             self.usage.finish(UsageRecord(**orjson.loads(body)))
+            status, content_type, payload = 200, "text/plain", str(os.getpid()).encode()
+        elif path == "/pid":  # which worker answered (the test waits for both)
             status, content_type, payload = 200, "text/plain", str(os.getpid()).encode()
         elif path == "/metrics":
             status, content_type, payload = self.usage.metrics_response()

@@ -46,6 +46,7 @@ def main() -> None:
         metrics.stream_opened("*", "openai")
         metrics.stream_opened("*", "openai")
         metrics.stream_closed("*", "openai")
+        metrics.flush()  # what a worker's flush thread does every second
         print(len(records))
         sys.stdout.flush()
         # Stay alive (one stream open) until told to finish, so the live gauge can be read.

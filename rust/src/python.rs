@@ -79,6 +79,11 @@ macro_rules! transducer_methods {
             fn buffered_bytes(&self) -> usize {
                 self.inner.buffered_bytes()
             }
+
+            #[getter]
+            fn reasoning_tokens(&self) -> u64 {
+                self.inner.reasoning_tokens()
+            }
         }
     };
 }

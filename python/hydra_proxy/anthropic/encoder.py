@@ -101,6 +101,8 @@ class AnthropicEncoder:
                     mine.cache_creation_input_tokens = event.cache_creation_input_tokens
                 if event.output_tokens is not None:
                     mine.output_tokens = event.output_tokens
+                if event.reasoning_tokens is not None:
+                    mine.reasoning_tokens = event.reasoning_tokens
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():
@@ -177,3 +179,7 @@ class AnthropicEncoder:
         usage = self._usage
         input_tokens = self._estimate if usage.input_tokens is None else usage.input_tokens
         return input_tokens, usage.cache_read_input_tokens or 0, usage.output_tokens or 0
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._usage.reasoning_tokens or 0

@@ -83,6 +83,7 @@ class ChatDecoder:
         self._prompt_tokens: int | None = None
         self._completion_tokens: int | None = None
         self._cached_tokens: int | None = None
+        self._reasoning_tokens: int | None = None
 
     def begin(self, emit: Emit) -> None:
         if not self._started:
@@ -160,6 +161,10 @@ class ChatDecoder:
             cached = uint(usage.get("prompt_cache_hit_tokens"))  # DeepSeek
         if cached is not None:
             self._cached_tokens = cached
+        details = usage.get("completion_tokens_details")
+        reasoning = uint(details.get("reasoning_tokens")) if type(details) is dict else None
+        if reasoning is not None:
+            self._reasoning_tokens = reasoning
 
     def _usage(self) -> Usage:
         """The counts so far, as Anthropic counts them."""
@@ -169,6 +174,7 @@ class ChatDecoder:
             input_tokens=None if prompt is None else mapping.input_tokens(prompt, cached or 0),
             cache_read_input_tokens=cached,
             output_tokens=self._completion_tokens,
+            reasoning_tokens=self._reasoning_tokens,
         )
 
     def _delta(self, delta: _Delta, emit: Emit) -> None:

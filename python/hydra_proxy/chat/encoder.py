@@ -83,6 +83,7 @@ class ChatEncoder:
         self._cache_read = 0
         self._cache_creation = 0
         self._output = 0
+        self._reasoning = 0
 
     def event(self, parts: list[bytes], event: Event) -> None:
         match event:
@@ -133,6 +134,8 @@ class ChatEncoder:
             self._cache_creation = usage.cache_creation_input_tokens
         if usage.output_tokens is not None:
             self._output = usage.output_tokens
+        if usage.reasoning_tokens is not None:
+            self._reasoning = usage.reasoning_tokens
 
     def _start(self, parts: list[bytes]) -> None:
         if not self._started:
@@ -213,3 +216,7 @@ class ChatEncoder:
         """(prompt_tokens, cached_tokens, completion_tokens), as OpenAI counts them."""
         prompt = self._input + self._cache_read + self._cache_creation
         return prompt, self._cache_read, self._output
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._reasoning

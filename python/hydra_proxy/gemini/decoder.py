@@ -178,6 +178,7 @@ class GeminiDecoder:
             input_tokens=input_tokens if has_prompt else None,
             cache_read_input_tokens=cache_read if has_prompt else None,
             output_tokens=output_tokens if self._candidates is not None else None,
+            reasoning_tokens=self._thoughts,
         )
 
     def _upstream_error(self, chunk: dict[str, Any], emit: Emit) -> None:

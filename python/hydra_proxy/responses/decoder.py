@@ -322,7 +322,8 @@ class ResponsesDecoder:
             cached = min(uint(details.get("cached_tokens")) or 0, total)
             written = min(uint(details.get("cache_write_tokens")) or 0, total - cached)
             output = uint(usage.get("output_tokens")) or 0
-            emit(Usage(total - cached - written, cached, written, output))
+            reasoning = uint(_dict(usage, "output_tokens_details").get("reasoning_tokens"))
+            emit(Usage(total - cached - written, cached, written, output, reasoning))
         reason = _str(_dict(response, "incomplete_details"), "reason")
         stop = _STOP_REASONS.get(reason) if reason is not None else None
         if stop is None:

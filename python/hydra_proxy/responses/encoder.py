@@ -289,6 +289,8 @@ class ResponsesEncoder:
                     mine.cache_creation_input_tokens = event.cache_creation_input_tokens
                 if event.output_tokens is not None:
                     mine.output_tokens = event.output_tokens
+                if event.reasoning_tokens is not None:
+                    mine.reasoning_tokens = event.reasoning_tokens
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():
@@ -572,3 +574,7 @@ class ResponsesEncoder:
         cached = usage.cache_read_input_tokens or 0
         written = usage.cache_creation_input_tokens or 0
         return fresh + cached + written, cached, usage.output_tokens or 0
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._usage.reasoning_tokens or 0

@@ -18,7 +18,12 @@ import orjson
 from ..transducers import StreamTransducer
 from ..usage.record import Protocol, Tokens
 from ..usage.service import UsageService
-from ..usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
+from ..usage.upstream_usage import (
+    tokens_from_anthropic,
+    tokens_from_chat,
+    tokens_from_gemini,
+    tokens_from_responses,
+)
 from .asgi import Message, Scope, Send
 from .plan import Target
 
@@ -30,7 +35,17 @@ TAIL_BYTES = 4 * 1024
 _READERS: dict[str, Callable[[Mapping[str, Any]], Tokens]] = {
     "anthropic": tokens_from_anthropic,
     "openai": tokens_from_chat,
+    "responses": tokens_from_responses,
+    "gemini": tokens_from_gemini,
 }
+# Where a reply (or a streamed event) keeps its usage object.
+_USAGE_KEYS: dict[str, str] = {"gemini": "usageMetadata"}
+
+
+def reply_usage(upstream: str, reply: object) -> Mapping[str, Any] | None:
+    """The usage object of an upstream's (non-streamed) JSON reply."""
+    usage = reply.get(_USAGE_KEYS.get(upstream, "usage")) if isinstance(reply, dict) else None
+    return usage if isinstance(usage, dict) else None
 
 
 SCOPE_KEY = "hydra.account"
@@ -75,15 +90,21 @@ class Passthrough:
         reader = _READERS.get(upstream)
         if reader is None:
             return None
+        key = _USAGE_KEYS.get(upstream, "usage")
         whole = self.body()
         if whole is not None:  # short: all of it
             if whole.lstrip()[:1] == b"{":
-                return _json_usage(whole, reader)
+                return _json_usage(whole, reader, key)
             head = tail = whole
         else:
             head, tail = self.head, b"".join(self.tail)
             if b"data:" not in tail:
-                return _json_usage_in(tail, reader)  # a long JSON body: its end
+                return _json_usage_in(tail, reader, key)  # a long JSON body: its end
+        if upstream == "responses":
+            # The counts are in the last event, response.completed (or .incomplete), inside
+            # the whole response it repeats, near its end: the last usage object of the tail
+            # (however long the event is).
+            return _json_usage_in(tail, reader, key)
         merged: dict[str, Any] = {}
         if upstream == "anthropic":  # the input counts: message_start, the first event
             start = _find_event(head.split(b"\n")[:8], b'"message_start"')
@@ -91,17 +112,17 @@ class Passthrough:
             if isinstance(message, dict) and isinstance(message.get("usage"), dict):
                 merged.update(message["usage"])
         # The final counts: the last event with a usage object (only that one is parsed).
-        last = _find_event(reversed(tail.split(b"\n")), b'"usage"', usage=True)
+        last = _find_event(reversed(tail.split(b"\n")), b'"' + key.encode() + b'"', key=key)
         if last is not None:
-            merged.update(last["usage"])
+            merged.update(last[key])
         return reader(merged) if merged else None
 
 
 def _find_event(
-    lines: Iterable[bytes], needle: bytes, *, usage: bool = False
+    lines: Iterable[bytes], needle: bytes, *, key: str | None = None
 ) -> dict[str, Any] | None:
     """The first SSE data line of `lines` holding `needle` that parses as a JSON object
-    (with a usage object, when `usage`); a line cut by the tail's start does not parse."""
+    (with an object under `key`, when given); a line cut by the tail's start does not parse."""
     for line in lines:
         if not line.startswith(b"data:") or needle not in line:
             continue
@@ -109,24 +130,37 @@ def _find_event(
             value = orjson.loads(line[5:])
         except orjson.JSONDecodeError:
             continue
-        if isinstance(value, dict) and (not usage or isinstance(value.get("usage"), dict)):
+        if isinstance(value, dict) and (key is None or isinstance(value.get(key), dict)):
             return value
     return None
 
 
-def _json_usage(body: bytes, reader: Callable[[Mapping[str, Any]], Tokens]) -> Tokens | None:
+def _json_usage(
+    body: bytes, reader: Callable[[Mapping[str, Any]], Tokens], key: str
+) -> Tokens | None:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    usage = value.get("usage") if isinstance(value, dict) else None
+    usage = value.get(key) if isinstance(value, dict) else None
     return reader(usage) if isinstance(usage, dict) else None
 
 
-def _json_usage_in(text: bytes, reader: Callable[[Mapping[str, Any]], Tokens]) -> Tokens | None:
-    """The last `"usage": {...}` object in a fragment of JSON."""
-    at = text.rfind(b'"usage"')
-    start = text.find(b"{", at) if at >= 0 else -1
+def _json_usage_in(
+    text: bytes, reader: Callable[[Mapping[str, Any]], Tokens], key: str
+) -> Tokens | None:
+    """The last `"<key>": {...}` object in a fragment of JSON (a `"usage": null` or a
+    string "usage" is passed over)."""
+    name = b'"' + key.encode() + b'"'
+    at = len(text)
+    while True:
+        at = text.rfind(name, 0, at)
+        if at < 0:
+            return None
+        rest = text[at + len(name) : at + len(name) + 16].lstrip()
+        if rest[:1] == b":" and rest[1:].lstrip()[:1] == b"{":
+            break
+    start = text.find(b"{", at)
     if start < 0:
         return None
     depth = 0
@@ -210,6 +244,11 @@ class Account:
 
         return tapped
 
+    def note_reply(self, reply: object) -> None:
+        """The upstream's non-streamed JSON reply: its usage object is kept."""
+        target = self.target
+        self.reply_usage = None if target is None else reply_usage(target.upstream, reply)
+
     def built_by(self, make: Callable[[], StreamTransducer]) -> StreamTransducer:
         """Builds a relay's transducer and notes it (and its input estimate: its usage
         before any event)."""
@@ -224,12 +263,13 @@ class Account:
         target = self.target
         if transducer is not None:
             first, cached, output = transducer.usage
+            reasoning = transducer.reasoning_tokens
             if self.protocol == "anthropic":  # Anthropic conventions already
                 reported = not (first == self.estimate and cached == 0 and output == 0)
-                tokens = Tokens(input=first, output=output, cache_read=cached)
+                tokens = Tokens(first, output, cached, 0, reasoning)
             else:  # Chat conventions: the prompt includes the cached tokens
                 reported = first > 0 or output > 0
-                tokens = Tokens(input=first - cached, output=output, cache_read=cached)
+                tokens = Tokens(first - cached, output, cached, 0, reasoning)
             return tokens, not (reported and transducer.complete)
         if target is None:
             return Tokens(), False
@@ -270,6 +310,8 @@ class Account:
             details["cache_read"] = tokens.cache_read
         if tokens.cache_write:
             details["cache_write"] = tokens.cache_write
+        if tokens.reasoning:
+            details["reasoning"] = tokens.reasoning
         if estimated:
             details["estimated"] = 1
         if transducer is not None and transducer.stop_reason is not None:

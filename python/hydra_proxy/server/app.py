@@ -97,9 +97,16 @@ class App:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.shutdown.install(asyncio.get_running_loop())
-                # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
-                await asyncio.to_thread(tokens.warm_up)
-                self.usage = await asyncio.to_thread(start_usage, self.settings)
+                try:
+                    # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
+                    await asyncio.to_thread(tokens.warm_up)
+                    self.usage = await asyncio.to_thread(start_usage, self.settings)
+                except Exception as exc:
+                    # Said as a failed startup: an exception out of the lifespan would make
+                    # granian serve on "without lifespan", this worker counting nothing.
+                    log.exception("worker startup failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
                 log.info(
                     "hydra-proxy %s worker ready (transducers: %s)", __version__, self.impl.name
                 )

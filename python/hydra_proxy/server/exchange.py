@@ -218,9 +218,8 @@ async def run(
             account.error_type = failure
         return
     assert plan.convert is not None
-    if account is not None and isinstance(upstream_reply, dict):
-        usage = upstream_reply.get("usage")
-        account.reply_usage = usage if isinstance(usage, dict) else None
+    if account is not None:
+        account.note_reply(upstream_reply)
     reply = plan.convert(upstream_reply)
     await respond(scope, send, 200, orjson.dumps(reply))
 

@@ -74,6 +74,9 @@ class Usage:
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     output_tokens: int | None = None
+    # The part of output_tokens spent reasoning, when the upstream says (a breakdown,
+    # never added to the output again).
+    reasoning_tokens: int | None = None
 
 
 @dataclass(slots=True)

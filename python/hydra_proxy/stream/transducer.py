@@ -68,6 +68,10 @@ class Encoder(Protocol):
     def usage(self) -> tuple[int, int, int]:
         """The client protocol's token counts."""
 
+    @property
+    def reasoning_tokens(self) -> int:
+        """The part of the output the upstream said was reasoning (0: it did not say)."""
+
 
 D = TypeVar("D", bound=Decoder)
 E = TypeVar("E", bound=Encoder)
@@ -159,3 +163,7 @@ class Transducer(Generic[D, E]):
     @property
     def usage(self) -> tuple[int, int, int]:
         return self._encoder.usage
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._encoder.reasoning_tokens

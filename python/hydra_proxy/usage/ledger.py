@@ -45,29 +45,9 @@ log = logging.getLogger("hydra_proxy.usage")
 
 DEFAULT_SQLITE_PATH = Path("~/.hydra-proxy/usage.sqlite3")
 
-# One table, the same columns on every backend (UsageRecord's fields, in order).
-COLUMNS = (
-    "time",
-    "request_id",
-    "protocol",
-    "route",
-    "provider",
-    "requested_model",
-    "target_model",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "estimated",
-    "cost_usd",
-    "latency_ms",
-    "ttfb_ms",
-    "status",
-    "error_type",
-    "key_id",
-    "stream",
-)
+# One table, the same columns on every backend: UsageRecord's fields, in order (a record
+# is its own row).
+COLUMNS: tuple[str, ...] = UsageRecord._fields
 
 _DROP_WARNING_INTERVAL = 60.0
 _MAX_BACKOFF = 30.0  # seconds between tries while the database is unavailable

@@ -7,6 +7,13 @@ merges the files of all workers, so any worker can answer a scrape. The server c
 creates its :class:`Metrics` at startup and calls :meth:`Metrics.close` at shutdown (which
 removes its live gauge, open streams, from the sum).
 
+Observations are cheap on the request path: :meth:`Metrics.observe` appends the record to
+an in-process queue, and :meth:`Metrics.flush` (a thread, every ``flush_interval``
+seconds, 1 by default; a scrape of this worker; :meth:`Metrics.close`) adds them up per
+series and writes each sum once into prometheus-client's values (in multiprocess mode each
+write is one into a memory-mapped file). A scrape shows this worker's requests at once,
+another worker's at most ``flush_interval`` seconds late; every count is exact once flushed.
+
 Labels are bounded: a model name becomes its own label if it is listed in ``known_models``
 (the configured routes), or is among the first ``max_models`` names the price table knows,
 or the first ``max_models`` other names one process has seen; the rest are ``other``. Routes, providers
@@ -19,8 +26,11 @@ import os
 import re
 import tempfile
 import threading
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from .record import UsageRecord
 
@@ -201,12 +211,128 @@ class Metrics:
             "hydra_ledger_dropped_records", "Usage records the ledger could not keep.", registry=r
         )
         # Children per label tuple: labels() is the costly part of an increment.
-        self._children: dict[tuple[str, ...], tuple[object, ...]] = {}
+        self._children: dict[tuple[str, ...], tuple[Any, ...]] = {}
+        self._error_children: dict[tuple[str, str, str], Any] = {}
+        # What the request path hands over (deque appends and pops are thread-safe).
+        self._pending: deque[UsageRecord] = deque()
+        self._streams: deque[tuple[str, str, int]] = deque()
+        self._flush_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._latency_bounds = (*map(float, LATENCY_BUCKETS), float("inf"))
+        self._ttfb_bounds = (*map(float, TTFB_BUCKETS), float("inf"))
         self._init_admission()
+
+    # --- the request path: appends only ----------------------------------------------------
+
+    def observe(self, rec: UsageRecord) -> None:
+        """Count one finished request (at the next :meth:`flush`)."""
+        self._pending.append(rec)
+
+    def stream_opened(self, route: str, provider: str) -> None:
+        self._streams.append((route, provider, 1))
+
+    def stream_closed(self, route: str, provider: str) -> None:
+        self._streams.append((route, provider, -1))
+
+    def count_dropped(self, count: int) -> None:
+        """The ledger's ``on_drop`` (rare: written at once)."""
+        self.ledger_dropped.inc(count)
+
+    # --- flushing ----------------------------------------------------------------------
+
+    def start(self, flush_interval: float = 1.0) -> None:
+        """Flush every ``flush_interval`` seconds from a thread of this process."""
+        if self._flusher is None:
+            self._flusher = threading.Thread(
+                target=self._run, args=(flush_interval,), name="hydra-metrics", daemon=True
+            )
+            self._flusher.start()
+
+    def _run(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            self.flush()
+
+    def flush(self) -> None:
+        """Add up what was observed since the last flush and write each sum once."""
+        with self._flush_lock:
+            self._flush_streams()
+            pending = self._pending
+            if not pending:
+                return
+            # Summed per raw (route, provider, model, protocol, status): labels are mapped
+            # once per distinct value, in the order first seen (what LabelCap admits).
+            sums: dict[tuple[str, str, str, str, int], list[Any]] = {}
+            errors: dict[tuple[str, str, str], int] = {}
+            latency_bounds, ttfb_bounds = self._latency_bounds, self._ttfb_bounds
+            while pending:
+                try:
+                    rec = pending.popleft()
+                except IndexError:
+                    break
+                key = (rec.route, rec.provider, rec.target_model, rec.protocol, rec.status)
+                acc = sums.get(key)
+                if acc is None:
+                    # requests, 5 token kinds, cost, unpriced, estimated, latency sum and
+                    # buckets, ttfb sum and buckets
+                    acc = sums[key] = [
+                        0, 0, 0, 0, 0, 0, 0.0, 0, 0,
+                        0.0, [0] * len(latency_bounds), 0.0, [0] * len(ttfb_bounds),
+                    ]  # fmt: skip
+                acc[0] += 1
+                acc[1] += rec.input_tokens
+                acc[2] += rec.output_tokens
+                acc[3] += rec.cache_read_tokens
+                acc[4] += rec.cache_write_tokens
+                acc[5] += rec.reasoning_tokens
+                cost = rec.cost_usd
+                if cost is None:
+                    acc[7] += 1
+                else:
+                    acc[6] += cost
+                if rec.estimated:
+                    acc[8] += 1
+                latency = rec.latency_ms / 1000
+                acc[9] += latency
+                acc[10][bisect_left(latency_bounds, latency)] += 1
+                if rec.ttfb_ms is not None:
+                    ttfb = rec.ttfb_ms / 1000
+                    acc[11] += ttfb
+                    acc[12][bisect_left(ttfb_bounds, ttfb)] += 1
+                if rec.error_type is not None:
+                    error = (rec.route, rec.provider, rec.error_type)
+                    errors[error] = errors.get(error, 0) + 1
+            for (route, provider, model, protocol, status), acc in sums.items():
+                series = self._series(
+                    self.route(route), self.provider(provider), self.model(model), protocol, status
+                )
+                self._apply(series, acc)
+            for (route, provider, error_type), count in errors.items():
+                labels = (self.route(route), self.provider(provider), self.error_type(error_type))
+                child = self._error_children.get(labels)
+                if child is None:
+                    child = self._error_children[labels] = self.errors.labels(*labels)
+                child.inc(count)
+
+    def _flush_streams(self) -> None:
+        streams = self._streams
+        if not streams:
+            return
+        deltas: dict[tuple[str, str], int] = {}
+        while streams:
+            try:
+                route, provider, delta = streams.popleft()
+            except IndexError:
+                break
+            key = (self.route(route), self.provider(provider))
+            deltas[key] = deltas.get(key, 0) + delta
+        for (route, provider), delta in deltas.items():
+            if delta:
+                self.open_streams.labels(route, provider).inc(delta)
 
     def _series(
         self, route: str, provider: str, model: str, protocol: str, status: int
-    ) -> tuple[object, ...]:
+    ) -> tuple[Any, ...]:
         key = (route, provider, model, protocol, str(status))
         children = self._children.get(key)
         if children is None:
@@ -216,52 +342,28 @@ class Metrics:
                 *(self.tokens.labels(*base, kind) for kind in TOKEN_KINDS),
                 self.cost.labels(*base),
                 self.unpriced.labels(*base),
+                self.estimated.labels(*base),
                 self.latency.labels(*base),
                 self.ttfb.labels(*base),
-                self.estimated.labels(*base),
             )
             self._children[key] = children
         return children
 
-    def observe(self, rec: UsageRecord) -> None:
-        """Count one finished request (cheap: cached children, a few increments)."""
-        route, provider = self.route(rec.route), self.provider(rec.provider)
-        model = self.model(rec.target_model)
-        (requests, t_in, t_out, t_cr, t_cw, t_re, cost, unpriced, latency, ttfb, estimated) = (
-            self._series(route, provider, model, rec.protocol, rec.status)
-        )
-        requests.inc()  # type: ignore[attr-defined]
-        if rec.input_tokens:
-            t_in.inc(rec.input_tokens)  # type: ignore[attr-defined]
-        if rec.output_tokens:
-            t_out.inc(rec.output_tokens)  # type: ignore[attr-defined]
-        if rec.cache_read_tokens:
-            t_cr.inc(rec.cache_read_tokens)  # type: ignore[attr-defined]
-        if rec.cache_write_tokens:
-            t_cw.inc(rec.cache_write_tokens)  # type: ignore[attr-defined]
-        if rec.reasoning_tokens:
-            t_re.inc(rec.reasoning_tokens)  # type: ignore[attr-defined]
-        if rec.cost_usd is None:
-            unpriced.inc()  # type: ignore[attr-defined]
-        elif rec.cost_usd:
-            cost.inc(rec.cost_usd)  # type: ignore[attr-defined]
-        if rec.estimated:
-            estimated.inc()  # type: ignore[attr-defined]
-        latency.observe(rec.latency_ms / 1000)  # type: ignore[attr-defined]
-        if rec.ttfb_ms is not None:
-            ttfb.observe(rec.ttfb_ms / 1000)  # type: ignore[attr-defined]
-        if rec.error_type is not None:
-            self.errors.labels(route, provider, self.error_type(rec.error_type)).inc()
-
-    def stream_opened(self, route: str, provider: str) -> None:
-        self.open_streams.labels(self.route(route), self.provider(provider)).inc()
-
-    def stream_closed(self, route: str, provider: str) -> None:
-        self.open_streams.labels(self.route(route), self.provider(provider)).dec()
-
-    def count_dropped(self, count: int) -> None:
-        """The ledger's ``on_drop``."""
-        self.ledger_dropped.inc(count)
+    @staticmethod
+    def _apply(children: tuple[Any, ...], acc: list[Any]) -> None:
+        requests, *tokens, cost, unpriced, estimated, latency, ttfb = children
+        requests.inc(acc[0])
+        for child, count in zip(tokens, acc[1:6], strict=True):
+            if count:
+                child.inc(count)
+        if acc[6]:
+            cost.inc(acc[6])
+        if acc[7]:
+            unpriced.inc(acc[7])
+        if acc[8]:
+            estimated.inc(acc[8])
+        _add_observations(latency, acc[9], acc[10])
+        _add_observations(ttfb, acc[11], acc[12])
 
     # --- admission control (server/admission.py) -----------------------------------------
     # Separate from the request metrics above: recorded only on the slow path, a request
@@ -299,9 +401,26 @@ class Metrics:
     # --- end of admission control ----------------------------------------------------------
 
     def close(self) -> None:
-        """At worker shutdown: this process's open-streams gauge leaves the sum."""
+        """At worker shutdown: the last observations are written, and this process's
+        open-streams gauge leaves the sum."""
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        self.flush()
         if multiprocess_dir() is not None:
             mark_process_dead(os.getpid())
+
+
+def _add_observations(histogram: Any, total: float, counts: list[int]) -> None:
+    """Many observations of one histogram child at once: what ``observe`` would have added
+    one by one (its sum, and per observation 1 in the first bucket whose bound holds it;
+    the buckets are cumulated when collected). prometheus-client has no batch observe."""
+    if not any(counts):
+        return
+    histogram._sum.inc(total)
+    for bucket, count in zip(histogram._buckets, counts, strict=True):
+        if count:
+            bucket.inc(count)
 
 
 def render(metrics: Metrics | None = None) -> tuple[str, bytes]:
@@ -309,6 +428,8 @@ def render(metrics: Metrics | None = None) -> tuple[str, bytes]:
     from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
     from prometheus_client.multiprocess import MultiProcessCollector
 
+    if metrics is not None:
+        metrics.flush()  # this worker's own observations, up to now
     directory = multiprocess_dir()
     if directory is not None:
         registry = CollectorRegistry()

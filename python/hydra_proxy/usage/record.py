@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import Literal, NamedTuple
 
 __all__ = ["PROTOCOLS", "Protocol", "Tokens", "UsageRecord", "client_key_id"]
 
@@ -31,6 +31,8 @@ PROTOCOLS: tuple[Protocol, ...] = ("anthropic", "chat", "responses")
 _KEY_ID_SALT = b"hydra-proxy client key id v1"
 
 
+# Per request the key is one of the few configured proxy keys: its id is computed once.
+@lru_cache(maxsize=64)
 def client_key_id(key: bytes | str | None) -> str | None:
     """A short, non-reversible id of a proxy key (8 hex digits); None without a key.
 
@@ -45,9 +47,9 @@ def client_key_id(key: bytes | str | None) -> str | None:
     return hmac.new(_KEY_ID_SALT, raw, hashlib.sha256).hexdigest()[:8]
 
 
-@dataclass(frozen=True, slots=True)
-class Tokens:
-    """Token counts of one request, in the conventions of the module docstring."""
+class Tokens(NamedTuple):
+    """Token counts of one request, in the conventions of the module docstring (a tuple:
+    built once per request, it must be cheap)."""
 
     input: int = 0
     output: int = 0
@@ -60,9 +62,12 @@ class Tokens:
         return self.input + self.output + self.cache_read + self.cache_write
 
 
-@dataclass(frozen=True, slots=True)
-class UsageRecord:
-    """One finished request. ``cost_usd`` None means the model has no price: unknown, not 0."""
+class UsageRecord(NamedTuple):
+    """One finished request. ``cost_usd`` None means the model has no price: unknown, not 0.
+
+    A named tuple, in the ledger's column order: built on the request path (a tuple costs a
+    tenth of a frozen dataclass), it is also the row the ledger writes as it is.
+    """
 
     time: float  # Unix time (seconds, UTC) when the request arrived
     request_id: str

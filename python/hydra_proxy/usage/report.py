@@ -123,8 +123,8 @@ def _cost(row: ReportRow) -> str:
 
 def render_table(rows: list[ReportRow], by: Grouping, totals: ReportRow | None = None) -> str:
     """A plain-text table, one line per row, totals last."""
-    header = (by, "requests", "errors", "input", "output", "cache read", "cache write",
-              "cost USD", "p50 ms", "p50 ttfb ms")  # fmt: skip
+    header = (by, "requests", "errors", "input", "output", "of it reasoning", "cache read",
+              "cache write", "cost USD", "p50 ms", "p50 ttfb ms")  # fmt: skip
     lines: list[tuple[str, ...]] = [header]
     for row in [*rows, *([totals] if totals is not None else [])]:
         est = f" ({row.estimated} est.)" if row.estimated else ""
@@ -135,6 +135,7 @@ def render_table(rows: list[ReportRow], by: Grouping, totals: ReportRow | None =
                 str(row.errors),
                 f"{row.input_tokens}{est}",
                 str(row.output_tokens),
+                str(row.reasoning_tokens),
                 str(row.cache_read_tokens),
                 str(row.cache_write_tokens),
                 _cost(row),

@@ -83,6 +83,8 @@ class UsageService:
         if meter is not None:
             options.setdefault("on_drop", meter.count_dropped)
         ledger = open_ledger(ledger_url, **options) if ledger_url else None
+        if meter is not None:
+            meter.start()
         return cls(prices, ledger, meter, setup_tracing(tracing))
 
     def cost(self, model: str, tokens: Tokens) -> float | None:
@@ -107,32 +109,38 @@ class UsageService:
         key: bytes | str | None = None,
         stream: bool = False,
     ) -> UsageRecord:
-        """A priced record; ``key`` (the presented proxy key) is kept only as its short id."""
+        """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
+
+        Once per request, on its path: positional fields (a tuple), a cached price lookup,
+        a cached key id.
+        """
+        price = self.prices.lookup(target_model)
         return UsageRecord(
-            time=time,
-            request_id=request_id,
-            protocol=protocol,
-            route=route,
-            provider=provider,
-            requested_model=requested_model,
-            target_model=target_model,
-            input_tokens=tokens.input,
-            output_tokens=tokens.output,
-            cache_read_tokens=tokens.cache_read,
-            cache_write_tokens=tokens.cache_write,
-            reasoning_tokens=tokens.reasoning,
-            estimated=estimated,
-            cost_usd=self.prices.cost(target_model, tokens),
-            latency_ms=latency_ms,
-            ttfb_ms=ttfb_ms,
-            status=status,
-            error_type=error_type,
-            key_id=client_key_id(key),
-            stream=stream,
+            time,
+            request_id,
+            protocol,
+            route,
+            provider,
+            requested_model,
+            target_model,
+            tokens.input,
+            tokens.output,
+            tokens.cache_read,
+            tokens.cache_write,
+            tokens.reasoning,
+            estimated,
+            None if price is None else price.cost(tokens),
+            latency_ms,
+            ttfb_ms,
+            status,
+            error_type,
+            client_key_id(key),
+            stream,
         )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:
-        """Count one finished request everywhere; cheap, never blocks, never raises."""
+        """Count one finished request everywhere; cheap (two queue appends: the metrics
+        and the ledger are written from their own threads), never blocks, never raises."""
         try:
             if self.metrics is not None:
                 self.metrics.observe(rec)

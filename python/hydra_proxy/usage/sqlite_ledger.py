@@ -9,9 +9,9 @@ across a process crash (a power loss may take the last transactions back).
 
 from __future__ import annotations
 
-import operator
 import sqlite3
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +47,9 @@ CREATE TABLE IF NOT EXISTS usage (
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
 """
+_OPEN_ATTEMPTS = 5
 _INSERT = f"INSERT INTO usage ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM usage"
-
-
-row_of: Callable[[UsageRecord], tuple[Any, ...]] = operator.attrgetter(*COLUMNS)
 
 
 def record_of(row: Sequence[Any]) -> UsageRecord:
@@ -85,13 +83,32 @@ class SqliteLedger(Ledger):
         return conn
 
     def _open(self) -> None:
+        # Workers start together on a new file: in WAL mode a statement that reads first and
+        # then writes (CREATE ... IF NOT EXISTS in autocommit) can fail at once with "database
+        # is locked" when another connection wrote meanwhile (no busy wait on a stale
+        # snapshot). The schema is written in one IMMEDIATE transaction, which waits for the
+        # write lock up front, and a busy open is tried again.
+        for attempt in range(1, _OPEN_ATTEMPTS + 1):
+            try:
+                self._conn = self._create()
+                return
+            except LedgerError as exc:
+                busy = isinstance(exc.__cause__, sqlite3.OperationalError)
+                if not busy or attempt == _OPEN_ATTEMPTS:
+                    raise
+                time.sleep(0.05 * attempt)
+
+    def _create(self) -> sqlite3.Connection:
         conn = self._connect()
         try:
-            conn.executescript(_SCHEMA)
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
+                conn.execute(statement)
+            conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.close()
             raise LedgerError(f"cannot create the usage table in {self.path}: {exc}") from exc
-        self._conn = conn
+        return conn
 
     def _write(self, batch: Sequence[UsageRecord]) -> None:
         conn = self._conn
@@ -103,7 +120,7 @@ class SqliteLedger(Ledger):
         # timeout) before any row is inserted, never half-way.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany(_INSERT, [row_of(r) for r in batch])
+            conn.executemany(_INSERT, batch)  # a record is its row
         except BaseException:
             conn.execute("ROLLBACK")
             raise

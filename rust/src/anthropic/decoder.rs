@@ -125,6 +125,7 @@ impl Decoder for AnthropicDecoder {
                 cache_read_input_tokens: usage.cache_read_input_tokens,
                 cache_creation_input_tokens: usage.cache_creation_input_tokens,
                 output_tokens: usage.output_tokens,
+                reasoning_tokens: None,
             }));
         }
         match kind {

@@ -162,6 +162,7 @@ impl Encoder for AnthropicEncoder {
                     .cache_creation_input_tokens
                     .or(mine.cache_creation_input_tokens);
                 mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
+                mine.reasoning_tokens = usage.reasoning_tokens.or(mine.reasoning_tokens);
             }
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
@@ -196,5 +197,9 @@ impl Encoder for AnthropicEncoder {
 
     fn usage(&self) -> (u64, u64, u64) {
         usage(&self.usage, self.estimate)
+    }
+
+    fn reasoning_tokens(&self) -> u64 {
+        self.usage.reasoning_tokens.unwrap_or(0)
     }
 }

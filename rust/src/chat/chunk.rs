@@ -79,6 +79,8 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
+    /// `completion_tokens_details.reasoning_tokens` (o-series, DeepSeek reasoner).
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Why a chunk was not read.
@@ -727,7 +729,10 @@ fn usage(s: &mut Scanner<'_>, depth: u32) -> Result<Option<Usage>> {
         match key {
             "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
             "completion_tokens" => usage.completion_tokens = count(s, depth)?,
-            "prompt_tokens_details" => details = cached_tokens(s, depth + 1)?,
+            "prompt_tokens_details" => details = detail(s, depth + 1, "cached_tokens")?,
+            "completion_tokens_details" => {
+                usage.reasoning_tokens = detail(s, depth + 1, "reasoning_tokens")?;
+            }
             "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
             _ => s.skip_value(depth)?,
         }
@@ -738,8 +743,9 @@ fn usage(s: &mut Scanner<'_>, depth: u32) -> Result<Option<Usage>> {
     Ok(Some(usage))
 }
 
-/// `cached_tokens` of a prompt_tokens_details object, leniently. `depth`: the object's.
-fn cached_tokens(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
+/// The count `name` of a usage details object (`prompt_tokens_details.cached_tokens`,
+/// `completion_tokens_details.reasoning_tokens`), leniently. `depth`: the object's.
+fn detail(s: &mut Scanner<'_>, depth: u32, name: &str) -> Result<Option<u64>> {
     if s.ws() != b'{' {
         s.skip_value(depth - 1)?;
         return Ok(None);
@@ -747,7 +753,7 @@ fn cached_tokens(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
     s.pos += 1;
     let mut cached = None;
     s.members(|s, key| {
-        if key == "cached_tokens" {
+        if key == name {
             cached = count(s, depth)?;
         } else {
             s.skip_value(depth)?;

@@ -49,6 +49,7 @@ pub struct ChatDecoder {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     cached_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
     /// Reads the chunks, skipping what they repeat of the previous ones.
     reader: ChunkReader,
 }
@@ -68,6 +69,7 @@ impl ChatDecoder {
             prompt_tokens: None,
             completion_tokens: None,
             cached_tokens: None,
+            reasoning_tokens: None,
             reader: ChunkReader::default(),
         }
     }
@@ -150,6 +152,9 @@ impl ChatDecoder {
             if usage.cached_tokens.is_some() {
                 self.cached_tokens = usage.cached_tokens;
             }
+            if usage.reasoning_tokens.is_some() {
+                self.reasoning_tokens = usage.reasoning_tokens;
+            }
             emit.emit(Event::Usage(self.usage()));
         }
         for choice in chunk.choices.iter() {
@@ -176,6 +181,7 @@ impl ChatDecoder {
             cache_read_input_tokens: cached,
             cache_creation_input_tokens: None,
             output_tokens: self.completion_tokens,
+            reasoning_tokens: self.reasoning_tokens,
         }
     }
 

@@ -41,6 +41,7 @@ pub struct ChatEncoder {
     cache_read: u64,
     cache_creation: u64,
     output: u64,
+    reasoning: u64,
 }
 
 impl ChatEncoder {
@@ -70,6 +71,7 @@ impl ChatEncoder {
             cache_read: 0,
             cache_creation: 0,
             output: 0,
+            reasoning: 0,
         }
     }
 
@@ -209,6 +211,9 @@ impl Encoder for ChatEncoder {
                 if let Some(v) = usage.output_tokens {
                     self.output = v;
                 }
+                if let Some(v) = usage.reasoning_tokens {
+                    self.reasoning = v;
+                }
             }
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
@@ -241,5 +246,9 @@ impl Encoder for ChatEncoder {
 
     fn usage(&self) -> (u128, u64, u64) {
         (self.prompt_tokens(), self.cache_read, self.output)
+    }
+
+    fn reasoning_tokens(&self) -> u64 {
+        self.reasoning
     }
 }

@@ -341,6 +341,7 @@ impl GeminiDecoder {
             cache_read_input_tokens: has_prompt.then_some(cache_read),
             cache_creation_input_tokens: None,
             output_tokens: self.candidates.is_some().then_some(output),
+            reasoning_tokens: self.thoughts,
         }
     }
 

@@ -476,6 +476,10 @@ impl ResponsesDecoder {
                 cache_read_input_tokens: Some(cached),
                 cache_creation_input_tokens: Some(written),
                 output_tokens: Some(uint(usage, "output_tokens").unwrap_or(0)),
+                reasoning_tokens: uint(
+                    get_dict(usage, "output_tokens_details"),
+                    "reasoning_tokens",
+                ),
             }));
         }
         let reason = get_str(get_dict(response, "incomplete_details"), "reason");

@@ -691,6 +691,7 @@ impl Encoder for ResponsesEncoder {
                     .cache_creation_input_tokens
                     .or(mine.cache_creation_input_tokens);
                 mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
+                mine.reasoning_tokens = usage.reasoning_tokens.or(mine.reasoning_tokens);
             }
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
@@ -722,5 +723,9 @@ impl Encoder for ResponsesEncoder {
     fn usage(&self) -> (u128, u64, u64) {
         let (input, cached, _, output) = self.usage_parts();
         (input, cached, output)
+    }
+
+    fn reasoning_tokens(&self) -> u64 {
+        self.usage.reasoning_tokens.unwrap_or(0)
     }
 }

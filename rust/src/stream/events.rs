@@ -23,6 +23,9 @@ pub struct Usage {
     pub cache_read_input_tokens: Option<u64>,
     pub cache_creation_input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// The part of `output_tokens` spent reasoning, when the upstream says (a breakdown,
+    /// never added to the output again).
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// What a started block holds.

@@ -80,6 +80,8 @@ pub trait Encoder {
     /// The client protocol's stop reason, once the stream has ended cleanly.
     fn stop_reason(&self) -> Option<&str>;
     fn usage(&self) -> Self::Usage;
+    /// The part of the output the upstream said was reasoning (0: it did not say).
+    fn reasoning_tokens(&self) -> u64;
 }
 
 pub struct Transducer<D, E> {
@@ -215,5 +217,9 @@ impl<D: Decoder, E: Encoder> Transducer<D, E> {
 
     pub fn usage(&self) -> E::Usage {
         self.encoder.usage()
+    }
+
+    pub fn reasoning_tokens(&self) -> u64 {
+        self.encoder.reasoning_tokens()
     }
 }

@@ -51,6 +51,7 @@ pub struct Usage {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
     pub cached_tokens: Option<u64>,
+    pub reasoning_tokens: Option<u64>,
 }
 
 #[derive(Default)]
@@ -198,6 +199,12 @@ impl<'de> Fields<'de> for UsageFields {
                 self.1 = map.next_value::<Obj<DetailsFields>>()?.0.and_then(|d| d.0);
             }
             "prompt_cache_hit_tokens" => self.2 = map.next_value::<LenientCount>()?.0,
+            "completion_tokens_details" => {
+                self.0.reasoning_tokens = map
+                    .next_value::<Obj<ReasoningFields>>()?
+                    .0
+                    .and_then(|d| d.0);
+            }
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -215,6 +222,21 @@ impl<'de> Fields<'de> for DetailsFields {
     const LENIENT: bool = true;
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         if key == "cached_tokens" {
+            self.0 = map.next_value::<LenientCount>()?.0;
+        } else {
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct ReasoningFields(Option<u64>);
+
+impl<'de> Fields<'de> for ReasoningFields {
+    const LENIENT: bool = true;
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key == "reasoning_tokens" {
             self.0 = map.next_value::<LenientCount>()?.0;
         } else {
             map.next_value::<IgnoredAny>()?;

@@ -30,10 +30,13 @@ struct NDelta {
     tool_calls: Vec<Call>,
 }
 
+/// (prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens)
+type Usage4 = (Option<u64>, Option<u64>, Option<u64>, Option<u64>);
+
 #[derive(Debug, Clone, PartialEq)]
 struct NChunk {
     has_error: bool,
-    usage: Option<(Option<u64>, Option<u64>, Option<u64>)>,
+    usage: Option<Usage4>,
     choices: Vec<(Option<NDelta>, Option<String>)>,
 }
 
@@ -67,9 +70,14 @@ fn own(text: &Option<Cow<'_, str>>, json: &str) -> Option<String> {
 fn norm(chunk: &Chunk<'_>, json: &str) -> NChunk {
     NChunk {
         has_error: chunk.has_error,
-        usage: chunk
-            .usage
-            .map(|u| (u.prompt_tokens, u.completion_tokens, u.cached_tokens)),
+        usage: chunk.usage.map(|u| {
+            (
+                u.prompt_tokens,
+                u.completion_tokens,
+                u.cached_tokens,
+                u.reasoning_tokens,
+            )
+        }),
         choices: chunk
             .choices
             .iter()
@@ -125,9 +133,14 @@ fn old(json: &str) -> Outcome {
     match reference::read_chunk(json) {
         Ok(c) => Outcome::Ok(NChunk {
             has_error: c.has_error,
-            usage: c
-                .usage
-                .map(|u| (u.prompt_tokens, u.completion_tokens, u.cached_tokens)),
+            usage: c.usage.map(|u| {
+                (
+                    u.prompt_tokens,
+                    u.completion_tokens,
+                    u.cached_tokens,
+                    u.reasoning_tokens,
+                )
+            }),
             choices: c
                 .choices
                 .iter()
@@ -228,10 +241,15 @@ fn py_read_chunk(chunk: &Value) -> Result<NChunk, BadShape> {
             Some(Value::Object(d)) => uint(d.get("cached_tokens")),
             _ => None,
         };
+        let reasoning = match u.get("completion_tokens_details") {
+            Some(Value::Object(d)) => uint(d.get("reasoning_tokens")),
+            _ => None,
+        };
         (
             uint(u.get("prompt_tokens")),
             uint(u.get("completion_tokens")),
             details.or(uint(u.get("prompt_cache_hit_tokens"))),
+            reasoning,
         )
     });
     let mut read = Vec::new();
@@ -977,10 +995,16 @@ impl Gen {
             "total_tokens",
             "prompt_tokens_details",
             "prompt_cache_hit_tokens",
+            "completion_tokens_details",
         ];
         self.members(depth, &names, |g, name, d| match name {
             "prompt_tokens_details" => g.typed(d, |g| {
                 g.members(d, &["cached_tokens", "audio_tokens"], |g, _, d| {
+                    g.typed(d, |g| g.number())
+                });
+            }),
+            "completion_tokens_details" => g.typed(d, |g| {
+                g.members(d, &["reasoning_tokens", "audio_tokens"], |g, _, d| {
                     g.typed(d, |g| g.number())
                 });
             }),
@@ -1105,7 +1129,7 @@ fn content(json: &str) -> Vec<Option<String>> {
         .collect()
 }
 
-fn usage_of(json: &str) -> Option<(Option<u64>, Option<u64>, Option<u64>)> {
+fn usage_of(json: &str) -> Option<Usage4> {
     ok(json).usage
 }
 
@@ -1158,7 +1182,7 @@ fn repeated_keys_keep_the_last_value() {
         usage_of(
             r#"{"usage":{"prompt_tokens_details":{"cached_tokens":3},"prompt_cache_hit_tokens":4,"prompt_tokens_details":1}}"#
         ),
-        Some((None, None, Some(4)))
+        Some((None, None, Some(4), None))
     );
 }
 
@@ -1230,7 +1254,7 @@ fn numbers_overflowing_f64_are_invalid_anywhere() {
         );
         assert_eq!(
             usage_of(&format!(r#"{{"usage":{{"prompt_tokens":{n}}}}}"#)),
-            Some((None, None, None)),
+            Some((None, None, None, None)),
             "{n}"
         );
         assert_eq!(
@@ -1250,7 +1274,7 @@ fn integers_are_what_orjson_makes_of_them() {
     );
     assert_eq!(
         usage_of(r#"{"usage":{"prompt_tokens":-0,"completion_tokens":-0.0}}"#),
-        Some((Some(0), None, None))
+        Some((Some(0), None, None, None))
     );
     assert_eq!(mine(r#"{"choices":[{"index":-0.0}]}"#), BAD);
     assert_eq!(mine(r#"{"choices":[{"index":-1}]}"#), BAD);
@@ -1275,11 +1299,11 @@ fn integers_are_what_orjson_makes_of_them() {
         usage_of(
             r#"{"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":18446744073709551616,"prompt_cache_hit_tokens":-5}}"#
         ),
-        Some((Some(u64::MAX), None, None))
+        Some((Some(u64::MAX), None, None, None))
     );
     assert_eq!(
         usage_of(r#"{"usage":{"prompt_tokens":1e2,"completion_tokens":"7"}}"#),
-        Some((None, None, None))
+        Some((None, None, None, None))
     );
 }
 
@@ -1513,39 +1537,52 @@ fn shapes() {
 fn usage_is_lenient() {
     assert_eq!(usage_of(r#"{"usage":null}"#), None);
     assert_eq!(usage_of(r#"{"usage":[1]}"#), None);
-    assert_eq!(usage_of(r#"{"usage":{}}"#), Some((None, None, None)));
+    assert_eq!(usage_of(r#"{"usage":{}}"#), Some((None, None, None, None)));
     assert_eq!(
         usage_of(
             r#"{"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":3},"prompt_cache_hit_tokens":4}}"#
         ),
-        Some((Some(10), Some(5), Some(3)))
+        Some((Some(10), Some(5), Some(3), None))
     );
     assert_eq!(
         usage_of(r#"{"usage":{"prompt_tokens_details":null,"prompt_cache_hit_tokens":4}}"#),
-        Some((None, None, Some(4)))
+        Some((None, None, Some(4), None))
     );
     assert_eq!(
         usage_of(
             r#"{"usage":{"prompt_tokens_details":{"cached_tokens":"3"},"prompt_cache_hit_tokens":4}}"#
         ),
-        Some((None, None, Some(4)))
+        Some((None, None, Some(4), None))
     );
     assert_eq!(
         usage_of(r#"{"usage":{"prompt_tokens_details":[{"cached_tokens":3}]}}"#),
-        Some((None, None, None))
+        Some((None, None, None, None))
+    );
+    // o-series and DeepSeek reasoner: the reasoning part of the completion.
+    assert_eq!(
+        usage_of(
+            r#"{"usage":{"completion_tokens":50,"completion_tokens_details":{"reasoning_tokens":40,"audio_tokens":0}}}"#
+        ),
+        Some((None, Some(50), None, Some(40)))
+    );
+    assert_eq!(
+        usage_of(
+            r#"{"usage":{"completion_tokens_details":{"reasoning_tokens":-1},"completion_tokens_details":null}}"#
+        ),
+        Some((None, None, None, None))
     );
     // Groq's x_groq.usage when the top-level usage is not an object.
     assert_eq!(
         usage_of(r#"{"x_groq":{"usage":{"prompt_tokens":1}}}"#),
-        Some((Some(1), None, None))
+        Some((Some(1), None, None, None))
     );
     assert_eq!(
         usage_of(r#"{"usage":5,"x_groq":{"usage":{"prompt_tokens":1}}}"#),
-        Some((Some(1), None, None))
+        Some((Some(1), None, None, None))
     );
     assert_eq!(
         usage_of(r#"{"usage":{"prompt_tokens":2},"x_groq":{"usage":{"prompt_tokens":1}}}"#),
-        Some((Some(2), None, None))
+        Some((Some(2), None, None, None))
     );
     assert_eq!(usage_of(r#"{"x_groq":{"usage":7}}"#), None);
     assert_eq!(usage_of(r#"{"x_groq":[{"usage":{}}]}"#), None);
@@ -1604,7 +1641,7 @@ fn the_envelope_is_remembered_and_resumed() {
             r#" "usage" : {"prompt_tokens":3}}"#,
             Outcome::Ok(NChunk {
                 has_error: false,
-                usage: Some((Some(3), None, None)),
+                usage: Some((Some(3), None, None, None)),
                 choices: vec![],
             }),
         ),
@@ -1824,7 +1861,7 @@ fn the_template_maps_the_strings_the_chunk_kept() {
     let (fits, got) = through_template(&many("{\\\"a\\\"", "x"), &many("1, 2", "\\u00e9"));
     assert!(fits);
     let Outcome::Ok(chunk) = got else { panic!() };
-    assert_eq!(chunk.usage, Some((Some(3), None, Some(1))));
+    assert_eq!(chunk.usage, Some((Some(3), None, Some(1), None)));
     assert_eq!(chunk.choices.len(), 1);
     assert_eq!(chunk.choices[0].1.as_deref(), Some("tool_calls"));
     assert_eq!(
