@@ -29,7 +29,11 @@ from gemini_fixtures import collapsed_response, load_json, stream_chunks
 from gemini_golden import gemini_class
 from gemini_streams import GEMINI_STREAMS, chunk, frame, gemini_stream, streams
 from hydra_proxy import continuation
-from hydra_proxy.gemini.decoder import MSG_BAD_JSON_PATH
+from hydra_proxy.gemini.decoder import (
+    MAX_ARGUMENTS_DEPTH,
+    MSG_ARGUMENTS_TOO_DEEP,
+    MSG_BAD_JSON_PATH,
+)
 from hydra_proxy.gemini.request_writer import gemini_request_from_messages, gemini_target
 from hydra_proxy.gemini.response import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature, same_signature
@@ -430,6 +434,41 @@ def test_error_chunk_keeps_its_type_and_message(impl: str) -> None:
     error = {"code": 429, "message": "Resource has been exhausted", "status": "RESOURCE_EXHAUSTED"}
     r = rebuilt(impl, frame(chunk({"text": "Hel"}), {"error": error}))
     assert r.error == {"type": "rate_limit_error", "message": "Resource has been exhausted"}
+
+
+def _nested(depth: int) -> Any:
+    """`depth` arrays and objects, nested: an object outermost, then lists."""
+    inner: Any = 1
+    for _ in range(depth - 1):
+        inner = [inner]
+    return {"deep": inner}
+
+
+@pytest.mark.parametrize("depth", [MAX_ARGUMENTS_DEPTH, MAX_ARGUMENTS_DEPTH + 1])
+def test_deeply_nested_arguments_pass_up_to_the_bound_then_fail(impl: str, depth: int) -> None:
+    """Arguments as deep as the JSON reader allows (1024) but past what orjson writes (254)
+    end the stream with a clear error on both implementations, the same bytes."""
+    call = {"functionCall": {"name": "Run", "args": _nested(depth)}}
+    data = frame(chunk(call), STOP)
+    out, _ = messages(impl, data)
+    assert out == messages("python", data)[0] and out == messages("native", data)[0]
+    assert chat(impl, data)[0] == chat("python", data)[0] == chat("native", data)[0]
+    events = [orjson.loads(line[6:]) for line in out.split(b"\n") if line.startswith(b"data: ")]
+    # (read by hand: the SDK's own JSON reader stops at 200 levels)
+    arguments = "".join(
+        e["delta"]["partial_json"]
+        for e in events
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta"
+    )
+    if depth <= MAX_ARGUMENTS_DEPTH:
+        assert events[-1]["type"] == "message_stop"
+        assert orjson.loads(arguments) == _nested(depth)
+    else:
+        assert events[-1] == {
+            "type": "error",
+            "error": {"type": "api_error", "message": MSG_ARGUMENTS_TOO_DEEP},
+        }
+        assert arguments == ""
 
 
 def test_blocked_prompt_is_a_refusal(impl: str) -> None:

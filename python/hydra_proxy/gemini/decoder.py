@@ -76,6 +76,9 @@ from .response import tool_use_id
 from .thought_signature import sign_thought_signature
 
 MSG_BAD_JSON_PATH = "the upstream sent a function-call argument path this proxy cannot read"
+# Function-call arguments nested deeper than this are refused: orjson's serialiser stops there.
+MAX_ARGUMENTS_DEPTH = 254
+MSG_ARGUMENTS_TOO_DEEP = "the upstream sent function-call arguments nested deeper than 254 levels"
 
 _NO_BLOCK, _TEXT, _THINKING, _TOOL = 0, 1, 2, 3
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -236,8 +239,8 @@ class GeminiDecoder:
         self._open_block(_TOOL, ToolUse(call_id, name or ""), emit)
         self._calls += 1
         if not will_continue and not partial:
-            self._arguments(args, emit)
-            self._close(emit)
+            if self._arguments(args, emit):
+                self._close(emit)
             return
         self._pending = args if type(args) is dict else {}
         self._continue_call(call, emit)
@@ -255,15 +258,22 @@ class GeminiDecoder:
 
     def _end_call(self, emit: Emit) -> None:
         arguments, self._pending = self._pending, None
-        self._arguments(arguments or None, emit)
-        self._close(emit)
+        if self._arguments(arguments or None, emit):
+            self._close(emit)
 
-    def _arguments(self, args: object, emit: Emit) -> None:
+    def _arguments(self, args: object, emit: Emit) -> bool:
+        """Emit a call's arguments; False when they are refused (the stream has failed)."""
         if args is None:
-            return
-        if type(args) is not dict:
-            args = {RAW_ARGUMENTS_KEY: dumps(args).decode()}
-        emit(ToolArgumentsDelta(self._blocks - 1, dumps(args).decode()))
+            return True
+        try:
+            if type(args) is not dict:
+                args = {RAW_ARGUMENTS_KEY: dumps(args).decode()}
+            text = dumps(args).decode()
+        except TypeError:  # orjson: nested deeper than MAX_ARGUMENTS_DEPTH
+            self._fail("api_error", MSG_ARGUMENTS_TOO_DEEP, emit)
+            return False
+        emit(ToolArgumentsDelta(self._blocks - 1, text))
+        return True
 
     # -- blocks ------------------------------------------------------------------------
 

@@ -165,6 +165,15 @@ impl Node {
         }
     }
 
+    /// How many arrays and objects are nested here (a scalar: 0).
+    pub fn depth(&self) -> usize {
+        match self {
+            Node::Array(items) => 1 + items.iter().map(Node::depth).max().unwrap_or(0),
+            Node::Object(members) => 1 + members.iter().map(|(_, v)| v.depth()).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// Set `key` of an object: a repeated key keeps its place and takes the new value.
     pub fn set(members: &mut Vec<(String, Node)>, key: &str, value: Node) {
         match members.iter_mut().find(|(k, _)| k == key) {

@@ -21,6 +21,11 @@ use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
 
 pub const MSG_BAD_JSON_PATH: &str =
     "the upstream sent a function-call argument path this proxy cannot read";
+/// Function-call arguments nested deeper than this are refused: the Python twin writes them
+/// with orjson, whose serialiser stops there.
+const MAX_ARGUMENTS_DEPTH: usize = 254;
+pub const MSG_ARGUMENTS_TOO_DEEP: &str =
+    "the upstream sent function-call arguments nested deeper than 254 levels";
 /// The key a non-object `args` is wrapped in (python/hydra_proxy/chat/tool_arguments.py).
 const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
 const MAX_ERROR_MESSAGE: usize = 2000;
@@ -434,8 +439,9 @@ impl GeminiDecoder {
         self.open_block(Open::Tool, BlockKind::ToolUse { id: &id, name }, emit);
         self.calls += 1;
         if !call.will_continue && call.partial_args.is_empty() {
-            self.arguments(call.args.clone(), emit);
-            self.close(emit);
+            if self.arguments(call.args.clone(), emit) {
+                self.close(emit);
+            }
             return;
         }
         self.pending = Some(match &call.args {
@@ -471,14 +477,20 @@ impl GeminiDecoder {
     fn end_call<S: Sink>(&mut self, emit: &mut S) {
         let members = self.pending.take().unwrap_or_default();
         let args = (!members.is_empty()).then_some(Node::Object(members));
-        self.arguments(args, emit);
-        self.close(emit);
+        if self.arguments(args, emit) {
+            self.close(emit);
+        }
     }
 
-    fn arguments<S: Sink>(&mut self, args: Option<Node>, emit: &mut S) {
+    /// Emit a call's arguments; false when they are refused (the stream has failed).
+    fn arguments<S: Sink>(&mut self, args: Option<Node>, emit: &mut S) -> bool {
         let Some(args) = args else {
-            return;
+            return true;
         };
+        if args.depth() > MAX_ARGUMENTS_DEPTH {
+            self.fail("api_error", MSG_ARGUMENTS_TOO_DEEP, emit);
+            return false;
+        }
         let args = match args {
             Node::Object(_) => args,
             other => {
@@ -495,6 +507,7 @@ impl GeminiDecoder {
             block: self.blocks - 1,
             partial_json: &json,
         });
+        true
     }
 
     fn open_block<S: Sink>(&mut self, open: Open, kind: BlockKind<'_>, emit: &mut S) {
