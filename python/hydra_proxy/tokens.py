@@ -29,9 +29,9 @@ What is counted, and the constants used (calibrated against real Anthropic answe
 * PDFs: ``_PDF_TOKENS_PER_PAGE`` per page, pages counted from the PDF's page objects, else
   guessed from the size (``_PDF_BYTES_PER_PAGE``); text documents their text.
 
-Texts are tokenized through a bounded LRU keyed by a BLAKE2b digest of the text, so the
-system prompt, tool definitions and earlier messages, which repeat on every request of a
-session, are tokenized once.
+Texts are tokenized through a bounded LRU keyed by the text's length and Python hash, so
+the system prompt, tool definitions and earlier messages, which repeat on every request of
+a session, are tokenized once.
 """
 
 from __future__ import annotations
@@ -139,15 +139,19 @@ _SAMPLE_ABOVE_CHARS = 1 << 20
 _SAMPLE_CHARS = 1 << 17
 
 
+# A text's (length, hash(text)), or a digest (PDF page counts).
+_Key = tuple[int, int] | bytes
+
+
 class _Lru:
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self.entries: OrderedDict[bytes, int] = OrderedDict()
+        self.entries: OrderedDict[_Key, int] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: bytes) -> int | None:
+    def get(self, key: _Key) -> int | None:
         with self.lock:
             value = self.entries.get(key)
             if value is None:
@@ -157,7 +161,7 @@ class _Lru:
                 self.entries.move_to_end(key)
             return value
 
-    def put(self, key: bytes, value: int) -> None:
+    def put(self, key: _Key, value: int) -> None:
         with self.lock:
             self.entries[key] = value
             self.entries.move_to_end(key)
@@ -194,7 +198,10 @@ def text_tokens(text: str) -> int:
         return 0
     if len(text) < _CACHE_MIN_CHARS:
         return _tokenize(text)
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    # str's own hash: SipHash keyed per process (PYTHONHASHSEED), so a client cannot aim a
+    # collision at another's text; 5x cheaper than encoding and digesting (about 40 us
+    # against 200 us for the 48 kB of text in a Claude Code request).
+    key = (len(text), hash(text))
     count = _cache.get(key)
     if count is None:
         count = _tokenize(text)
