@@ -131,7 +131,9 @@ def warm_up() -> None:
 
 # --- text, through the cache ----------------------------------------------------------
 
-_CACHE_MIN_CHARS = 64  # shorter texts are tokenized directly: cheaper than hashing
+# Shorter texts are tokenized directly. Every text is cached: a lookup (its hash) costs
+# well under a microsecond, tokenizing even a tool's name a few.
+_CACHE_MIN_CHARS = 1
 _CACHE_ENTRIES = 32768  # digest (16 bytes) -> count: about 6 MB when full
 # Texts longer than this are counted on a sample (head, middle, tail) and scaled by length,
 # which bounds the time one pathological text can hold the event loop.
@@ -343,10 +345,13 @@ def pdf_pages(pdf: bytes) -> int:
     return max(1, round(len(pdf) / _PDF_BYTES_PER_PAGE))
 
 
+_PDF_KEY_EDGE_CHARS = 4096
+
+
 def _cached_pdf_pages(payload: str) -> int:
     # A PDF is re-sent with every later request of the conversation: remember its page count
     # under its length, head and tail rather than decode (and hash) megabytes each time.
-    edge = _CACHE_MIN_CHARS * 64
+    edge = _PDF_KEY_EDGE_CHARS
     key = hashlib.blake2b(
         b"pdf:%d:%s:%s" % (len(payload), payload[:edge].encode(), payload[-edge:].encode()),
         digest_size=16,
