@@ -8,7 +8,6 @@ relay | forward | json (the exchange module).
 from __future__ import annotations
 
 import asyncio
-import gc
 import hmac
 import logging
 import os
@@ -46,11 +45,6 @@ from .plan import Plan
 from .upstream import Upstream
 
 log = logging.getLogger("hydra_proxy")
-# The collector's first threshold: 64 streams in flight keep thousands of young objects
-# (tasks, futures, frames) alive, which every young collection walks again. At the default
-# 700 the collector took about 57 us per request at c=64 (gc.callbacks, in-process, Chat
-# in / Anthropic out), at 7,000 about 21 us.
-_GC_YOUNG_THRESHOLD = 7000
 access_log = logging.getLogger("hydra_proxy.access")
 
 # The client endpoints that take a model request, and the ingress that plans each.
@@ -102,8 +96,6 @@ class App:
                 # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                 await asyncio.to_thread(tokens.warm_up)
                 self.usage = await asyncio.to_thread(start_usage, self.settings)
-                _, older, oldest = gc.get_threshold()
-                gc.set_threshold(_GC_YOUNG_THRESHOLD, older, oldest)
                 log.info(
                     "hydra-proxy %s worker ready (transducers: %s)", __version__, self.impl.name
                 )
