@@ -9,10 +9,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::json::read::{Fields, Key, LenientCount, LenientStr, NotNull, Obj, OptIndex, OptStr};
+use crate::json::read::{
+    mark_skipped, take_skipped, Fields, Key, LenientCount, LenientStr, NotNull, Obj, OptIndex,
+    OptStr, Skipped,
+};
 
 #[derive(Default)]
 pub struct Event<'a> {
@@ -84,7 +87,7 @@ impl<'de> Fields<'de> for Event<'de> {
             "message" => map.next_value_seed(Fill(&mut self.message))?,
             "error" => self.has_error = map.next_value::<NotNull>()?.0,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skipped>()?;
             }
         }
         Ok(())
@@ -101,7 +104,7 @@ impl<'de> Fields<'de> for BlockStart<'de> {
             "thinking" => &mut self.thinking,
             "data" => &mut self.data,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skipped>()?;
                 return Ok(());
             }
         };
@@ -114,6 +117,7 @@ impl<'de> Fields<'de> for Delta<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
             "citation" => {
+                mark_skipped(); // a raw value: serde_json checked it only as it skips
                 self.citation = map.next_value::<Option<&'de RawValue>>()?;
                 return Ok(());
             }
@@ -124,7 +128,7 @@ impl<'de> Fields<'de> for Delta<'de> {
             "partial_json" => &mut self.partial_json,
             "stop_reason" => &mut self.stop_reason,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skipped>()?;
                 return Ok(());
             }
         };
@@ -142,7 +146,7 @@ impl<'de> Fields<'de> for Usage {
             "cache_read_input_tokens" => &mut self.cache_read_input_tokens,
             "cache_creation_input_tokens" => &mut self.cache_creation_input_tokens,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skipped>()?;
                 return Ok(());
             }
         };
@@ -166,7 +170,7 @@ impl<'de> Fields<'de> for Message<'de> {
             "id" => self.id = map.next_value::<LenientStr>()?.0,
             "model" => self.model = map.next_value::<LenientStr>()?.0,
             _ => {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Skipped>()?;
             }
         }
         Ok(())
@@ -234,22 +238,30 @@ pub enum ReadError {
     Shape(serde_json::Error),
 }
 
-/// Parse one event into `slot`. The text is first checked by the validating scanner
-/// (orjson's rules): serde_json accepts what it skips without checking it as strictly
-/// (lone surrogate escapes, depth), and the twins must reject the same texts.
+/// Parse one event into `slot`, judged by orjson's rules (the Python twin's parser) in one
+/// pass: serde_json checks what it reads as orjson does (strings and their escapes,
+/// numbers, literals, what follows the value), so the text is scanned again by the
+/// validating scanner only when part of it was skipped unread ([`Skipped`]: serde_json
+/// skips lone surrogate escapes, overflowing numbers and any depth) or the read failed
+/// (a syntax error anywhere wins over a shape error before it, as with orjson.loads).
 #[inline]
 pub fn read_event<'s, 'a>(
     json: &'a str,
     slot: &'s mut Option<Event<'a>>,
 ) -> Result<&'s Event<'a>, ReadError> {
-    if !crate::json::is_valid(json) {
-        return Err(ReadError::Syntax);
-    }
+    take_skipped();
     let mut de = serde_json::Deserializer::from_str(json);
-    // The scanner bounded the depth at orjson's limit, which is deeper than serde_json's.
+    // The typed fields nest 3 deep; what is skipped is checked by the scanner, whose depth
+    // limit is orjson's (deeper than serde_json's).
     de.disable_recursion_limit();
-    Fill(slot).deserialize(&mut de).map_err(ReadError::Shape)?;
-    de.end().map_err(ReadError::Shape)?;
+    let read = Fill(slot).deserialize(&mut de).and_then(|()| de.end());
+    let skipped = take_skipped();
+    match read {
+        Err(_) if !crate::json::is_valid(json) => return Err(ReadError::Syntax),
+        Err(err) => return Err(ReadError::Shape(err)),
+        Ok(()) if skipped && !crate::json::is_valid(json) => return Err(ReadError::Syntax),
+        Ok(()) => {}
+    }
     match slot {
         Some(event) => Ok(event),
         None => Err(ReadError::Shape(de::Error::invalid_type(

@@ -7,10 +7,53 @@
 //! repeated key keeps its last value, as Python's dict does.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+// -- values skipped unread -----------------------------------------------------------------
+
+thread_local! {
+    static SKIPPED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Note that a value was skipped unread. serde_json checks what it reads (strings,
+/// surrogates, numbers) as strictly as orjson does, but not what it skips, so a reader
+/// that must judge its text by orjson's rules validates the whole text only when
+/// something was skipped ([`take_skipped`]).
+#[inline]
+pub fn mark_skipped() {
+    SKIPPED.with(|s| s.set(true));
+}
+
+/// Whether a value was skipped since the last call (and clear the note).
+#[inline]
+pub fn take_skipped() -> bool {
+    SKIPPED.with(|s| s.replace(false))
+}
+
+/// A float read at the edge of f64's range: serde_json's float parsing is not correctly
+/// rounded there, so whether orjson takes the text is left to the validating scanner.
+#[inline]
+fn near_overflow(v: f64) {
+    if v.abs() >= 1e308 {
+        mark_skipped();
+    }
+}
+
+/// Any value, skipped unread (noted by [`mark_skipped`]).
+pub struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    #[inline]
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        mark_skipped();
+        IgnoredAny::deserialize(d)?;
+        Ok(Skipped)
+    }
+}
 
 // -- leaf values -------------------------------------------------------------------------
 
@@ -104,7 +147,8 @@ impl<'de> Deserialize<'de> for LenientCount {
             fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
                 Ok(LenientCount(None))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                near_overflow(v);
                 Ok(LenientCount(None))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -117,10 +161,12 @@ impl<'de> Deserialize<'de> for LenientCount {
                 Ok(LenientCount(None))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_seq(seq)?;
                 Ok(LenientCount(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_map(map)?;
                 Ok(LenientCount(None))
             }
@@ -156,7 +202,8 @@ impl<'de> Deserialize<'de> for LenientStr<'de> {
             fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
                 Ok(LenientStr(None))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                near_overflow(v);
                 Ok(LenientStr(None))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -166,10 +213,12 @@ impl<'de> Deserialize<'de> for LenientStr<'de> {
                 Ok(LenientStr(None))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_seq(seq)?;
                 Ok(LenientStr(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_map(map)?;
                 Ok(LenientStr(None))
             }
@@ -201,17 +250,20 @@ impl<'de> Deserialize<'de> for NotNull {
             fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
                 Ok(NotNull(true))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+                near_overflow(v);
                 Ok(NotNull(true))
             }
             fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
                 Ok(NotNull(true))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_seq(seq)?;
                 Ok(NotNull(true))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
                 IgnoredAny.visit_map(map)?;
                 Ok(NotNull(true))
             }
@@ -279,6 +331,7 @@ impl<'de, T: Fields<'de>> Deserialize<'de> for Obj<T> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 if T::LENIENT {
+                    mark_skipped();
                     IgnoredAny.visit_seq(seq)?;
                 }
                 self.other(de::Unexpected::Seq)
