@@ -21,6 +21,7 @@ import orjson
 from hydra_proxy.config import Settings
 from hydra_proxy.config.loading import environment, load
 from hydra_proxy.server.app import App
+from hydra_proxy.server.run import kill_timeout
 
 PROBE_PATH = "/__test/leaks"
 
@@ -71,7 +72,7 @@ def main() -> None:
         backpressure=16384,
         log_enabled=True,
         log_access=False,
-        workers_kill_timeout=int(settings.shutdown_grace),
+        workers_kill_timeout=kill_timeout(settings),  # as serve's: past the grace
     )
     server.serve(target_loader=functools.partial(_load, settings), wrap_loader=False)
 

@@ -134,11 +134,17 @@ class _Body:
         self.wake()
 
     async def drain(self, seconds: float) -> None:
-        """Await the held send (_Stalled: not taken within `seconds`), then read on."""
-        held, self.held = self.held, None
-        if held is not None:
+        """Await the held send (_Stalled: not taken within `seconds`), then read on.
+
+        `held` stays set until the client took it: a stream paused for its client is not
+        a silent upstream (the silence ticks skip it). Reading resumes only when nothing
+        is held and the queue is below its bound, so no pause is lost."""
+        while self.held is not None:
+            held = self.held
             await _taken(held, seconds)
-        if self.response is not None:
+            if self.held is held:  # else a later send was held meanwhile: await it too
+                self.held = None
+        if self.response is not None and len(self.chunks) < _MAX_QUEUED_CHUNKS:
             self.response.resume_reading()
 
     def wake(self) -> None:
@@ -149,7 +155,7 @@ class _Body:
     def pull(self, chunk: bytes | None) -> None:
         chunks = self.chunks
         chunks.append(chunk)
-        if len(chunks) == _MAX_QUEUED_CHUNKS and self.response is not None:
+        if len(chunks) >= _MAX_QUEUED_CHUNKS and self.response is not None:
             self.response.pause_reading()  # resumed by the relay task once it drained them
         self.wake()
 
@@ -282,14 +288,18 @@ async def relay(
     The transducer is built while the upstream works on the request.
     """
     disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
+    loop = disconnect.loop
     response: H1Response | None = None
+    body = _Body(loop)  # its response is set once the upstream's head is in
     transducer = make_transducer()
     client = _ClientSide()
     ticker: _Ticker | None = None
+    last_bytes = loop.time()
 
     async def emit(out: bytes) -> bool:
         """Send `out`, starting the response first; True when an early error was answered
         as an HTTP error instead."""
+        nonlocal last_bytes
         if not client.started:
             if transducer.error is not None and not transducer.has_content:
                 error_type, message = transducer.error
@@ -302,7 +312,11 @@ async def relay(
         if out:
             sent = send({"type": "http.response.body", "body": out, "more_body": True})
             if client.sync and type(sent) is not client.immediate:
-                await _taken(sent, stall_timeout)  # the client is behind
+                # The client is behind: the upstream is paused at once (not only once
+                # _MAX_QUEUED_CHUNKS wait) until the client takes this; not upstream silence.
+                body.hold(sent)
+                await body.drain(stall_timeout)
+                last_bytes = loop.time()
             else:
                 await sent
         return False
@@ -327,8 +341,7 @@ async def relay(
             await send(_END)
             return transducer
         # 2. The body.
-        loop = disconnect.loop
-        body = _Body(loop, response)
+        body.response = response
         last_bytes = loop.time()
         pushing = False
         feed = transducer.feed

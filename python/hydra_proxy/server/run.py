@@ -51,6 +51,12 @@ def _load_app(holder: SettingsHolder) -> App:
     return App(holder.settings)
 
 
+def kill_timeout(settings: Settings) -> int:
+    """Seconds granian waits for a stopping worker before it kills it: past the grace
+    (server/shutdown.py ends the streams then), time for their closing events."""
+    return math.ceil(settings.shutdown_grace + KILL_MARGIN)
+
+
 def serve(settings: Settings, *, log_level: str = "info") -> None:
     """Serve until SIGINT/SIGTERM; in-flight streams get `shutdown_grace` seconds to finish."""
     from granian.constants import Interfaces, Loops
@@ -71,9 +77,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
         log_enabled=True,
         log_level=LogLevels(log_level),
         log_access=False,
-        # Past the grace (server/shutdown.py ends the streams then), time for their
-        # closing events; granian kills a worker that is still busy after this.
-        workers_kill_timeout=math.ceil(settings.shutdown_grace + KILL_MARGIN),
+        workers_kill_timeout=kill_timeout(settings),  # then a busy worker is killed
         http1_settings=HTTP1Settings(
             header_read_timeout=HEADER_READ_TIMEOUT_MS, max_buffer_size=MAX_HEAD_BUFFER
         ),
