@@ -39,8 +39,8 @@ from hydra_proxy.server.admission import (
     Gate,
     Refused,
     limits_of,
+    session_of,
 )
-from hydra_proxy.server.admit import session_of
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
