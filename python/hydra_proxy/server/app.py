@@ -29,7 +29,6 @@ from .exchange import (
     Receive,
     Scope,
     Send,
-    is_proxy_key,
     require_model,
 )
 from .ingress import chat, messages, responses
@@ -153,6 +152,3 @@ class App:
                     await asyncio.to_thread(worker.usage.close)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    def is_proxy_key(self, presented: bytes) -> bool:
-        return is_proxy_key(self.worker.proxy_keys, presented)
