@@ -12,9 +12,10 @@ Python function entered from the app's ASGI call until the upstream client write
 request (`_Connection.begin` in server/http1.py); the count is the distinct
 ``hydra_proxy`` modules among them, in the order first entered. Functions without a
 module file count for the module whose globals they run in (a dataclass's generated
-``__init__``: the module defining the class); the native extension is not counted.
+``__init__``: the module defining the class); the native extension is not counted. Also
+printed: how many calls on that path go from one hydra_proxy module into another.
 
-The same code counts in tests/test_request_path.py, which bounds it.
+tests/test_request_path.py runs this script and bounds the count.
 """
 
 from __future__ import annotations
@@ -77,9 +78,12 @@ def _module(frame: FrameType, root: str) -> str | None:
     return None
 
 
-async def _request(app: Any, body: bytes, trace: list[str] | None) -> int:
+async def _request(
+    app: Any, body: bytes, trace: list[str] | None, crossings: list[int] | None = None
+) -> int:
     """One request through `app`; with `trace`, the modules entered before the first
-    upstream byte are appended to it. Returns the response status."""
+    upstream byte are appended to it (and to `crossings`, the calls from one hydra_proxy
+    module into another). Returns the response status."""
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -136,6 +140,11 @@ async def _request(app: Any, body: bytes, trace: list[str] | None) -> int:
             seen.add(module)
             assert trace is not None
             trace.append(module)
+        caller = frame.f_back
+        if crossings is not None and caller is not None:
+            outer = _module(caller, root)
+            if outer is not None and outer != module:
+                crossings.append(1)
         if module == "hydra_proxy.server.http1" and code.co_name == "begin":
             tracing = False  # the request is being written: the first upstream byte
 
@@ -149,8 +158,9 @@ async def _request(app: Any, body: bytes, trace: list[str] | None) -> int:
     return status
 
 
-async def measure() -> list[str]:
-    """The distinct hydra_proxy modules of one warm streamed request, in order."""
+async def measure() -> tuple[list[str], int]:
+    """The distinct hydra_proxy modules of one warm streamed request, in order, and the
+    calls it makes from one of them into another."""
     server = await asyncio.start_server(_upstream, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     home = tempfile.mkdtemp(prefix="hydra-path-")
@@ -194,26 +204,28 @@ async def measure() -> list[str]:
         status = await _request(app, body, None)  # warm: the connection pool, lazy caches
         assert status == 200, status
         trace: list[str] = []
-        status = await _request(app, body, trace)
+        crossings: list[int] = []
+        status = await _request(app, body, trace, crossings)
         assert status == 200, status
     finally:
         await lifespan.put({"type": "lifespan.shutdown"})
         await running
         server.close()
-    return trace
+    return trace, len(crossings)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    trace = asyncio.run(measure())
+    trace, crossings = asyncio.run(measure())
     if args.json:
-        print(orjson.dumps({"modules": trace, "count": len(trace)}).decode())
+        print(orjson.dumps({"modules": trace, "count": len(trace), "calls": crossings}).decode())
     else:
         for i, module in enumerate(trace, 1):
             print(f"{i:3d}  {module}")
         print(f"{len(trace)} modules before the first upstream byte")
+        print(f"{crossings} calls from one of them into another")
     return 0
 
 
