@@ -295,7 +295,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 else (exchange.first_byte - exchange.started) * 1000,
                 status=status,
                 error_type=error_type,
-                key=exchange.client_key if not exchange.worker.settings.key_passthrough else None,
+                key=exchange.client_key,
                 stream=exchange.stream if routed else False,
             )
         )

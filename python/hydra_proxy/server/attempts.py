@@ -213,8 +213,7 @@ async def answer(exchange: Exchange, request: ClientRequest) -> None:
     if admission is None:
         await _attempts(exchange, request, None)
         return
-    key = None if worker.settings.key_passthrough else exchange.client_key
-    key_id = client_key_id(key)
+    key_id = client_key_id(exchange.client_key)
     admitted = Admitted(
         admission, session_of(exchange.scope, key_id), exchange.receive, worker.usage
     )
@@ -229,12 +228,6 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
     worker = exchange.worker
     decision = exchange.decision
     assert decision is not None
-    # The client's own key, in key-passthrough mode: every attempt goes with it.
-    client_key = (
-        exchange.client_key.decode("latin-1")
-        if worker.settings.key_passthrough and exchange.client_key
-        else None
-    )
     tried: list[str] = []
     log: dict[str, object] = {"route": decision.label, **exchange.log}
     exchange.log = log
@@ -261,7 +254,10 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             log["attempts"] = ",".join(tried)
             continue
         plan = request.plan(decision, attempt)
-        authorize(plan, attempt.provider.kind, key.value if key is not None else client_key)
+        # The pool's key, or in key-passthrough mode the client's own (there are no pools).
+        authorize(
+            plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key
+        )
         exchange.attempt = attempt  # the usage record names the attempt that answered
         plan.log.update(log)
         log = exchange.log = plan.log

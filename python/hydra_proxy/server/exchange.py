@@ -137,6 +137,7 @@ class Exchange:
         "log",
         "passthrough",
         "protocol",
+        "provider_key",
         "receive",
         "reply_usage",
         "request_id",
@@ -164,8 +165,10 @@ class Exchange:
         self.log: dict[str, object] = {}
         """Details for the access-log line."""
         self.client_key: bytes | None = None
-        """The proxy key the client presented (its id is recorded, never itself), or in
-        key-passthrough mode its provider key."""
+        """The proxy key the client presented (its id is recorded, never itself)."""
+        self.provider_key: str | None = None
+        """Key passthrough: the client's own provider key, sent upstream instead of the
+        provider's."""
         self.first_byte: float | None = None
         self.decision: RouteDecision | None = None
         self.attempt: Attempt | None = None
@@ -205,13 +208,13 @@ class Exchange:
         return presented
 
     def authorize(self) -> None:
-        """With proxy keys set, the client must present one of them; in key-passthrough
-        mode it must present a key (it goes upstream). Either is kept in `client_key`."""
+        """With proxy keys set, the client must present one of them (`client_key`); in
+        key-passthrough mode it must present a key, which goes upstream (`provider_key`)."""
         presented = self.presented_key()
         worker = self.worker
         if worker.settings.key_passthrough:
             if presented:
-                self.client_key = presented
+                self.provider_key = presented.decode("latin-1")
                 return
             raise ProxyError(
                 401,
@@ -265,8 +268,8 @@ class Exchange:
     def redactor(self) -> Redactor:
         """The worker's redaction, and in key-passthrough mode also this client's key."""
         redactor = self.worker.redactor
-        if self.worker.settings.key_passthrough and self.client_key:
-            redactor = redactor.with_secrets((self.client_key.decode("latin-1"),))
+        if self.provider_key is not None:
+            redactor = redactor.with_secrets((self.provider_key,))
         return redactor
 
     async def respond_error(
