@@ -1,4 +1,4 @@
-"""Admission control end to end (server/admission.py, server/admit.py): a real proxy process
+"""Admission control end to end (server/admission.py): a real proxy process
 with a bound on concurrent upstream streams, in front of a paced mock upstream.
 
 - 4x more agent sessions than the provider bound: every request served, in round-robin

@@ -16,14 +16,14 @@ saying 401). Bodies come in these shapes, all read here:
 - not JSON (an HTML page from a load balancer, plain text) or empty, or JSON that is no
   object.
 
-Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of the keys the request
-was sent with and of anything else that looks like an API key (the caller's `redact`,
-applied before the bound so that no key is cut in half); an HTML page is never echoed,
-only its title.
+Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of keys: the caller's
+`redact` (hydra_proxy.redaction: the keys it knows, and anything that looks like an API
+key), applied before the bound so that no key is cut in half. An HTML page is never
+echoed, only its title.
 
 A body is read once (`read_error_body`): the same reading gives the client's error, the
 retry-after a Gemini body carries, and whether a same-protocol body may be passed on as it
-is (`ErrorBody.error_message` and the type fields).
+is (`ErrorBody.inner_message` and the type fields).
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ class ErrorBody:
     title: str | None = None  # an HTML page's
     # A JSON object body's own fields, as sent, for passing it on unchanged: its top-level
     # ``type`` (Anthropic's "error"), and ``error.type`` and ``error.message`` when strings.
-    envelope: str | None = None
-    error_type: str | None = None
-    error_message: str | None = None
+    top_type: str | None = None
+    inner_type: str | None = None
+    inner_message: str | None = None
 
 
 def _text(value: object) -> str | None:
@@ -103,9 +103,9 @@ def _read_object(obj: dict[str, Any], *, top: bool) -> ErrorBody:
         param=param if isinstance(param, str) and len(param) <= 200 else None,
         retry_after=retry_delay_seconds(details),
         reasons=frozenset(error_reasons(details)),
-        envelope=_string(obj.get("type")) if wrapped else None,
-        error_type=_string(err.get("type")) if wrapped else None,
-        error_message=_string(err.get("message")) if wrapped else None,
+        top_type=_string(obj.get("type")) if wrapped else None,
+        inner_type=_string(err.get("type")) if wrapped else None,
+        inner_message=_string(err.get("message")) if wrapped else None,
     )
 
 

@@ -77,13 +77,13 @@ def _passes_through(exchange: Exchange, exc: UpstreamHTTPError, error: ProxyErro
     """A same-protocol upstream's error body can reach the client as it is: well-formed in
     the client's protocol, and of the class and status the client would get anyway."""
     read = exc.read
-    message = read.error_message
+    message = read.inner_message
     if message is None or exchange.redactor().finds(message):
         return False  # not an error object, or it would echo a key
     if exchange.protocol == "anthropic":
         return (
-            read.envelope == "error"
-            and read.error_type == error.error_type
+            read.top_type == "error"
+            and read.inner_type == error.error_type
             and exc.status == error.status
         )
     return exc.status == error.openai_status
