@@ -5,10 +5,11 @@
 Each round runs one child process per checkout, alternating (the same machine load for
 both): it translates one recorded stream per request with the native transducer, then
 measures the CPU time of the whole process (every thread: ``time.process_time``) spent on
-``Account.close`` for N finished requests and on ``UsageService.close`` after them (the
+closing the usage record of N finished requests (``accounting.close``; ``Account.close``
+before the Exchange) and on ``UsageService.close`` after them (the
 metrics summed and written, every ledger record written to SQLite), with metrics in
 multiprocess mode (as with several workers) and the default SQLite ledger; and the same
-with accounting off (``Account.close`` without a service: the access-log details only).
+with accounting off (the close without a service: the access-log details only).
 Reported per request: accounting on minus off, the median over the rounds. Prints a
 Markdown table; nothing is asserted.
 """
@@ -35,30 +36,60 @@ n = int(sys.argv[1]); stream = Path(sys.argv[2]).read_bytes(); work = Path(tempf
 from hydra_proxy.usage.metrics import setup_multiprocess_dir
 setup_multiprocess_dir(work / "prom")
 from hydra_proxy._native import MessagesViaChatStream
-from hydra_proxy.server.accounting import Account
-from hydra_proxy.server.plan import Target
 from hydra_proxy.usage.service import UsageService
 
-target = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o", True)
+def make():
+    return MessagesViaChatStream("msg_b", "claude-sonnet-4-5", 100)
 
-def finished():
-    out = []
-    for _ in range(n):
+try:  # a checkout with the Exchange (server/exchange.py holds the per-request state)
+    from hydra_proxy.config import Provider, Settings
+    from hydra_proxy.config.routes import Attempt, Route, RouteDecision, RouteOptions
+    from hydra_proxy.server import accounting
+    from hydra_proxy.server.exchange import Exchange
+    from hydra_proxy.server.worker import Worker
+except ImportError:  # before it: an Account per request, and the plan's Target
+    from hydra_proxy.server.accounting import Account
+    from hydra_proxy.server.plan import Target
+
+    target = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o", True)
+
+    def one():
         account = Account("anthropic")
         account.target = target
         account.key = b"team-key"
-        t = account.built_by(lambda: MessagesViaChatStream("msg_b", "claude-sonnet-4-5", 100))
+        t = account.built_by(make)
         t.feed(stream)
         t.finish()
         account.first_byte = account.started + 0.3
-        out.append(account)
-    return out
+        return lambda usage, i: account.close(usage, 200, f"req_{i}")
+else:
+    import os
+    os.environ["HYDRA_SIGNING_KEY_FILE"] = str(work / "signing-key")
+    worker = Worker.create(Settings())
+    attempt = Attempt(Provider("openai", "openai", "https://x.test/v1"), "gpt-4o", RouteOptions())
+    decision = RouteDecision(Route("claude-*", "openai"), 0, (attempt,), "claude-sonnet-4-5")
+    scope = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
+
+    def one():
+        exchange = Exchange(worker, scope, None, None)
+        exchange.account("anthropic")
+        exchange.decision, exchange.attempt, exchange.stream = decision, attempt, True
+        exchange.client_key = b"team-key"
+        t = accounting.built_by(exchange, make)
+        t.feed(stream)
+        t.finish()
+        exchange.first_byte = exchange.started + 0.3
+        exchange.status = 200
+        return lambda usage, i: accounting.close(exchange, usage)
+
+def finished():
+    return [one() for _ in range(n)]
 
 def cpu(usage):
-    accounts = finished()
+    closes = finished()
     start = time.process_time()
-    for i, account in enumerate(accounts):
-        account.close(usage, 200, f"req_{i}")
+    for i, close in enumerate(closes):
+        close(usage, i)
     if usage is not None:
         usage.close()  # the rest of the work: metrics written, every ledger row written
     return (time.process_time() - start) / n * 1e6

@@ -2,6 +2,7 @@
 
     .venv/bin/python benches/load.py            # the whole comparison (about 30 minutes)
     .venv/bin/python benches/load.py --rounds 3 # every cell 3 times, medians (about an hour)
+                                                # (the servers' order reversed every other round)
     .venv/bin/python benches/load.py --quick    # hydra-proxy only, small counts (< 1 minute)
 
 Starts the embedded mock upstream (instant: the whole reply written at once; paced: 64
@@ -427,7 +428,11 @@ def throughput_phase(
                         for s in servers
                         if mode_name in s.modes
                     ]
-                    for target, url, protocol, pids in targets:
+                    if rnd % 2:
+                        # Every other round the other way round: a server run right after
+                        # another measured 5-12% apart from the same server run first.
+                        targets.reverse()
+                    for order, (target, url, protocol, pids) in enumerate(targets):
                         label = f"{phase} {mode_name} c={c} round={rnd} {target}"
                         upstream = [] if pids == [mock.pid] else [mock.pid]
                         jobs.append(
@@ -441,6 +446,7 @@ def throughput_phase(
                                 "mode": mode_name,
                                 "concurrency": c,
                                 "round": rnd,
+                                "order": order,
                                 "server": target,
                             }
                         )

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import re
 import sys
@@ -54,9 +55,10 @@ sys.path[:0] = [str(REPO / "python"), str(REPO / "tests"), str(REPO / "benches")
 import loadlib_proc as proc  # noqa: E402
 from hydra_proxy.config import load  # noqa: E402
 from hydra_proxy.mock.replay import load_reply  # noqa: E402
-from hydra_proxy.server.ingress import Context, Routed, chat, messages, responses  # noqa: E402
+from hydra_proxy.server.exchange import Exchange  # noqa: E402
+from hydra_proxy.server.ingress import chat, messages, responses  # noqa: E402
+from hydra_proxy.server.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
-from hydra_proxy.transducers import select  # noqa: E402
 from servers import ProxyServer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
@@ -66,7 +68,7 @@ ENDPOINT = {
     "chat": "/v1/chat/completions",
     "responses": "/v1/responses",
 }
-INGRESS = {"anthropic": messages.plan, "chat": chat.plan, "responses": responses.plan}
+INGRESS = {"anthropic": messages.read, "chat": chat.read, "responses": responses.read}
 PROVIDER = {"openai": "up-chat", "anthropic": "up-anthropic", "gemini": "up-gemini",
             "responses": "up-responses"}  # fmt: skip
 
@@ -165,17 +167,21 @@ def upstream_events(case: Case) -> list[bytes]:
 def expected_bytes(case: Case, config: Path, signing_key_file: Path, impl: str) -> bytes:
     """What the proxy must send for `case`: the same plan, in process (see the docstring)."""
     settings = load({"config": str(config), "implementation": impl}, {})
-    context = Context(settings, select(impl), load_signing_key(str(signing_key_file)))
+    worker = dataclasses.replace(
+        Worker.create(settings), signing_key=load_signing_key(str(signing_key_file))
+    )
     headers = [(k.encode(), v.encode()) for k, v in request_headers(case).items()]
     scope = {"type": "http", "method": "POST", "path": ENDPOINT[case.client],
              "headers": headers, "query_string": b""}  # fmt: skip
-    routed = INGRESS[case.client](context, scope, orjson.dumps(request_body(case)))
-    assert isinstance(routed, Routed)
-    plan = routed.build(routed.decision.attempts[0])
+    exchange = Exchange(worker, scope, None, None)  # type: ignore[arg-type]  # no I/O here
+    body = request_body(case)
+    request = INGRESS[case.client](exchange, body, orjson.dumps(body))
+    decision = exchange.decide(request.traits)
+    plan = request.plan(decision, decision.attempts[0])
     upstream = b"".join(upstream_events(case))
-    if plan.kind == "forward":
+    if plan.reply == "forward":
         return upstream
-    assert plan.kind == "relay" and plan.transducer is not None
+    assert plan.reply == "relay" and plan.transducer is not None
     transducer = plan.transducer()
     out = transducer.feed(upstream)
     if not transducer.finished:

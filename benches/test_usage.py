@@ -1,6 +1,6 @@
 """Micro benchmarks: what usage accounting costs per request, piece by piece.
 
-On the request path, once per finished request, the server calls ``Account.close``: the
+On the request path, once per finished request, the server calls ``accounting.close``: the
 upstream's counts read off the transducer, ``UsageService.make_record`` (a named tuple, a
 cached price lookup, a cached key id) and ``UsageService.finish`` (two queue appends: the
 metrics' and the ledger's). Off the request path, in threads of the same process:
@@ -22,8 +22,11 @@ from typing import Any
 
 import pytest
 
-from hydra_proxy.server.accounting import Account
-from hydra_proxy.server.plan import Target
+from hydra_proxy.config import Provider, Settings
+from hydra_proxy.config.routes import Attempt, Route, RouteDecision, RouteOptions
+from hydra_proxy.server import accounting
+from hydra_proxy.server.exchange import Exchange
+from hydra_proxy.server.worker import Worker
 from hydra_proxy.transducers import select
 from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
@@ -52,7 +55,28 @@ RECORD = UsageRecord(
     key_id="a1b2c3d4",
     stream=True,
 )
-TARGET = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o-2024-08-06", True)
+PROVIDER = Provider("openai", "openai", "https://api.openai.com/v1")
+ATTEMPT = Attempt(PROVIDER, "gpt-4o-2024-08-06", RouteOptions())
+DECISION = RouteDecision(Route("claude-*", "openai"), 0, (ATTEMPT,), "claude-sonnet-4-5")
+SCOPE = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
+
+
+def finished_exchange(worker: Worker, make: Any, body: bytes) -> Exchange:
+    """A streamed model request as the server leaves it when the stream has ended."""
+    exchange = Exchange(worker, SCOPE, _never, _never)
+    exchange.account("anthropic")
+    exchange.decision, exchange.attempt, exchange.stream = DECISION, ATTEMPT, True
+    exchange.client_key = b"team-key"
+    transducer = accounting.built_by(exchange, make)
+    transducer.feed(body)
+    transducer.finish()
+    exchange.first_byte = exchange.started + 0.3
+    exchange.status = 200
+    return exchange
+
+
+async def _never(*_: Any) -> Any:
+    raise AssertionError("not sent")
 
 
 @pytest.fixture
@@ -82,8 +106,12 @@ def test_baseline_translate_one_stream(benchmark: Any) -> None:
     assert benchmark(translate) > 0
 
 
-def test_request_path_account_close(benchmark: Any, multiproc: None, tmp_path: Path) -> None:
+def test_request_path_account_close(
+    benchmark: Any, multiproc: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Everything accounting does on the request path, from a finished stream."""
+    monkeypatch.setenv("HYDRA_SIGNING_KEY_FILE", str(tmp_path / "signing-key"))
+    worker = Worker.create(Settings())
     usage = UsageService.start(
         ledger_url=f"sqlite:{tmp_path / 'u.sqlite3'}",
         # The benchmark measures the request path alone: the threads stay asleep.
@@ -94,21 +122,15 @@ def test_request_path_account_close(benchmark: Any, multiproc: None, tmp_path: P
     body = STREAM.read_bytes()
     cls = _translator()
 
-    def finished() -> tuple[tuple[Account], dict[str, Any]]:
-        account = Account("anthropic")
-        account.target = TARGET
-        account.key = b"team-key"
-        transducer = account.built_by(lambda: cls("msg_bench", "claude-sonnet-4-5", 100))
-        transducer.feed(body)
-        transducer.finish()
-        account.first_byte = account.started + 0.3
-        return (account,), {}
+    def finished() -> tuple[tuple[Exchange], dict[str, Any]]:
+        make = lambda: cls("msg_bench", "claude-sonnet-4-5", 100)  # noqa: E731
+        return (finished_exchange(worker, make, body),), {}
 
     closed = []
 
-    def close(account: Account) -> dict[str, object]:
-        closed.append(account)
-        return account.close(usage, 200, "req_bench")
+    def close(exchange: Exchange) -> dict[str, object]:
+        closed.append(exchange)
+        return accounting.close(exchange, usage)
 
     try:
         details = benchmark.pedantic(close, setup=finished, rounds=3000, iterations=1)

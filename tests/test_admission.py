@@ -1,4 +1,4 @@
-"""Admission control end to end (server/admission.py, server/admit.py): a real proxy process
+"""Admission control end to end (server/admission.py): a real proxy process
 with a bound on concurrent upstream streams, in front of a paced mock upstream.
 
 - 4x more agent sessions than the provider bound: every request served, in round-robin
@@ -39,8 +39,8 @@ from hydra_proxy.server.admission import (
     Gate,
     Refused,
     limits_of,
+    session_of,
 )
-from hydra_proxy.server.admit import session_of
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

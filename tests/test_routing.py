@@ -12,10 +12,10 @@ import orjson
 import pytest
 
 from hydra_proxy.config import (
+    ChainLink,
     RequestTraits,
     Route,
     Settings,
-    Target,
     environment,
     load,
     models_listing,
@@ -247,7 +247,7 @@ def test_legacy_resolve_and_route_construction_still_work() -> None:
         provider.name == "openai" and route.model == "gpt-x" and route.spoof_model == "claude-spoof"
     )
     assert Settings(providers={}).resolve("x") is None
-    assert Route("claude-*", "anthropic").chain == (Target("anthropic"),)
+    assert Route("claude-*", "anthropic").chain == (ChainLink("anthropic"),)
 
 
 def test_fallback_statuses() -> None:

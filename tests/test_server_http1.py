@@ -15,10 +15,16 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.config import Settings
+from hydra_proxy.server.attempts import post, start
 from hydra_proxy.server.http1 import MAX_HEAD_BYTES, H1Client, H1Error, H1Response
-from hydra_proxy.server.upstream import Upstream, UpstreamHTTPError
+from hydra_proxy.server.reply import UpstreamHTTPError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def post_once(client: H1Client, url: str) -> H1Response:
+    """One POST as the attempts module sends it, with no retry."""
+    return await post(client, Settings(retries=0), start(client, url, {}, b"{}"))
 
 
 async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
@@ -143,10 +149,10 @@ def test_a_pooled_connection_closed_by_the_upstream_is_replaced() -> None:
 
     async def run() -> None:
         server = await serve(handler)
-        upstream = Upstream(Settings(retries=0))
+        upstream = H1Client(connect_timeout=10)
         url = f"http://127.0.0.1:{port(server)}/x"
         for _ in range(3):
-            response = await upstream.post(url, {}, b"{}")
+            response = await post_once(upstream, url)
             assert await response.read(100) == b"ok"
             response.release()
             await asyncio.sleep(0.05)  # the upstream's FIN arrives
@@ -172,9 +178,9 @@ def test_error_body_gzip_decoded_and_bounded() -> None:
 
     async def run() -> UpstreamHTTPError:
         server = await serve(handler)
-        upstream = Upstream(Settings(retries=0))
+        upstream = H1Client(connect_timeout=10)
         try:
-            await upstream.post(f"http://127.0.0.1:{port(server)}/x", {}, b"{}")
+            await post_once(upstream, f"http://127.0.0.1:{port(server)}/x")
         except UpstreamHTTPError as exc:
             return exc
         finally:
@@ -343,7 +349,7 @@ def test_proxy_credentials_and_header_line_breaks(monkeypatch: pytest.MonkeyPatc
 
 def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
     from hydra_proxy.errors import ProxyError
-    from hydra_proxy.server.exchange import read_json
+    from hydra_proxy.server.reply import read_json
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -353,8 +359,8 @@ def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
 
     async def run() -> ProxyError:
         server = await serve(handler)
-        upstream = Upstream(Settings(retries=0))
-        response = await upstream.post(f"http://127.0.0.1:{port(server)}/x", {}, b"{}")
+        upstream = H1Client(connect_timeout=10)
+        response = await post_once(upstream, f"http://127.0.0.1:{port(server)}/x")
         try:
             await read_json(response, 1 << 20)
         except ProxyError as exc:

@@ -158,7 +158,7 @@ def test_requests_that_arrive_while_draining_are_refused_in_the_clients_protocol
     monkeypatch.setenv("HYDRA_SIGNING_KEY_FILE", str(tmp_path / "signing-key"))
     monkeypatch.setenv("HYDRA_USAGE_LEDGER", "off")
     app = App(load({}))
-    app.shutdown.draining = True
+    app.worker.shutdown.draining = True
     scope = {
         "type": "http",
         "method": "POST",

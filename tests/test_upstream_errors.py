@@ -7,13 +7,8 @@ import orjson
 import pytest
 
 from gemini_fixtures import GEMINI
-from hydra_proxy.upstream_errors import (
-    MAX_MESSAGE,
-    body_retry_after,
-    read_error_body,
-    redact,
-    upstream_http_error,
-)
+from hydra_proxy.redaction import SCRUB, Redactor
+from hydra_proxy.upstream_errors import MAX_MESSAGE, read_error_body, upstream_http_error
 
 
 def test_recorded_bodies() -> None:
@@ -29,7 +24,7 @@ def test_recorded_bodies() -> None:
     )
     assert "Incorrect API key provided" in error.message and "provider 'openai'" in error.message
     gemini = (GEMINI / "vercel-google-429-retry-info.json").read_bytes()
-    assert body_retry_after(gemini) == "35"
+    assert read_error_body(gemini).retry_after == "35"
     assert upstream_http_error(429, gemini, "5").retry_after == "35"
 
 
@@ -71,6 +66,9 @@ def test_html_title_only() -> None:
 
 def test_redact() -> None:
     text = "bad key sk-proj-abcdefgh12345678, Bearer abc.def-ghi_jkl, AIzaSyA1234567890123456789x"
-    assert redact(text) == "bad key [redacted], [redacted], [redacted]"
-    assert redact("masked sk-ab***yz stays") == "masked sk-ab***yz stays"
-    assert redact("my-own-secret-value here", ["my-own-secret-value"]) == "[redacted] here"
+    assert SCRUB.text(text) == "bad key [redacted], [redacted], [redacted]"
+    assert SCRUB.text("masked sk-ab***yz stays") == "masked sk-ab***yz stays"
+    own = Redactor(["my-own-secret-value"])
+    assert own.text("my-own-secret-value here") == "[redacted] here"
+    assert own.body(b'{"error": "my-own-secret-value"}') == b'{"error": "[redacted]"}'
+    assert SCRUB.body(text.encode()) == SCRUB.text(text).encode()

@@ -53,7 +53,8 @@ _STATUS_BY_ANTHROPIC_TYPE = {
 }
 
 # The class of an upstream HTTP status. Other 4xx: invalid_request_error; other 5xx:
-# api_error. 408 is a timeout; 503 is another overload (SPEC 5: clients retry a 529).
+# api_error. 408 is a timeout; 503 is another overload: it becomes a 529, which Anthropic
+# clients retry.
 _ANTHROPIC_TYPE_BY_STATUS = {status: kind for kind, status in _STATUS_BY_ANTHROPIC_TYPE.items()}
 _ANTHROPIC_TYPE_BY_STATUS[408] = "timeout_error"
 _ANTHROPIC_TYPE_BY_STATUS[503] = "overloaded_error"

@@ -9,9 +9,5 @@ def message_id() -> str:
     return "msg_hydra" + os.urandom(12).hex()
 
 
-def request_id() -> str:
-    return "req_hydra" + os.urandom(12).hex()
-
-
 def completion_id() -> str:
     return "chatcmpl-hydra" + os.urandom(12).hex()

@@ -16,8 +16,14 @@ saying 401). Bodies come in these shapes, all read here:
 - not JSON (an HTML page from a load balancer, plain text) or empty, or JSON that is no
   object.
 
-Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of anything that looks
-like an API key (`redact`); an HTML page is never echoed, only its title.
+Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of keys: the caller's
+`redact` (hydra_proxy.redaction: the keys it knows, and anything that looks like an API
+key), applied before the bound so that no key is cut in half. An HTML page is never
+echoed, only its title.
+
+A body is read once (`read_error_body`): the same reading gives the client's error, the
+retry-after a Gemini body carries, and whether a same-protocol body may be passed on as it
+is (`ErrorBody.inner_message` and the type fields).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from __future__ import annotations
 import html
 import http
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,28 +39,15 @@ import orjson
 
 from .errors import ProxyError, anthropic_error_type, client_status
 from .gemini.errors import AUTH_REASONS, error_reasons, retry_delay_seconds
+from .redaction import SCRUB
 
-__all__ = [
-    "MAX_MESSAGE",
-    "ErrorBody",
-    "body_retry_after",
-    "read_error_body",
-    "redact",
-    "upstream_http_error",
-]
+__all__ = ["MAX_MESSAGE", "ErrorBody", "read_error_body", "upstream_http_error"]
 
 MAX_MESSAGE = 2000
 _MAX_TEXT = 200  # of a plain-text body
 _MAX_TITLE = 100  # of an HTML page's title
 _CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-# Key-like tokens: OpenAI/Anthropic/OpenRouter (sk-...), Groq (gsk_), xAI, Google (AIza),
-# and any bearer token. A masked key (``sk-ab***yz``) stays as it is.
-_KEY_LIKE = re.compile(
-    r"(?:\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|\bsk_[A-Za-z0-9_]{8,}|\bgsk_[A-Za-z0-9]{8,}"
-    r"|\bxai-[A-Za-z0-9]{8,}|\bAIza[0-9A-Za-z_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{8,}=*)"
-)
-REDACTED = "[redacted]"
 
 Form = Literal["json", "html", "text", "empty", "other"]
 
@@ -71,16 +64,26 @@ class ErrorBody:
     retry_after: str | None = None  # from a Gemini RetryInfo
     reasons: frozenset[str] = field(default_factory=frozenset)  # Gemini ErrorInfo reasons
     title: str | None = None  # an HTML page's
+    # A JSON object body's own fields, as sent, for passing it on unchanged: its top-level
+    # ``type`` (Anthropic's "error"), and ``error.type`` and ``error.message`` when strings.
+    top_type: str | None = None
+    inner_type: str | None = None
+    inner_message: str | None = None
 
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-def _read_object(obj: dict[str, Any]) -> ErrorBody:
+def _string(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _read_object(obj: dict[str, Any], *, top: bool) -> ErrorBody:
     err = obj.get("error")
     if isinstance(err, str):
         return ErrorBody("json", message=_text(err))
+    wrapped = isinstance(err, dict) and top
     if not isinstance(err, dict):  # vLLM / FastAPI: the fields at the top
         err = obj
     message = _text(err.get("message")) or _text(err.get("msg")) or _text(err.get("detail"))
@@ -100,6 +103,9 @@ def _read_object(obj: dict[str, Any]) -> ErrorBody:
         param=param if isinstance(param, str) and len(param) <= 200 else None,
         retry_after=retry_delay_seconds(details),
         reasons=frozenset(error_reasons(details)),
+        top_type=_string(obj.get("type")) if wrapped else None,
+        inner_type=_string(err.get("type")) if wrapped else None,
+        inner_message=_string(err.get("message")) if wrapped else None,
     )
 
 
@@ -123,26 +129,12 @@ def read_error_body(body: bytes) -> ErrorBody:
         text = "".join(ch for ch in line if ch.isprintable()).strip()
         return ErrorBody("text", message=text[:_MAX_TEXT] or None)
     if isinstance(payload, list) and payload and isinstance(payload[0], dict):
-        payload = payload[0]
+        return _read_object(payload[0], top=False)
     if isinstance(payload, dict):
-        return _read_object(payload)
+        return _read_object(payload, top=True)
     if isinstance(payload, str):
         return ErrorBody("text", message=_text(payload))
     return ErrorBody("other")
-
-
-def body_retry_after(body: bytes) -> str | None:
-    """The retry-after an error body carries itself (Gemini's RetryInfo), else None."""
-    return read_error_body(body).retry_after if b"RetryInfo" in body else None
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` without the given secrets (the keys this request was sent with) and without
-    anything else that looks like an API key."""
-    for secret in secrets:
-        if len(secret) >= 8:
-            text = text.replace(secret, REDACTED)
-    return _KEY_LIKE.sub(REDACTED, text)
 
 
 def _status_text(status: int) -> str:
@@ -169,21 +161,21 @@ def _message(status: int, body: ErrorBody, provider: str | None) -> str:
 
 def upstream_http_error(
     status: int,
-    body: bytes,
+    body: bytes | ErrorBody,
     retry_after: str | None,
     *,
     provider: str | None = None,
-    secrets: Iterable[str] = (),
+    redact: Callable[[str], str] = SCRUB.text,
 ) -> ProxyError:
-    """The client's error for an upstream's HTTP error `status`, `body` and ``Retry-After``
-    header (a Gemini RetryInfo wins: it is the precise one). `provider` names the upstream in
-    messages; `secrets` are never echoed."""
-    read = read_error_body(body)
+    """The client's error for an upstream's HTTP error `status`, `body` (or its reading)
+    and ``Retry-After`` header (a Gemini RetryInfo wins: it is the precise one). `provider`
+    names the upstream in messages; `redact` takes the keys out of the message."""
+    read = body if isinstance(body, ErrorBody) else read_error_body(body)
     if status == 400 and read.reasons & AUTH_REASONS:
         error_type = "authentication_error"  # Gemini's bad key
     else:
         error_type = anthropic_error_type(status, read.kind)
-    message = redact(_message(status, read, provider), secrets)
+    message = redact(_message(status, read, provider))
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 3] + "..."
     code = read.code

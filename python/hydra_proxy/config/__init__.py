@@ -78,11 +78,12 @@ from .loading import (
 from .providers import PROVIDER_KINDS, Provider, ProviderKind, presets
 from .routes import (
     Attempt,
+    ChainLink,
+    ClientProtocol,
     RequestTraits,
     Route,
     RouteDecision,
     RouteOptions,
-    Target,
     request_traits,
     should_fall_back,
 )
@@ -94,6 +95,8 @@ __all__ = [
     "PROVIDER_KINDS",
     "PROXY_KEYS_ENV",
     "Attempt",
+    "ChainLink",
+    "ClientProtocol",
     "ConfigError",
     "Key",
     "KeyPool",
@@ -106,7 +109,6 @@ __all__ = [
     "RouteDecision",
     "RouteOptions",
     "Settings",
-    "Target",
     "builtin_providers",
     "check_port_free",
     "default_dotenv_path",

@@ -57,7 +57,7 @@ def glob_problem(pattern: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class Target:
+class ChainLink:
     """One link of a fallback chain: a provider and, optionally, its own model name
     (default: the route's model, else the requested name)."""
 
@@ -201,7 +201,7 @@ class Route:
     max_tokens_limit: int | None = None
     # Tried in order after `provider` (connect errors, timeouts, 429, 5xx before the
     # first byte reaches the client).
-    fallback: tuple[Target, ...] = ()
+    fallback: tuple[ChainLink, ...] = ()
     name: str | None = None
     # Conditions (None: any); all given ones must hold.
     background: bool | None = None
@@ -241,8 +241,8 @@ class Route:
         )
 
     @property
-    def chain(self) -> tuple[Target, ...]:
-        return (Target(self.provider, self.model), *self.fallback)
+    def chain(self) -> tuple[ChainLink, ...]:
+        return (ChainLink(self.provider, self.model), *self.fallback)
 
     @property
     def options(self) -> RouteOptions:

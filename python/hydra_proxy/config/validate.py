@@ -16,7 +16,7 @@ from typing import Any
 
 from .errors import ConfigError, Problem
 from .providers import Provider, build_provider, preset_row, presets
-from .routes import EFFORTS, Route, Target, glob_problem
+from .routes import EFFORTS, ChainLink, Route, glob_problem
 from .schema import (
     ADMISSION,
     FALLBACK_ENTRY,
@@ -286,7 +286,7 @@ class Validator:
         problem = glob_problem(match)
         if problem:
             self.add((*path, "match"), f"{where} match = {match!r} is not a valid glob: {problem}")
-        chain: list[Target] = []
+        chain: list[ChainLink] = []
         first = raw.get("provider")
         if first is None:
             self.add(
@@ -300,19 +300,19 @@ class Validator:
             self.add((*path, "provider"), f"{where} provider must name one or more providers")
             return None
         model = raw.get("model")
-        chain.append(Target(names[0], model))
-        chain += [Target(n) for n in names[1:]]
+        chain.append(ChainLink(names[0], model))
+        chain += [ChainLink(n) for n in names[1:]]
         fallback = raw.get("fallback", [])
         for i, entry in enumerate(fallback if isinstance(fallback, list) else []):
             entry_path = (*path, "fallback")
             if isinstance(entry, str):
-                chain.append(Target(entry))
+                chain.append(ChainLink(entry))
             elif isinstance(entry, dict):
                 self.check_table(entry_path, entry, FALLBACK_ENTRY, f"{where} fallback #{i + 1}")
                 if not isinstance(entry.get("provider"), str):
                     self.add(entry_path, f"{where} fallback #{i + 1} needs a provider")
                     continue
-                chain.append(Target(entry["provider"], entry.get("model")))
+                chain.append(ChainLink(entry["provider"], entry.get("model")))
             else:
                 self.add(entry_path, f"{where} fallback #{i + 1} must be a provider name or "
                          "a {provider = ..., model = ...} table")  # fmt: skip

@@ -1,9 +1,10 @@
 """Per-request bookkeeping: one usage record and one access-log line per model request.
 
-App.http opens an :class:`Account` for every model request and closes it once, whatever the
-outcome; the exchange notes what it learns on the way (the plan's target, the transducer,
-the upstream's reply usage, the tail of passed-through bytes, the error type). Only the
-send wrapper runs per chunk: one attribute test once the first byte is out.
+The Exchange of a model request notes what it learns on the way (the route decision, the
+attempt that answered, the transducer, the upstream's reply usage, the head and tail of
+passed-through bytes, the error type); `close` turns that into the record, once, whatever
+the outcome. Only the send wrappers run per chunk: one attribute test once the first byte
+is out (Exchange), and the passthrough's tap.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import orjson
 
 from ..transducers import StreamTransducer
-from ..usage.record import Protocol, Tokens
+from ..usage.record import Tokens
 from ..usage.service import UsageService
 from ..usage.upstream_usage import (
     tokens_from_anthropic,
@@ -24,8 +25,7 @@ from ..usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from .asgi import Message, Scope, Send
-from .plan import Target
+from .exchange import Exchange, Message, Send
 
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
 # first event (message_start), every protocol its final counts in the last events.
@@ -42,19 +42,10 @@ _READERS: dict[str, Callable[[Mapping[str, Any]], Tokens]] = {
 _USAGE_KEYS: dict[str, str] = {"gemini": "usageMetadata"}
 
 
-def reply_usage(upstream: str, reply: object) -> Mapping[str, Any] | None:
+def reply_usage(upstream: str, reply: object) -> dict[str, Any] | None:
     """The usage object of an upstream's (non-streamed) JSON reply."""
     usage = reply.get(_USAGE_KEYS.get(upstream, "usage")) if isinstance(reply, dict) else None
     return usage if isinstance(usage, dict) else None
-
-
-SCOPE_KEY = "hydra.account"
-
-
-def account_of(scope: Scope) -> Account | None:
-    """The request's Account (None for requests that are not model requests)."""
-    account: Account | None = scope.get(SCOPE_KEY)
-    return account
 
 
 class Passthrough:
@@ -189,155 +180,123 @@ def _json_usage_in(
     return None
 
 
-class Account:
-    """What one model request used and how it went, filled in as it runs."""
+def tap(exchange: Exchange, send: Send) -> Send:
+    """`send`, keeping the head and tail of a forwarded body."""
+    kept = exchange.passthrough = Passthrough()
 
-    __slots__ = (
-        "error_type",
-        "estimate",
-        "first_byte",
-        "key",
-        "passthrough",
-        "protocol",
-        "reply_usage",
-        "started",
-        "started_wall",
-        "target",
-        "transducer",
-    )
+    def tapped(message: Message) -> Awaitable[None]:
+        body = message.get("body")
+        if body:
+            kept.add(body)
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            kept.ended = True
+        return send(message)
 
-    def __init__(self, protocol: Protocol) -> None:
-        self.started = time.monotonic()
-        self.started_wall = time.time()
-        self.protocol = protocol
-        self.first_byte: float | None = None
-        self.target: Target | None = None
-        self.transducer: StreamTransducer | None = None
-        self.estimate = 0
-        self.reply_usage: Mapping[str, Any] | None = None
-        self.passthrough: Passthrough | None = None
-        self.error_type: str | None = None
-        self.key: bytes | None = None
+    return tapped
 
-    def watch(self, send: Send) -> Send:
-        """`send`, noting when the first body byte goes out (the same awaitable is
-        returned: relay.py tests it to send from a parser callback)."""
 
-        def watched(message: Message) -> Awaitable[None]:
-            if self.first_byte is None and message.get("body"):
-                self.first_byte = time.monotonic()
-            return send(message)
+def note_reply(exchange: Exchange, reply: object) -> None:
+    """The upstream's non-streamed JSON reply: its usage object is kept."""
+    attempt = exchange.attempt
+    exchange.reply_usage = None if attempt is None else reply_usage(attempt.provider.kind, reply)
 
-        return watched
 
-    def tap(self, send: Send) -> Send:
-        """`send`, keeping the head and tail of a forwarded body."""
-        kept = self.passthrough = Passthrough()
+def built_by(exchange: Exchange, make: Callable[[], StreamTransducer]) -> StreamTransducer:
+    """Builds a relay's transducer and notes it (and its input estimate: its usage before
+    any event)."""
+    exchange.transducer = transducer = make()
+    exchange.estimate = transducer.usage[0]
+    return transducer
 
-        def tapped(message: Message) -> Awaitable[None]:
-            body = message.get("body")
-            if body:
-                kept.add(body)
-            if message["type"] == "http.response.body" and not message.get("more_body"):
-                kept.ended = True
-            return send(message)
 
-        return tapped
+def tokens(exchange: Exchange) -> tuple[Tokens, bool]:
+    """The upstream's counts in the record's conventions, and whether they are an estimate
+    (the upstream reported none, or the stream was cut before the end)."""
+    transducer = exchange.transducer
+    attempt = exchange.attempt
+    if transducer is not None:
+        first, cached, output = transducer.usage
+        reasoning = transducer.reasoning_tokens
+        if exchange.protocol == "anthropic":  # Anthropic conventions already
+            reported = not (first == exchange.estimate and cached == 0 and output == 0)
+            counts = Tokens(first, output, cached, 0, reasoning)
+        else:  # Chat conventions: the prompt includes the cached tokens
+            reported = first > 0 or output > 0
+            counts = Tokens(first - cached, output, cached, 0, reasoning)
+        return counts, not (reported and transducer.complete)
+    if attempt is None:
+        return Tokens(), False
+    upstream = attempt.provider.kind
+    reader = _READERS.get(upstream)
+    if exchange.reply_usage is not None and reader is not None:
+        return reader(exchange.reply_usage), False
+    if exchange.passthrough is not None:
+        found = exchange.passthrough.usage(upstream)
+        if found is not None:
+            return found, not exchange.passthrough.ended
+        return Tokens(), True
+    return Tokens(), exchange.error_type is None
 
-    def note_reply(self, reply: object) -> None:
-        """The upstream's non-streamed JSON reply: its usage object is kept."""
-        target = self.target
-        self.reply_usage = None if target is None else reply_usage(target.upstream, reply)
 
-    def built_by(self, make: Callable[[], StreamTransducer]) -> StreamTransducer:
-        """Builds a relay's transducer and notes it (and its input estimate: its usage
-        before any event)."""
-        self.transducer = transducer = make()
-        self.estimate = transducer.usage[0]
-        return transducer
-
-    def tokens(self) -> tuple[Tokens, bool]:
-        """The upstream's counts in the record's conventions, and whether they are an
-        estimate (the upstream reported none, or the stream was cut before the end)."""
-        transducer = self.transducer
-        target = self.target
-        if transducer is not None:
-            first, cached, output = transducer.usage
-            reasoning = transducer.reasoning_tokens
-            if self.protocol == "anthropic":  # Anthropic conventions already
-                reported = not (first == self.estimate and cached == 0 and output == 0)
-                tokens = Tokens(first, output, cached, 0, reasoning)
-            else:  # Chat conventions: the prompt includes the cached tokens
-                reported = first > 0 or output > 0
-                tokens = Tokens(first - cached, output, cached, 0, reasoning)
-            return tokens, not (reported and transducer.complete)
-        if target is None:
-            return Tokens(), False
-        reader = _READERS.get(target.upstream)
-        if self.reply_usage is not None and reader is not None:
-            return reader(self.reply_usage), False
-        if self.passthrough is not None:
-            found = self.passthrough.usage(target.upstream)
-            if found is not None:
-                return found, not self.passthrough.ended
-            return Tokens(), True
-        return Tokens(), self.error_type is None
-
-    def close(self, usage: UsageService | None, status: int, request_id: str) -> dict[str, object]:
-        """Record the request; returns the access-log details."""
-        now = time.monotonic()
-        # An error answered before the reply started: nothing was generated or billed.
-        tokens, estimated = self.tokens() if status < 400 else (Tokens(), False)
-        target = self.target
-        transducer = self.transducer
-        error_type = self.error_type
-        if transducer is not None and error_type is None:
-            if transducer.error is not None:
-                error_type = transducer.error[0]
-            elif not transducer.complete:
-                error_type = "client_gone"
-        elif status >= 400 and error_type is None:
-            error_type = "api_error"
-        details: dict[str, object] = {}
-        if target is not None:
-            details["model"] = target.requested_model
-            details["provider"] = target.provider
-            if target.stream:
-                details["stream"] = 1
-        details["in"] = tokens.input
-        details["out"] = tokens.output
-        if tokens.cache_read:
-            details["cache_read"] = tokens.cache_read
-        if tokens.cache_write:
-            details["cache_write"] = tokens.cache_write
-        if tokens.reasoning:
-            details["reasoning"] = tokens.reasoning
-        if estimated:
-            details["estimated"] = 1
-        if transducer is not None and transducer.stop_reason is not None:
-            details["stop"] = transducer.stop_reason
-        if error_type is not None:
-            details["error"] = error_type
-        if usage is not None:
-            usage.finish(
-                usage.make_record(
-                    time=self.started_wall,
-                    request_id=request_id,
-                    protocol=self.protocol,
-                    route=target.route if target else "",
-                    provider=target.provider if target else "",
-                    requested_model=target.requested_model if target else "",
-                    target_model=target.target_model if target else "",
-                    tokens=tokens,
-                    estimated=estimated,
-                    latency_ms=(now - self.started) * 1000,
-                    ttfb_ms=None
-                    if self.first_byte is None
-                    else (self.first_byte - self.started) * 1000,
-                    status=status,
-                    error_type=error_type,
-                    key=self.key,
-                    stream=target.stream if target else False,
-                )
+def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
+    """Record the request; returns the access-log details."""
+    assert exchange.protocol is not None
+    now = time.monotonic()
+    status = exchange.status
+    # An error answered before the reply started: nothing was generated or billed.
+    counts, estimated = tokens(exchange) if status < 400 else (Tokens(), False)
+    decision = exchange.decision
+    attempt = exchange.attempt if decision is not None else None
+    transducer = exchange.transducer
+    error_type = exchange.error_type
+    if transducer is not None and error_type is None:
+        if transducer.error is not None:
+            error_type = transducer.error[0]
+        elif not transducer.complete:
+            error_type = "client_gone"
+    elif status >= 400 and error_type is None:
+        error_type = "api_error"
+    details: dict[str, object] = {}
+    if decision is not None and attempt is not None:
+        details["model"] = decision.requested_model
+        details["provider"] = attempt.provider.name
+        if exchange.stream:
+            details["stream"] = 1
+    details["in"] = counts.input
+    details["out"] = counts.output
+    if counts.cache_read:
+        details["cache_read"] = counts.cache_read
+    if counts.cache_write:
+        details["cache_write"] = counts.cache_write
+    if counts.reasoning:
+        details["reasoning"] = counts.reasoning
+    if estimated:
+        details["estimated"] = 1
+    if transducer is not None and transducer.stop_reason is not None:
+        details["stop"] = transducer.stop_reason
+    if error_type is not None:
+        details["error"] = error_type
+    if usage is not None:
+        routed = decision is not None and attempt is not None
+        usage.finish(
+            usage.make_record(
+                time=exchange.started_wall,
+                request_id=exchange.request_id,
+                protocol=exchange.protocol,
+                route=decision.route.match if decision and attempt else "",
+                provider=attempt.provider.name if decision and attempt else "",
+                requested_model=decision.requested_model if decision and attempt else "",
+                target_model=attempt.model if decision and attempt else "",
+                tokens=counts,
+                estimated=estimated,
+                latency_ms=(now - exchange.started) * 1000,
+                ttfb_ms=None
+                if exchange.first_byte is None
+                else (exchange.first_byte - exchange.started) * 1000,
+                status=status,
+                error_type=error_type,
+                key=exchange.client_key,
+                stream=exchange.stream if routed else False,
             )
-        return details
+        )
+    return details

@@ -1,49 +1,173 @@
-"""A routed request's attempts, in order: fallback chains and key pools.
+"""Until an upstream answers: a routed request's attempts in order, each with its key, its
+admission slot and its retries; then the reply module answers the client.
 
 Each attempt takes a key from its provider's pool, is planned for its provider (kind and
-model, through the same ingress function), and is sent. A connect error, a timeout, a 429
-or a 5xx moves on to the next attempt, but only before anything reached the client: an
-attempt that is not the last is connected (its response head awaited) before its reply is
-relayed, so a stream is never spliced. The last (or only) attempt takes the exchange's
-usual path: the transducer is built while the upstream works, with pings.
+model, through the client's ingress) and is sent. A connect error, a timeout, a 429 or a
+5xx moves on to the next attempt, but only before anything reached the client: an attempt
+that is not the last is connected (its response head awaited) before its reply is
+relayed, so a stream is never spliced. The last (or only) attempt is written at once and
+its reply relayed while the upstream works: the transducer is built meanwhile, with pings.
 
 Keys: an attempt whose pool has every key resting (after a 429 or 401/403) is skipped; when
 no attempt is left the client gets a 429 with the soonest key's retry-after. A pool of one
 key on the last attempt is sent anyway (there is nothing to rotate to). On the last attempt
 of a pool of several keys, a 429 is tried once more with the next resting-free key (before
 any byte reached the client: never a spliced stream).
+
+Retries (the last attempt only: a chain's earlier ones fall back instead): a connection
+failure or a retryable status is tried again with backoff, at most `retries` times. A
+retry-after longer than MAX_RETRY_AFTER is passed to the client rather than waited out. A
+kept-alive connection the upstream had closed is replaced, which is no retry. The head
+must come within `first_byte_timeout`; an error body is kept to MAX_ERROR_BODY bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import random
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from ..config import Attempt, KeyPool, Settings, should_fall_back
-from ..config.keys import Key
+from ..config.keys import Key, KeyPool
+from ..config.routes import Attempt, should_fall_back
+from ..config.settings import Settings
 from ..errors import ProxyError
 from ..usage.record import client_key_id
-from ..usage.service import UsageService
-from . import exchange
-from .accounting import account_of
-from .admission import Admission
-from .admit import Admitted, session_of
-from .asgi import Receive, Scope, Send
-from .dialects import DIALECTS
-from .http1 import H1Response
-from .ingress import Routed, usage_target
-from .plan import Plan
-from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+from . import reply
+from .admission import Admitted, session_of
+from .exchange import ClientRequest, Exchange
+from .http1 import H1Client, H1Error, H1Response, Request
+from .reply import UpstreamHTTPError, UpstreamUnavailable
+from .upstream_kinds import Plan, authorize
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - exercised on 3.10 only
+    from async_timeout import timeout as _timeout
+
+log = logging.getLogger("hydra_proxy.upstream")
+
+# Statuses worth another try before anything was sent to the client.
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
+MAX_ERROR_BODY = 64 * 1024
+# A longer retry-after (the Retry-After header, or a Gemini body's RetryInfo) is passed to
+# the client rather than waited out here.
+MAX_RETRY_AFTER = 5.0
+
+# What an upstream failure reports to its key's pool and the access log: its HTTP status
+# (None: not reached or no answer in time) and its retry-after.
+Report = Callable[[int | None, str | None], None]
+# After a 429: puts the pool's next resting-free key on the plan and returns the reporter
+# for that key, or None when no other key is free.
+Rekey = Callable[[Plan], Report | None]
 
 
-def _with_key(plan: Plan, attempt: Attempt, key: Key | None) -> Plan:
-    """The plan, authenticated with the pool's key (the dialect put the provider's first)."""
-    if key is not None:
-        dialect = DIALECTS[attempt.provider.kind]
-        plan.headers[dialect.auth_header] = dialect.auth_prefix + key.value
-    plan.provider = attempt.provider.name
-    return plan
+# -- one request on the wire -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One upstream request: its bytes, and its response when already written."""
+
+    request: Request
+    response: H1Response | None
+    """Written at once: a kept-alive connection was free."""
+
+
+def start(http: H1Client, url: str, headers: Mapping[str, str], body: bytes) -> Call:
+    """The request, written at once when a kept-alive connection is free: what runs next
+    overlaps with the upstream's work. `post` then awaits its response."""
+    try:
+        request = http.prepare(url, headers, body)
+    except H1Error as exc:
+        raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+    return Call(request, http.send_now(request))
+
+
+def _retry_delay(attempt: int, retry_after: str | None) -> float | None:
+    """Seconds to wait before the next try, or None when it is not worth waiting."""
+    if retry_after is not None:
+        try:
+            seconds: float = float(retry_after)
+        except ValueError:
+            return None
+        return seconds if 0 <= seconds <= MAX_RETRY_AFTER else None
+    backoff: float = min(0.25 * (2**attempt), 2.0) * (0.5 + random.random() / 2)
+    return backoff
+
+
+def _local_refusal(request: Request, exc: H1Error) -> bool:
+    """A connection refused on this machine: a local server (Ollama, vLLM) that is not
+    running, a configuration error that no retry fixes."""
+    if not isinstance(exc.__cause__, ConnectionRefusedError):
+        return False
+    host = request.host
+    return host == "localhost" or host.startswith("127.") or host == "::1"
+
+
+async def post(
+    http: H1Client, settings: Settings, call: Call, *, retries: int | None = None
+) -> H1Response:
+    """The 200 response to `call`, its body still to come, after at most `retries` more
+    tries (default: the settings'). Raises UpstreamHTTPError or UpstreamUnavailable."""
+    retries = settings.retries if retries is None else retries
+    request, first = call.request, call.response
+    tries = 0
+    while True:
+        response: H1Response | None = first
+        first = None
+        try:
+            if response is None:
+                response = await http.send(request)
+            async with _timeout(settings.first_byte_timeout):
+                await response.head
+        except TimeoutError as exc:
+            if response is not None:
+                response.close()
+            raise UpstreamUnavailable(
+                f"the upstream did not answer within {settings.first_byte_timeout:g} s",
+                timeout=True,
+            ) from exc
+        except H1Error as exc:
+            if response is not None and response.reused:
+                continue  # a kept-alive connection the upstream had closed: not a try
+            if tries < retries and not _local_refusal(request, exc):
+                backoff = _retry_delay(tries, None) or 0.0
+                log.info("upstream connection failed (%s); retrying in %.2fs", exc, backoff)
+                tries += 1
+                await asyncio.sleep(backoff)
+                continue
+            raise UpstreamUnavailable(f"cannot reach the upstream: {exc}") from exc
+        except BaseException:
+            if response is not None:
+                response.close()
+            raise
+        if response.status == 200:
+            return response
+        try:
+            error_body = await response.read(
+                MAX_ERROR_BODY, partial=True, idle_timeout=settings.idle_timeout
+            )
+        except (H1Error, TimeoutError):  # cut, or stalled: the status still tells
+            error_body = b""
+        finally:
+            response.release()
+        error = UpstreamHTTPError(response.status, error_body, response.headers.get("retry-after"))
+        if error.status in RETRY_STATUSES and tries < retries:
+            delay = _retry_delay(tries, error.retry_after)
+            if delay is not None:  # else the client gets the status and retry-after
+                log.info("upstream HTTP %d; retrying in %.2fs", error.status, delay)
+                tries += 1
+                await asyncio.sleep(delay)
+                continue
+        raise error
+
+
+# -- the attempts ------------------------------------------------------------------------
 
 
 def _keys_resting(name: str, pool: KeyPool, now: float) -> ProxyError:
@@ -58,7 +182,7 @@ def _keys_resting(name: str, pool: KeyPool, now: float) -> ProxyError:
 
 
 class _Reporter:
-    """Told how one attempt went: logs it and reports it to the key's pool."""
+    """Told how one try went: logs it and reports it to the key's pool."""
 
     def __init__(
         self,
@@ -77,59 +201,41 @@ class _Reporter:
             self.pool.report(self.key, status, retry_after, time.monotonic())
 
 
-async def run(
-    routed: Routed,
-    upstream: Upstream,
-    pools: dict[str, KeyPool],
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-    usage: UsageService | None = None,
-    admission: Admission | None = None,
-) -> None:
-    """Try the attempts in order and answer the client (raises ProxyError before any byte).
+async def answer(exchange: Exchange, request: ClientRequest) -> None:
+    """Try the attempts of the exchange's route in order and answer the client (raises
+    ProxyError before any byte).
 
     The access log names the route and every attempt as ``provider:status`` (``cooling``:
     every key rested; ``unreachable``: not reached or no answer in time; ``full``: its
-    admission bound was reached, server/admit.py)."""
+    admission bound was reached, server/admission.py)."""
+    worker = exchange.worker
+    admission = worker.admission
     if admission is None:
-        await _run(routed, upstream, pools, settings, scope, receive, send, http_error, usage)
+        await _attempts(exchange, request, None)
         return
-    account = account_of(scope)
-    key_id = client_key_id(account.key) if account is not None else None
-    admitted = Admitted(admission, session_of(scope, key_id), receive, usage)
+    key_id = client_key_id(exchange.client_key)
+    admitted = Admitted(
+        admission, session_of(exchange.scope, key_id), exchange.receive, worker.usage
+    )
     try:
-        await admitted.enter_key(key_id, scope.setdefault("hydra.log", {}))
-        await _run(
-            routed, upstream, pools, settings, scope, receive, send, http_error, usage, admitted
-        )
+        await admitted.enter_key(key_id, exchange.log)
+        await _attempts(exchange, request, admitted)
     finally:
         admitted.release()
 
 
-async def _run(
-    routed: Routed,
-    upstream: Upstream,
-    pools: dict[str, KeyPool],
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-    usage: UsageService | None,
-    admitted: Admitted | None = None,
-) -> None:
-    decision = routed.decision
+async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitted | None) -> None:
+    worker = exchange.worker
+    decision = exchange.decision
+    assert decision is not None
     tried: list[str] = []
-    log: dict[str, object] = {"route": decision.label, **scope.get("hydra.log", {})}
-    scope["hydra.log"] = log
+    log: dict[str, object] = {"route": decision.label, **exchange.log}
+    exchange.log = log
     resting: ProxyError | None = None
     attempts = decision.attempts
     for index, attempt in enumerate(attempts):
         name = attempt.provider.name
-        pool = pools.get(name)
+        pool = worker.pools.get(name)
         key: Key | None = None
         if pool is not None and len(pool):
             key = pool.acquire(time.monotonic())
@@ -147,46 +253,36 @@ async def _run(
             tried.append(f"{name}:full")
             log["attempts"] = ",".join(tried)
             continue
-        plan = _with_key(routed.build(attempt), attempt, key)
-        plan.target = usage_target(decision, attempt, stream=routed.stream)
-        account = account_of(scope)
-        if account is not None:  # the usage record names the attempt that answered
-            account.target = plan.target
+        plan = request.plan(decision, attempt)
+        # The pool's key, or in key-passthrough mode the client's own (there are no pools).
+        authorize(
+            plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key
+        )
+        exchange.attempt = attempt  # the usage record names the attempt that answered
         plan.log.update(log)
-        log = plan.log
-        scope["hydra.log"] = log
+        log = exchange.log = plan.log
         report = _Reporter(name, pool, key, tried, log)
         if last:
             rekey = _rekey(attempt, pool, key, tried, log) if pool is not None else None
-            await answer(
-                plan,
-                upstream,
-                settings,
-                scope,
-                receive,
-                send,
-                http_error,
-                usage,
-                report=report,
-                rekey=rekey,
-            )
+            await _last(exchange, plan, report, rekey)
             return
         try:
-            response = await upstream.post(plan.url, plan.headers, plan.body, retries=0)
+            call = start(worker.http, plan.url, plan.headers, plan.body)
+            response = await post(worker.http, worker.settings, call, retries=0)
         except UpstreamHTTPError as exc:
             report(exc.status, exc.retry_after)
             if should_fall_back(exc.status):
                 continue
-            await exchange.answer_http_error(plan, exc, scope, send)
+            await reply.answer_http_error(exchange, plan, exc)
             return
         except UpstreamUnavailable as exc:
             report(None, None)
-            exchange.error_from_upstream(exc, plan)  # logged: the next attempt runs
+            reply.client_error(exchange, exc, plan.url)  # logged: the next attempt runs
             continue
         report(200, None)
-        await answer(
-            plan, upstream, settings, scope, receive, send, http_error, usage, connected=response
-        )
+        connected: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
+        connected.set_result(response)
+        await reply.answer(exchange, plan, connected)
         return
     assert resting is not None  # only resting keys end the loop without an answer
     raise resting
@@ -194,65 +290,75 @@ async def _run(
 
 def _rekey(
     attempt: Attempt, pool: KeyPool, key: Key | None, tried: list[str], log: dict[str, object]
-) -> exchange.Rekey | None:
+) -> Rekey | None:
     """For the last attempt of a pool of several keys: after a 429 (which rested `key`), the
     next resting-free key for one more try, so that one busy key is not the client's 429."""
     if key is None or len(pool) < 2:
         return None
 
-    def rekey(plan: Plan) -> exchange.Report | None:
+    def rekey(plan: Plan) -> Report | None:
         other = pool.acquire(time.monotonic())
         if other is None or other is key:
             return None
-        _with_key(plan, attempt, other)
+        authorize(plan, attempt.provider.kind, other.value)
         return _Reporter(attempt.provider.name, pool, other, tried, log)
 
     return rekey
 
 
-async def answer(
-    plan: Plan,
-    upstream: Upstream,
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-    usage: UsageService | None,
-    *,
-    connected: H1Response | None = None,
-    report: exchange.Report | None = None,
-    rekey: exchange.Rekey | None = None,
-) -> None:
-    """`exchange.run`, counted in the usage service's open-streams gauge while it streams."""
-    target = plan.target
-    if usage is None or target is None or not target.stream:
-        await exchange.run(
-            plan,
-            upstream,
-            settings,
-            scope,
-            receive,
-            send,
-            http_error,
-            connected=connected,
-            report=report,
-            rekey=rekey,
-        )
+async def _send(
+    exchange: Exchange, plan: Plan, call: Call | None, report: Report, rekey: Rekey | None
+) -> H1Response:
+    """POST `plan` (`call`: already started) and return the 200 response, reporting each
+    try's outcome. A 429 is tried once more with another key when `rekey` gives one: no
+    byte of the reply has reached the client yet (at most keep-alive pings), so nothing is
+    spliced. Raises UpstreamHTTPError or UpstreamUnavailable."""
+    worker = exchange.worker
+    while True:
+        try:
+            if call is None:
+                call = start(worker.http, plan.url, plan.headers, plan.body)
+            response = await post(worker.http, worker.settings, call)
+        except UpstreamHTTPError as exc:
+            report(exc.status, exc.retry_after)
+            next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
+            if next_report is None:
+                raise
+            log.info("upstream HTTP 429; trying once more with the next key")
+            report, rekey, call = next_report, None, None  # once: bounded
+            continue
+        except UpstreamUnavailable:
+            report(None, None)
+            raise
+        report(200, None)
+        return response
+
+
+async def _last(exchange: Exchange, plan: Plan, report: Report, rekey: Rekey | None) -> None:
+    """The last attempt: a relay's request is written now and its reply relayed while the
+    upstream works; another reply is awaited, then answered."""
+    if plan.reply != "relay":
+        await reply.answer(exchange, plan, _send(exchange, plan, None, report, rekey))
         return
-    usage.stream_opened(target.route, target.provider)
     try:
-        await exchange.run(
-            plan,
-            upstream,
-            settings,
-            scope,
-            receive,
-            send,
-            http_error,
-            connected=connected,
-            report=report,
-            rekey=rekey,
-        )
-    finally:
-        usage.stream_closed(target.route, target.provider)
+        call = start(exchange.worker.http, plan.url, plan.headers, plan.body)
+    except UpstreamUnavailable as exc:
+        report(None, None)
+        raise reply.client_error(exchange, exc, plan.url) from None
+
+    async def connect() -> H1Response:
+        try:
+            return await _send(exchange, plan, call, report, rekey)
+        except (UpstreamHTTPError, UpstreamUnavailable) as exc:
+            raise reply.client_error(exchange, exc, plan.url) from None
+
+    # The request goes out first (already written when a kept-alive connection was free);
+    # the transducer, and its token estimate, is built while the upstream works on it.
+    connecting = asyncio.ensure_future(connect())
+    if call.response is None:
+        try:
+            await asyncio.sleep(0)  # lets a new connection start
+        except asyncio.CancelledError:
+            connecting.cancel()
+            raise
+    await reply.answer(exchange, plan, connecting, call.response)

@@ -1,70 +1,107 @@
-"""Sending a Plan upstream and answering the client: relay | forward | json.
+"""One HTTP exchange: the client's request, the context passed down while it is answered,
+and the response boundary.
 
-The one place where an upstream failure before the first byte becomes the client's error.
+The app makes an `Exchange` for every request and hands it to the endpoint's handler; the
+layers below take it instead of the ASGI triple and the worker's services:
+
+- the ingress reads the request through it (`header`, `decide`) and plans each upstream
+  attempt from it, with no I/O (`ClientRequest`, upstream_kinds.Plan);
+- the attempts and the reply write to the client through it, and note on it what the usage
+  record and the access log need (the route decision, the attempt that answered, the
+  transducer, the reply's usage, the error type);
+- every response starts here (`start`: the request id header, the status noted) and every
+  error body passes the one redaction (`respond`), in the client's protocol (`fail`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import Any
+import hmac
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import orjson
+from ..config.check import not_found_message
+from ..config.routes import (
+    Attempt,
+    ClientProtocol,
+    RequestTraits,
+    RouteDecision,
+    decide,
+)
+from ..errors import ProxyError, invalid_request
+from ..redaction import Redactor
 
-from ..config import Settings
-from ..errors import ProxyError
-from ..upstream_errors import redact, upstream_http_error
-from .accounting import account_of
-from .asgi import JSON, SSE, Receive, Scope, Send, respond
-from .http1 import H1Error, H1Response
-from .plan import Plan
-from .relay import ClientWatch, forward, relay
-from .upstream import Attempt as UpstreamAttempt
-from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
+if TYPE_CHECKING:
+    from ..transducers import StreamTransducer
+    from .accounting import Passthrough
+    from .upstream_kinds import Plan
+    from .worker import Worker
 
-_SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
-log = logging.getLogger("hydra_proxy.upstream")
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Headers = list[tuple[bytes, bytes]]
 
-# What an upstream failure reports to the exchange: its HTTP status (None: not reached or
-# no answer in time) and its retry-after.
-Report = Callable[[int | None, str | None], None]
-# After a 429: puts the pool's next resting-free key on the plan and returns the reporter
-# for that key, or None when no other key is free.
-Rekey = Callable[[Plan], Report | None]
+JSON = b"application/json"
+SSE = b"text/event-stream"
 
 
-async def _send(
-    upstream: Upstream,
-    plan: Plan,
-    attempt: UpstreamAttempt | None,
-    report: Report | None,
-    rekey: Rekey | None,
-) -> H1Response:
-    """POST `plan` (`attempt`: already written) and return the 200 response, reporting each
-    try's outcome. A 429 is tried once more with another key when `rekey` gives one: no
-    byte of the reply has reached the client yet (at most keep-alive pings), so nothing is
-    spliced. Raises UpstreamHTTPError or UpstreamUnavailable."""
+class BodyTooLarge(Exception):
+    pass
+
+
+class ClientGone(Exception):
+    pass
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, or BodyTooLarge past `limit` bytes."""
+    parts: list[bytes] = []
+    size = 0
     while True:
-        try:
-            response = await upstream.post(plan.url, plan.headers, plan.body, attempt)
-        except UpstreamHTTPError as exc:
-            if report is not None:
-                report(exc.status, exc.retry_after)
-            next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
-            if next_report is None:
-                raise
-            log.info("upstream HTTP 429; trying once more with the next key")
-            report, rekey, attempt = next_report, None, None  # once: bounded
-            continue
-        except UpstreamUnavailable:
-            if report is not None:
-                report(None, None)
-            raise
-        if report is not None:
-            report(200, None)
-        return response
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
+        body = message.get("body", b"")
+        if body:
+            size += len(body)
+            if size > limit:
+                raise BodyTooLarge
+            parts.append(body)
+        if not message.get("more_body", False):
+            return b"".join(parts) if len(parts) != 1 else parts[0]
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+def is_proxy_key(proxy_keys: Iterable[bytes], presented: bytes) -> bool:
+    """Whether `presented` is a proxy key: compared with every key in constant time, with
+    no early exit (the time does not say which key, or how much of one, matched)."""
+    found = False
+    for key in proxy_keys:
+        found |= hmac.compare_digest(presented, key)
+    return found
+
+
+def request_id() -> str:
+    """The id of one request: its response's ``x-request-id`` and its usage record's."""
+    return "req_hydra" + os.urandom(12).hex()
+
+
+def require_model(request: dict[str, Any]) -> dict[str, Any]:
+    """A parsed model request, or a 400 when it names no model."""
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid_request("model: a model name (string) is required", "model")
+    return request
 
 
 class UpstreamUnreachable(ProxyError):
@@ -73,241 +110,206 @@ class UpstreamUnreachable(ProxyError):
     SDK clients (the Anthropic and OpenAI SDKs, Claude Code) do not retry it for minutes."""
 
 
-def error_from_upstream(
-    exc: UpstreamHTTPError | UpstreamUnavailable, plan: Plan | None = None
-) -> ProxyError:
-    """An upstream failure before the first byte, as the error the client should see."""
-    if isinstance(exc, UpstreamUnavailable):
-        where = f"provider {plan.provider!r} at {plan.url}" if plan and plan.provider else ""
-        if exc.timeout:
-            text = f"{where}: {exc}" if where else str(exc)
-            return ProxyError(504, text, error_type="timeout_error")
-        message = f"cannot reach {where}: {exc.__cause__ or exc}" if where else str(exc)
-        log.warning("%s", message)
-        return UpstreamUnreachable(502, message, error_type="api_error")
-    return upstream_http_error(
-        exc.status,
-        exc.body,
-        exc.retry_after,
-        provider=(plan.provider or None) if plan is not None else None,
-        secrets=_secrets(plan),
+@dataclass(frozen=True)
+class ClientRequest:
+    """A model request as its client protocol's ingress read it, with no I/O."""
+
+    traits: RequestTraits
+    """What routing looks at."""
+    stream: bool
+    """The client asked for a stream."""
+    plan: Callable[[RouteDecision, Attempt], Plan]
+    """The upstream request of one attempt of the decided route, and how its reply is
+    answered (built on demand for the attempt's provider kind and model)."""
+
+
+class Exchange:
+    """One request: what it is, the worker serving it, and what the proxy learns as it
+    answers (for the access log and the usage record)."""
+
+    __slots__ = (
+        "attempt",
+        "client_key",
+        "decision",
+        "error_type",
+        "estimate",
+        "first_byte",
+        "log",
+        "passthrough",
+        "protocol",
+        "provider_key",
+        "receive",
+        "reply_usage",
+        "request_id",
+        "scope",
+        "send",
+        "started",
+        "started_wall",
+        "status",
+        "stream",
+        "transducer",
+        "worker",
     )
 
+    def __init__(self, worker: Worker, scope: Scope, receive: Receive, send: Send) -> None:
+        self.worker = worker
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.protocol: ClientProtocol | None = None
+        """The client protocol of a model request (None: any other endpoint)."""
+        self.request_id = request_id()
+        self.started = time.monotonic()
+        self.started_wall = time.time()
+        self.status = 0
+        self.log: dict[str, object] = {}
+        """Details for the access-log line."""
+        self.client_key: bytes | None = None
+        """The proxy key the client presented (its id is recorded, never itself)."""
+        self.provider_key: str | None = None
+        """Key passthrough: the client's own provider key, sent upstream instead of the
+        provider's."""
+        self.first_byte: float | None = None
+        self.decision: RouteDecision | None = None
+        self.attempt: Attempt | None = None
+        """The attempt being sent: the usage record names the one that answered."""
+        self.stream = False
+        self.transducer: StreamTransducer | None = None
+        self.estimate = 0
+        self.reply_usage: dict[str, Any] | None = None
+        self.passthrough: Passthrough | None = None
+        self.error_type: str | None = None
 
-# Headers that carry a provider key (every dialect's auth header).
-_KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+    def account(self, protocol: ClientProtocol) -> None:
+        """A model request: it gets a usage record (server/accounting.py), and the time its
+        first body byte goes out is noted (the same awaitable is returned: relay.py tests
+        it to send from a parser callback)."""
+        self.protocol = protocol
+        send = self.send
 
+        def watched(message: Message) -> Awaitable[None]:
+            if self.first_byte is None and message.get("body"):
+                self.first_byte = time.monotonic()
+            return send(message)
 
-def _secrets(plan: Plan | None) -> list[str]:
-    """The keys `plan` was sent with: never echoed in an error."""
-    if plan is None:
-        return []
-    out = []
-    for name, value in plan.headers.items():
-        if name.lower() in _KEY_HEADERS:
-            out.append(value[7:] if value[:7].lower() == "bearer " else value)
-    return out
+        self.send = watched
 
+    # -- the request --------------------------------------------------------------------
 
-def _passes_through(plan: Plan, exc: UpstreamHTTPError, error: ProxyError) -> bool:
-    """A same-protocol upstream's error body can reach the client as it is: well-formed in
-    the client's protocol, and of the class and status the client would get anyway."""
-    try:
-        body = orjson.loads(exc.body)
-    except orjson.JSONDecodeError:
-        return False
-    inner = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(inner, dict) or not isinstance(inner.get("message"), str):
-        return False
-    if redact(inner["message"], _secrets(plan)) != inner["message"]:
-        return False  # it would echo a key
-    if plan.client == "anthropic":
-        return (
-            body.get("type") == "error"
-            and inner.get("type") == error.error_type
-            and exc.status == error.status
-        )
-    return exc.status == error.openai_status
+    def header(self, name: bytes) -> bytes | None:
+        return header(self.scope, name)
 
+    def presented_key(self) -> bytes | None:
+        """The key the client sent: x-api-key, else an Authorization bearer token."""
+        presented = self.header(b"x-api-key")
+        if presented is None:
+            bearer = self.header(b"authorization") or b""
+            presented = bearer[7:].strip() if bearer[:7].lower() == b"bearer " else None
+        return presented
 
-async def read_json(response: H1Response, limit: int, idle_timeout: float | None = None) -> Any:
-    """The body of a non-streamed upstream reply, parsed (a 502 when it is not JSON, a 504
-    when the upstream goes silent in it for `idle_timeout`)."""
-    try:
-        return orjson.loads(await response.read(limit, idle_timeout=idle_timeout))
-    except TimeoutError:
-        raise ProxyError(
-            504,
-            f"the upstream's reply stalled: nothing for {idle_timeout:g} s",
-            error_type="timeout_error",
-        ) from None
-    except orjson.JSONDecodeError:
-        raise ProxyError(
-            502, "the upstream sent a response that is not JSON", error_type="api_error"
-        ) from None
-    except H1Error as exc:
-        raise ProxyError(
-            502, f"the upstream's reply broke off: {exc}", error_type="api_error"
-        ) from None
-    finally:
-        response.release()
-
-
-async def run(
-    plan: Plan,
-    upstream: Upstream,
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-    *,
-    connected: H1Response | None = None,
-    report: Report | None = None,
-    rekey: Rekey | None = None,
-) -> None:
-    """Send `plan` upstream and answer the client; raises ProxyError before any byte.
-
-    `connected`: the upstream's 200 response, when an earlier step (a fallback chain's
-    attempt) already sent the plan; `report`: told the upstream's status (once per try);
-    `rekey`: after a 429, another key for one more try (see `_send`)."""
-    account = account_of(scope)
-    if plan.kind == "relay":
-        await _relay(
-            plan, upstream, settings, scope, receive, send, http_error, connected, report, rekey
-        )
-        return
-    # Until the reply is there (and read, for json), a client that leaves cancels the
-    # upstream request at once: its connection is closed, not pooled.
-    watch = ClientWatch(receive)
-    try:
-        if connected is not None:
-            response = connected
-        else:
-            try:
-                response = await _send(upstream, plan, None, report, rekey)
-            except UpstreamHTTPError as exc:
-                await answer_http_error(plan, exc, scope, send)
+    def authorize(self) -> None:
+        """With proxy keys set, the client must present one of them (`client_key`); in
+        key-passthrough mode it must present a key, which goes upstream (`provider_key`)."""
+        presented = self.presented_key()
+        worker = self.worker
+        if worker.settings.key_passthrough:
+            if presented:
+                self.provider_key = presented.decode("latin-1")
                 return
-            except UpstreamUnavailable as exc:
-                raise error_from_upstream(exc, plan) from None
-        if plan.kind == "json":
-            upstream_reply = await read_json(
-                response, settings.max_body_bytes, settings.idle_timeout
+            raise ProxyError(
+                401,
+                "key passthrough is on: send your provider API key in x-api-key or "
+                "Authorization: Bearer",
+                error_type="authentication_error",
             )
-    except asyncio.CancelledError:
-        if not watch.client_left():
-            raise
-        if connected is not None:
-            connected.close()
-        return
-    finally:
-        await watch.close()
-    if plan.kind == "forward":
-        if account is not None:
-            send = account.tap(send)
-        failure = await forward(
-            scope,
-            response,
-            receive,
-            send,
-            idle_timeout=settings.idle_timeout,
-            stall_timeout=settings.send_stall_timeout,
+        if not worker.proxy_keys:
+            return
+        if presented is not None and is_proxy_key(worker.proxy_keys, presented):
+            self.client_key = presented
+            return
+        raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
+
+    def decide(self, traits: RequestTraits, *, param: str | None = None) -> RouteDecision:
+        """The route the request takes, or a 404 `not_found_error` listing what is routable."""
+        worker = self.worker
+        settings = worker.settings
+        decision = decide(settings.routes, worker.default_route, settings.providers, traits)
+        if decision is None:
+            raise ProxyError(
+                404,
+                not_found_message(settings, traits.model),
+                error_type="not_found_error",
+                param=param,
+            )
+        return decision
+
+    # -- the response boundary -----------------------------------------------------------
+
+    def start(self, status: int, headers: Headers) -> Message:
+        """The http.response.start message, tagged with the request id; notes the status for
+        the access log (every response of this app starts here: body sends are not wrapped)."""
+        self.status = status
+        headers = [*headers, (b"x-request-id", self.request_id.encode())]
+        return {"type": "http.response.start", "status": status, "headers": headers}
+
+    async def respond(
+        self,
+        status: int,
+        body: bytes,
+        content_type: bytes = JSON,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        """A whole response; an error's body without any key (the one redaction)."""
+        if status >= 400:
+            body = self.redactor().body(body)
+        await self.send(self.start(status, [(b"content-type", content_type), *headers]))
+        await self.send({"type": "http.response.body", "body": body})
+
+    def redactor(self) -> Redactor:
+        """The worker's redaction, and in key-passthrough mode also this client's key."""
+        redactor = self.worker.redactor
+        if self.provider_key is not None:
+            redactor = redactor.with_secrets((self.provider_key,))
+        return redactor
+
+    async def respond_error(
+        self,
+        status: int,
+        body: bytes,
+        retry_after: str | None,
+        *,
+        unreachable: bool = False,
+        close: bool = False,
+    ) -> None:
+        """An error response with the headers that say what to do next: when to retry, not
+        to retry at all (`unreachable`), or that the connection is done (`close`)."""
+        headers = []
+        if retry_after:
+            headers.append((b"retry-after", retry_after.encode()))
+        if unreachable:
+            headers.append((b"x-should-retry", b"false"))
+        if close:
+            headers.append((b"connection", b"close"))
+        await self.respond(status, body, JSON, headers)
+
+    async def fail(self, exc: ProxyError, *, close: bool = False) -> None:
+        """Answer `exc` in the client's protocol (before anything else was sent); `close`:
+        the request's body was left unread, so the connection cannot carry another."""
+        if self.protocol is not None:
+            self.error_type = exc.error_type
+        if self.anthropic_client():
+            status, body = exc.status, exc.anthropic_body(self.request_id)
+        else:
+            status, body = exc.openai_status, exc.openai_body()
+        await self.respond_error(
+            status,
+            body,
+            exc.retry_after,
+            unreachable=isinstance(exc, UpstreamUnreachable),
+            close=close or self.worker.shutdown.draining,  # the worker stops: no next request
         )
-        if account is not None:
-            account.error_type = failure
-        return
-    assert plan.convert is not None
-    if account is not None:
-        account.note_reply(upstream_reply)
-    reply = plan.convert(upstream_reply)
-    await respond(scope, send, 200, orjson.dumps(reply))
 
-
-async def answer_http_error(plan: Plan, exc: UpstreamHTTPError, scope: Scope, send: Send) -> None:
-    """An upstream's error status, answered: as it is when a same-protocol upstream (forward)
-    sent a well-formed error of the right class, else converted (raises ProxyError)."""
-    error = error_from_upstream(exc, plan)
-    if plan.kind == "forward" and _passes_through(plan, exc, error):
-        account = account_of(scope)  # same protocol: the upstream's own error, as it is
-        if account is not None:
-            account.error_type = error.error_type
-        extra = [(b"retry-after", exc.retry_after.encode())] if exc.retry_after else []
-        await respond(scope, send, exc.status, exc.body, JSON, extra)
-        return
-    raise error from None
-
-
-async def _relay(
-    plan: Plan,
-    upstream: Upstream,
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-    connected: H1Response | None = None,
-    report: Report | None = None,
-    rekey: Rekey | None = None,
-) -> None:
-    if connected is not None:
-        done: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
-        done.set_result(connected)
-        await _relay_from(plan, done, None, settings, scope, receive, send, http_error)
-        return
-    try:
-        attempt = upstream.start(plan.url, plan.headers, plan.body)
-    except UpstreamUnavailable as exc:
-        if report is not None:
-            report(None, None)
-        raise error_from_upstream(exc, plan) from None
-
-    async def connect() -> H1Response:
-        try:
-            return await _send(upstream, plan, attempt, report, rekey)
-        except (UpstreamHTTPError, UpstreamUnavailable) as exc:
-            raise error_from_upstream(exc, plan) from None
-
-    # The request goes out first (already written when a kept-alive connection was free);
-    # the transducer, and its token estimate, is built while the upstream works on it.
-    connecting = asyncio.ensure_future(connect())
-    await _relay_from(plan, connecting, attempt, settings, scope, receive, send, http_error)
-
-
-async def _relay_from(
-    plan: Plan,
-    connecting: asyncio.Future[H1Response],
-    attempt: UpstreamAttempt | None,
-    settings: Settings,
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    http_error: Callable[[ProxyError], Awaitable[None]],
-) -> None:
-    if attempt is not None and attempt.response is None:
-        try:
-            await asyncio.sleep(0)  # lets a new connection start
-        except asyncio.CancelledError:
-            connecting.cancel()
-            raise
-    assert plan.transducer is not None
-    make_transducer = plan.transducer
-    account = account_of(scope)
-    if account is not None:
-        make_transducer = partial(account.built_by, plan.transducer)
-    try:
-        await relay(
-            scope,
-            connecting,
-            make_transducer,
-            receive,
-            send,
-            _SSE_HEADERS,
-            ping_interval=settings.ping_interval,
-            idle_timeout=settings.idle_timeout,
-            http_error=http_error,
-            stall_timeout=settings.send_stall_timeout,
-        )
-    finally:
-        if connecting.cancelled() and attempt is not None and attempt.response is not None:
-            attempt.response.close()  # written, but its attempt never ran
+    def anthropic_client(self) -> bool:
+        """Whether errors take the Anthropic shape (else OpenAI's)."""
+        path: str = self.scope["path"]
+        return path.startswith("/v1/messages") or self.header(b"anthropic-version") is not None

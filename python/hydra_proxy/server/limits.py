@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from ..errors import ProxyError, invalid_request
-from .asgi import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
+from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
 
 if sys.version_info >= (3, 11):
     _timeout = asyncio.timeout

@@ -31,9 +31,8 @@ from contextlib import suppress
 
 from ..errors import ProxyError, status_for_anthropic_type
 from ..transducers import StreamTransducer
-from .asgi import Headers, Receive, Scope, Send, start
+from .exchange import Exchange, Headers, Receive, Send
 from .http1 import H1Error, H1Response
-from .shutdown import SCOPE_KEY as SHUTDOWN_KEY
 from .shutdown import STREAM_END_MESSAGE, Shutdown, closing_event, refusal
 
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
@@ -269,25 +268,26 @@ def _finished(transducer: StreamTransducer) -> bool:
 
 
 async def relay(
-    scope: Scope,
+    exchange: Exchange,
     connecting: asyncio.Future[H1Response],
     make_transducer: Callable[[], StreamTransducer],
-    receive: Receive,
-    send: Send,
     headers: Headers,
     *,
     ping_interval: float,
     idle_timeout: float,
-    http_error: Callable[[ProxyError], Awaitable[None]],
     stall_timeout: float = 60.0,
 ) -> StreamTransducer:
     """Stream the upstream response that `connecting` yields to the client, translated.
 
-    `connecting` raises ProxyError for an upstream failure; `http_error` answers one before
-    the response has started, and also an upstream error event seen before any content.
-    The transducer is built while the upstream works on the request.
+    `connecting` raises ProxyError for an upstream failure; one before the response has
+    started is answered as an HTTP error (`Exchange.fail`), and so is an upstream error
+    event seen before any content. The transducer is built while the upstream works on
+    the request.
     """
-    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
+    send = exchange.send
+    http_error = exchange.fail
+    start = exchange.start
+    disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
     loop = disconnect.loop
     response: H1Response | None = None
     body = _Body(loop)  # its response is set once the upstream's head is in
@@ -308,7 +308,7 @@ async def relay(
                 return True
             if not out and not transducer.finished:
                 return False
-            await client.start(send, start(scope, 200, headers))
+            await client.start(send, start(200, headers))
         if out:
             sent = send({"type": "http.response.body", "body": out, "more_body": True})
             if client.sync and type(sent) is not client.immediate:
@@ -327,7 +327,7 @@ async def relay(
             await asyncio.wait((connecting,), timeout=ping_interval)
             if not connecting.done():
                 if not client.started:
-                    await client.start(send, start(scope, 200, headers))
+                    await client.start(send, start(200, headers))
                 await send(
                     {"type": "http.response.body", "body": transducer.ping(), "more_body": True}
                 )
@@ -446,9 +446,8 @@ async def relay(
 
 
 async def forward(
-    scope: Scope,
+    exchange: Exchange,
     response: H1Response,
-    receive: Receive,
     send: Send,
     *,
     idle_timeout: float,
@@ -456,13 +455,13 @@ async def forward(
 ) -> str | None:
     """Pass an upstream 200 response through unchanged (same protocol on both sides);
     returns None when it went through whole, else what broke it (an error type, or
-    ``client_gone``).
+    ``client_gone``). `send`: the exchange's, tapped for the usage record.
 
     An upstream cut mid-body or silent past `idle_timeout` is dropped and the response
     ends without its terminator, so the client sees a broken transfer, never a complete
     one.
     """
-    disconnect = _Disconnect(receive, scope.get(SHUTDOWN_KEY))
+    disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
     loop = disconnect.loop
     body = _Body(loop, response)
     complete = False
@@ -472,7 +471,7 @@ async def forward(
     content_type = response.headers.get("content-type", "application/json").encode("latin-1")
     try:
         awaitable = send(
-            start(scope, 200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
+            exchange.start(200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
         )
         sync = _sync_send(awaitable)
         immediate = type(awaitable)
@@ -524,7 +523,7 @@ async def forward(
         await _end_within(send, immediate, stall_timeout)
     except asyncio.CancelledError:
         if disconnect.shutting_down():
-            event = closing_event(scope["path"], content_type, last)
+            event = closing_event(exchange.scope["path"], content_type, last)
             if event is None:
                 return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
             # An end the client reads as one; the upstream request is dropped below.

@@ -29,7 +29,6 @@ from ..errors import ProxyError
 
 log = logging.getLogger("hydra_proxy")
 
-SCOPE_KEY = "hydra.shutdown"
 # Seconds granian waits past the grace before it kills a worker: time for the streams'
 # closing error events to go out.
 KILL_MARGIN = 3.0

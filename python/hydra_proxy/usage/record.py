@@ -19,12 +19,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-__all__ = ["PROTOCOLS", "Protocol", "Tokens", "UsageRecord", "client_key_id"]
+from ..config.routes import CLIENT_PROTOCOLS, ClientProtocol
 
-Protocol = Literal["anthropic", "chat", "responses"]
-PROTOCOLS: tuple[Protocol, ...] = ("anthropic", "chat", "responses")
+__all__ = ["CLIENT_PROTOCOLS", "ClientProtocol", "Tokens", "UsageRecord", "client_key_id"]
 
 # A fixed, public salt: the id only has to be stable and not reveal the key. An HMAC with a
 # salt keeps the id from matching a plain sha256 of the key published anywhere else.
@@ -71,7 +70,7 @@ class UsageRecord(NamedTuple):
 
     time: float  # Unix time (seconds, UTC) when the request arrived
     request_id: str
-    protocol: Protocol  # the client's protocol
+    protocol: ClientProtocol  # the client's protocol
     route: str  # the route's match pattern ("*" for the default route)
     provider: str
     requested_model: str

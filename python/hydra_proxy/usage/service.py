@@ -31,7 +31,7 @@ from .dashboard import dashboard_response
 from .ledger import Ledger, open_ledger
 from .metrics import Metrics, render
 from .pricing import PriceTable, default_table
-from .record import Protocol, Tokens, UsageRecord, client_key_id
+from .record import ClientProtocol, Tokens, UsageRecord, client_key_id
 from .tracing import Tracing, setup_tracing
 
 __all__ = ["UsageService"]
@@ -95,7 +95,7 @@ class UsageService:
         *,
         time: float,
         request_id: str,
-        protocol: Protocol,
+        protocol: ClientProtocol,
         route: str,
         provider: str,
         requested_model: str,

@@ -1,5 +1,5 @@
 """The Chat response reader: an upstream OpenAI `chat.completion` (non-streaming) -> the
-canonical Anthropic `Message` (SPEC section 3).
+canonical Anthropic `Message` (a Chat upstream's reply, for any client).
 
 Pure translation, no I/O. Decisions (all covered by tests):
 

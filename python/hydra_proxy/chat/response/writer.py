@@ -1,5 +1,5 @@
 """The Chat response writer: the canonical Anthropic `Message` (non-streaming) -> a client
-OpenAI `chat.completion` (SPEC section 4).
+OpenAI `chat.completion` (a Chat client's reply, whatever the upstream).
 
 Pure translation, no I/O. The field maps it uses are shared: `chat.mapping.finish_reason`,
 `chat.usage.chat_usage`, `chat.tool_arguments.tool_arguments`. Decisions (each covered by

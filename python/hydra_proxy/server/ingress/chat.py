@@ -11,15 +11,12 @@ import orjson
 from ... import ids
 from ...chat.request.reader import MessagesTarget, messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
-from ...config import Attempt, RequestTraits, request_traits
+from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..asgi import Scope, header
-from ..dialects import DIALECTS
-from ..plan import Plan
-from ..upstreams import Target
-from . import Context, Routed, decide, parse_request
-from .translated import Factory, translated
+from ..exchange import ClientRequest, Exchange
+from ..upstream_kinds import Factory, Plan, passthrough
+from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -27,19 +24,19 @@ log = logging.getLogger("hydra_proxy.chat")
 _REPLAYING_CLIENTS = (b"zed",)
 
 
-def wants_continuation(ctx: Context, scope: Scope) -> bool:
+def wants_continuation(exchange: Exchange) -> bool:
     """continuation = auto: clients known to replay reasoning, or a request that opts in."""
-    mode = ctx.settings.continuation
+    mode = exchange.worker.settings.continuation
     if mode != "auto":
         return mode == "always"
-    opt_in = header(scope, b"x-hydra-continuation")
+    opt_in = exchange.header(b"x-hydra-continuation")
     if opt_in is not None:
         return opt_in.strip().lower() in (b"1", b"true", b"yes", b"on")
-    agent = (header(scope, b"user-agent") or b"").lower()
+    agent = (exchange.header(b"user-agent") or b"").lower()
     return any(name in agent for name in _REPLAYING_CLIENTS)
 
 
-def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
+def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
     """The routing traits of a Chat request, read from the fields routing looks at (the
     full translation waits for the attempt; the token estimate translates only if a route
     asks for it)."""
@@ -69,28 +66,24 @@ def chat_traits(request: dict[str, Any], scope: Scope) -> RequestTraits:
         )
         return estimate_input_tokens(translated.body)
 
-    return request_traits(view, client="chat", headers=scope["headers"], estimate=estimate)
+    return request_traits(view, client="chat", headers=exchange.scope["headers"], estimate=estimate)
 
 
-def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body, ctx.settings.max_json_depth)
-    decision = decide(ctx.settings, chat_traits(request, scope), param="model")
+def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
+    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+        if attempt.provider.kind == "openai":
+            return _passthrough(body, request, attempt)
+        return _translated(exchange, request, attempt)
 
-    def build(attempt: Attempt) -> Plan:
-        return plan_attempt(ctx, scope, body, request, attempt)
-
-    return Routed(decision, build, stream=request.get("stream") is True)
+    return ClientRequest(chat_traits(request, exchange), request.get("stream") is True, plan)
 
 
-def plan_attempt(
-    ctx: Context, scope: Scope, body: bytes, request: dict[str, Any], attempt: Attempt
-) -> Plan:
-    """The Plan of one attempt: passthrough to an OpenAI upstream, else translated."""
+def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -> Plan:
+    worker = exchange.worker
+    signing_key = worker.signing_key
     provider = attempt.provider
     model: str = request["model"]
-    if provider.kind == "openai":
-        return passthrough(body, request, attempt)
-    key = ctx.signing_key if wants_continuation(ctx, scope) else None
+    key = signing_key if wants_continuation(exchange) else None
     target = MessagesTarget(
         model=attempt.model,
         max_tokens_limit=attempt.max_tokens_limit,
@@ -109,8 +102,8 @@ def plan_attempt(
     created = int(time.time())
     stream_options = request.get("stream_options")
     include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-    max_event_bytes = ctx.settings.max_event_bytes
-    decoder_args = _decoder_args(provider.kind, ctx.signing_key)
+    max_event_bytes = worker.settings.max_event_bytes
+    decoder_args = _decoder_args(provider.kind, signing_key)
 
     def write_reply(message: dict[str, Any]) -> Any:
         return chat_completion_from_message(
@@ -128,11 +121,12 @@ def plan_attempt(
             **decoder_args,
         )
 
-    return translated(
-        ctx,
+    return translated_plan(
         translation.body,
-        Target.of(attempt, ctx.signing_key),
-        client="openai",
+        attempt,
+        signing_key=signing_key,
+        impl=worker.impl,
+        client="chat",
         stream=stream,
         reported_model=model,
         write_reply=write_reply,
@@ -152,16 +146,8 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
     return {"signing_key": signing_key}
 
 
-def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """An OpenAI client on an OpenAI upstream: the bytes go through unchanged both ways."""
+def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
+    """An OpenAI upstream: the bytes go through unchanged both ways."""
     if attempt.model != request["model"]:
         body = orjson.dumps({**request, "model": attempt.model})
-    dialect = DIALECTS[attempt.provider.kind]
-    return Plan(
-        url=dialect.url(attempt.provider),
-        headers=dialect.headers(attempt.provider, accept=None),
-        body=body,
-        client="openai",
-        kind="forward",
-        log={"model": request["model"]},
-    )
+    return passthrough(attempt, body, model=request["model"])

@@ -9,52 +9,43 @@ from typing import Any
 import orjson
 
 from ... import ids
-from ...config import Attempt, request_traits
+from ...config.routes import Attempt, RouteDecision, request_traits
 from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..asgi import Scope, header
-from ..dialects import DIALECTS
-from ..plan import Plan
-from ..upstreams import Target, strip_proxy_signatures
-from . import Context, Routed, decide, parse_request
-from .translated import Factory, translated
+from ..exchange import ClientRequest, Exchange
+from ..upstream_kinds import DIALECTS, Factory, Plan, passthrough, strip_proxy_signatures
+from ..upstream_kinds import translated as translated_plan
 
 
-def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body, ctx.settings.max_json_depth)
+def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
     if not isinstance(request.get("stream", False), bool):
         # Read as `is True` below: "yes" would silently become a non-streamed request.
         raise invalid_request("stream: must be a boolean", "stream")
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     estimate = functools.cache(lambda: estimate_input_tokens(request))
     traits = request_traits(
-        request, client="anthropic", headers=scope["headers"], estimate=estimate
+        request, client="anthropic", headers=exchange.scope["headers"], estimate=estimate
     )
-    decision = decide(ctx.settings, traits)
 
-    def build(attempt: Attempt) -> Plan:
-        return plan_attempt(ctx, scope, body, request, attempt, decision.reported_model, estimate)
+    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+        if attempt.provider.kind == "anthropic":
+            return _passthrough(exchange, body, request, attempt)
+        return _translated(exchange, request, attempt, decision.reported_model, estimate)
 
-    return Routed(decision, build, stream=request.get("stream") is True)
+    return ClientRequest(traits, request.get("stream") is True, plan)
 
 
-def plan_attempt(
-    ctx: Context,
-    scope: Scope,
-    body: bytes,
+def _translated(
+    exchange: Exchange,
     request: dict[str, Any],
     attempt: Attempt,
     reported_model: str,
     estimate: Callable[[], int],
 ) -> Plan:
-    """The Plan of one attempt: passthrough to an Anthropic upstream, else translated."""
-    provider = attempt.provider
-    model: str = request["model"]
-    if provider.kind == "anthropic":
-        return passthrough(scope, body, request, attempt)
-    signing_key = ctx.signing_key
-    max_event_bytes = ctx.settings.max_event_bytes
+    worker = exchange.worker
+    signing_key = worker.signing_key
+    max_event_bytes = worker.settings.max_event_bytes
 
     def build(factory: Factory) -> StreamTransducer:
         # The estimate is only needed for message_start: it runs once the upstream request
@@ -70,39 +61,35 @@ def plan_attempt(
         )
 
     # The canonical request is the client's own: the Messages reader is the identity.
-    return translated(
-        ctx,
+    return translated_plan(
         request,
-        Target.of(attempt, signing_key),
+        attempt,
+        signing_key=signing_key,
+        impl=worker.impl,
         client="anthropic",
         stream=request.get("stream") is True,
         reported_model=reported_model,
         write_reply=lambda message: message,
         build=build,
-        log={"model": model},
+        log={"model": request["model"]},
     )
 
 
-def passthrough(scope: Scope, body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """An Anthropic client on an Anthropic upstream: bytes in and out (re-encoded only when
-    the attempt renames the model or the proxy's own signatures must go)."""
-    provider = attempt.provider
-    dialect = DIALECTS[provider.kind]
-    if attempt.model != request["model"]:
+def _passthrough(
+    exchange: Exchange, body: bytes, request: dict[str, Any], attempt: Attempt
+) -> Plan:
+    """An Anthropic upstream: bytes in and out (re-encoded only when the attempt renames the
+    model or the proxy's own signatures must go)."""
+    model: str = request["model"]
+    if attempt.model != model:
         request = {**request, "model": attempt.model}  # the request stays shared by attempts
         body = orjson.dumps(request)
-    if dialect.strips_proxy_signatures and b"hydra1." in body:
+    if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
-    headers = dialect.headers(provider, accept=None)
-    for name in dialect.passthrough_headers:
-        value = header(scope, name)
-        if value is not None:
-            headers[name.decode()] = value.decode("latin-1")
-    return Plan(
-        url=dialect.url(provider, scope.get("query_string", b"")),
-        headers=headers,
-        body=body,
-        client="anthropic",
-        kind="forward",
-        log={"model": request["model"]},
+    return passthrough(
+        attempt,
+        body,
+        model=model,
+        client_header=exchange.header,
+        query=exchange.scope.get("query_string", b""),
     )

@@ -16,27 +16,23 @@ from typing import Any
 import orjson
 
 from ...chat.request.reader import MessagesTarget
-from ...config import Attempt, request_traits
+from ...config.routes import Attempt, RouteDecision, request_traits
 from ...responses.encoder import echo_text, name_table
 from ...responses.reasoning import CARRIER_PREFIX, is_carrier
 from ...responses.request_reader import Translation, messages_request_from_responses
 from ...responses.response import new_response_id, response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..asgi import Scope
-from ..dialects import DIALECTS
-from ..plan import Plan
-from ..upstreams import Target
-from . import Context, Routed, decide, parse_request
-from .translated import Factory, translated
+from ..exchange import ClientRequest, Exchange
+from ..upstream_kinds import Factory, Plan, passthrough
+from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
 
 
-def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
-    request = parse_request(body, ctx.settings.max_json_depth)
+def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
     model: str = request["model"]
-    signing_key = ctx.signing_key
+    signing_key = exchange.worker.signing_key
 
     @functools.cache
     def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
@@ -62,32 +58,32 @@ def plan(ctx: Context, scope: Scope, body: bytes) -> Routed:
     # Counted at most once: by a long_context rule, else by the stream's first event.
     estimate = functools.cache(lambda: estimate_input_tokens(first.body))
     traits = request_traits(
-        first.body, client="responses", headers=scope["headers"], estimate=estimate
+        first.body, client="responses", headers=exchange.scope["headers"], estimate=estimate
     )
-    decision = decide(ctx.settings, traits, param="model")
 
-    def build(attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
         if attempt.provider.kind == "responses":
-            return passthrough(body, request, attempt)
+            return _passthrough(body, request, attempt)
         translation = translate(attempt.model, attempt.max_tokens_limit)
-        return plan_attempt(ctx, translation, attempt, model, estimate)
+        return _translated(exchange, translation, attempt, model, estimate)
 
-    return Routed(decision, build, stream=first.stream)
+    return ClientRequest(traits, first.stream, plan)
 
 
-def plan_attempt(
-    ctx: Context,
+def _translated(
+    exchange: Exchange,
     translation: Translation,
     attempt: Attempt,
     model: str,
     estimate: Callable[[], int],
 ) -> Plan:
-    """The Plan of one translated attempt (the Responses reader's output for its model)."""
-    signing_key = ctx.signing_key
+    """The plan of one translated attempt (the Responses reader's output for its model)."""
+    worker = exchange.worker
+    signing_key = worker.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())
-    max_event_bytes = ctx.settings.max_event_bytes
+    max_event_bytes = worker.settings.max_event_bytes
 
     def write_reply(message: dict[str, Any]) -> Any:
         return response_from_message(
@@ -108,10 +104,11 @@ def plan_attempt(
             max_event_bytes=max_event_bytes,
         )
 
-    return translated(
-        ctx,
+    return translated_plan(
         translation.body,
-        Target.of(attempt, signing_key),
+        attempt,
+        signing_key=signing_key,
+        impl=worker.impl,
         client="responses",
         stream=translation.stream,
         reported_model=model,
@@ -121,11 +118,12 @@ def plan_attempt(
     )
 
 
-def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """A Responses client on a Responses upstream: the bytes go through unchanged both ways,
-    except the model rename and the proxy's reasoning carriers (the upstream cannot read
-    them: they hold reasoning of another upstream)."""
-    reencode = attempt.model != request["model"]
+def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
+    """A Responses upstream: the bytes go through unchanged both ways, except the model
+    rename and the proxy's reasoning carriers (the upstream cannot read them: they hold
+    reasoning of another upstream)."""
+    model: str = request["model"]
+    reencode = attempt.model != model
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
     if CARRIER_PREFIX.encode() in body and isinstance(request.get("input"), list):
         request["input"] = [
@@ -140,12 +138,4 @@ def passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
         reencode = True
     if reencode:
         body = orjson.dumps(request)
-    dialect = DIALECTS[attempt.provider.kind]
-    return Plan(
-        url=dialect.url(attempt.provider),
-        headers=dialect.headers(attempt.provider, accept=None),
-        body=body,
-        client="responses",
-        kind="forward",
-        log={"model": request["model"]},
-    )
+    return passthrough(attempt, body, model=model)

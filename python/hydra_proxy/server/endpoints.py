@@ -1,0 +1,144 @@
+"""The endpoints that are not model requests, one handler each (the route table is in
+server/app.py): health and hello probes, the model listing, token counting, the usage
+page and metrics, Claude Code's telemetry, and the 404/405 fallback."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+
+from ..config import models_listing, request_traits
+from ..errors import ProxyError, invalid_request
+from ..tokens import estimate_input_tokens
+from ..usage.dashboard import AUTHENTICATE, PREFIX, basic_auth_key
+from .exchange import Exchange, is_proxy_key, require_model
+from .limits import check_content_type, parse_object, read_json_body
+
+DASHBOARD = PREFIX
+
+
+async def read_json(exchange: Exchange) -> bytes:
+    """The request body, checked against the limits (server/limits.py)."""
+    settings = exchange.worker.settings
+    check_content_type(exchange.scope)
+    return await read_json_body(
+        exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
+    )
+
+
+async def health(exchange: Exchange) -> None:
+    await exchange.respond(200, b'{"status":"ok"}')
+
+
+async def hello(exchange: Exchange) -> None:
+    # Claude Code probes HEAD /api/hello for connectivity.
+    body = b"" if exchange.scope["method"] == "HEAD" else b'{"name":"hydra-proxy"}'
+    await exchange.respond(200, body)
+
+
+async def event_logging(exchange: Exchange) -> None:
+    """Claude Code's telemetry: accepted and dropped."""
+    await read_json(exchange)
+    await exchange.respond(200, b"{}")
+
+
+async def count_tokens(exchange: Exchange) -> None:
+    """POST /v1/messages/count_tokens: the proxy's estimate for a routable request."""
+    exchange.authorize()
+    body = await read_json(exchange)
+    request = require_model(parse_object(body, exchange.worker.settings.max_json_depth))
+    exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    if not isinstance(request.get("messages"), list):
+        raise invalid_request("messages: a list of messages is required", "messages")
+    count = estimate_input_tokens(request)
+    await exchange.respond(200, orjson.dumps({"input_tokens": count}))
+
+
+async def models(exchange: Exchange) -> None:
+    """Every routable name (models_listing), in the client's shape: Anthropic's when the
+    request has anthropic-version, else OpenAI's; context window and max output where
+    known."""
+    exchange.authorize()
+    worker = exchange.worker
+    listing = models_listing(worker.settings)
+    if exchange.header(b"anthropic-version") is not None:
+        data: list[dict[str, Any]] = []
+        for m in listing:
+            item: dict[str, Any] = {
+                "type": "model",
+                "id": m.id,
+                "display_name": m.id,
+                "created_at": "1970-01-01T00:00:00Z",
+            }
+            if m.context_window is not None:
+                item["max_input_tokens"] = m.context_window
+            if m.max_output is not None:
+                item["max_tokens"] = m.max_output
+            data.append(item)
+        body = orjson.dumps(
+            {
+                "data": data,
+                "has_more": False,
+                "first_id": listing[0].id if listing else None,
+                "last_id": listing[-1].id if listing else None,
+            }
+        )
+        await exchange.respond(200, body)
+        return
+    created = int(worker.started)
+    rows: list[dict[str, Any]] = []
+    for m in listing:
+        row: dict[str, Any] = {
+            "id": m.id,
+            "object": "model",
+            "created": created,
+            "owned_by": m.provider,
+        }
+        if m.context_window is not None:
+            row["context_window"] = m.context_window
+        if m.max_output is not None:
+            row["max_output_tokens"] = m.max_output
+        rows.append(row)
+    await exchange.respond(200, orjson.dumps({"object": "list", "data": rows}))
+
+
+async def metrics(exchange: Exchange) -> None:
+    exchange.authorize()
+    usage = exchange.worker.usage
+    if usage is None:
+        raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
+    status, content_type, body = await asyncio.to_thread(usage.metrics_response)
+    await exchange.respond(status, body, content_type.encode())
+
+
+async def dashboard(exchange: Exchange) -> None:
+    """The usage page, behind the proxy keys (HTTP Basic: the key is the password, so a
+    browser asks for it)."""
+    worker = exchange.worker
+    if worker.proxy_keys:
+        presented = basic_auth_key(exchange.header(b"authorization"))
+        if presented is None or not is_proxy_key(worker.proxy_keys, presented):
+            await exchange.respond(
+                401,
+                b"the usage page needs a proxy key as the password\n",
+                b"text/plain; charset=utf-8",
+                [AUTHENTICATE],
+            )
+            return
+    if worker.usage is None:
+        raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
+    query = exchange.scope.get("query_string", b"").decode("latin-1")
+    status, content_type, body = await asyncio.to_thread(
+        worker.usage.dashboard, exchange.scope["path"], query
+    )
+    await exchange.respond(status, body, content_type.encode())
+
+
+async def not_found(exchange: Exchange) -> None:
+    method: str = exchange.scope["method"]
+    if method not in ("GET", "HEAD", "POST"):
+        raise ProxyError(405, f"method {method} not allowed", error_type="invalid_request_error")
+    path: str = exchange.scope["path"]
+    raise ProxyError(404, f"no endpoint {method} {path}", error_type="not_found_error")

@@ -1,0 +1,347 @@
+"""The upstream side of an exchange, one row per provider kind, no I/O.
+
+Each kind has a wire dialect (`DIALECTS`: path, auth header, version headers, what a
+same-protocol passthrough keeps), a request WRITER (the canonical request, an Anthropic
+Messages dict, as that upstream's request) and a non-streamed reply READER (its reply as
+the canonical Message). A client ingress reads its request into the canonical one and
+calls `translated` (or, same protocol on both sides, `passthrough`): the `Plan` says what
+to send and how the reply is answered. The stream transducer comes from
+`Implementation.transducer(upstream kind, client protocol)`; an upstream's HTTP error body
+of any kind is read by hydra_proxy.upstream_errors. No code per pair of protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from .. import ids
+from ..chat.request.writer import ChatTarget, chat_request_from_messages
+from ..chat.response.reader import message_from_chat_completion
+from ..config.providers import Provider, ProviderKind
+from ..config.routes import Attempt, ClientProtocol
+from ..errors import ProxyError, invalid_request
+from ..gemini.request_writer import gemini_path, gemini_request_from_messages, gemini_target
+from ..gemini.response import message_from_gemini_response
+from ..responses.request_writer import ResponsesTarget, responses_request_from_messages
+from ..responses.response import message_from_response
+from ..signature import is_proxy_signature
+from ..transducers import Implementation, StreamTransducer
+
+# -- the wire dialects -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Dialect:
+    kind: ProviderKind
+    path: str
+    """Appended to the provider's base_url."""
+    auth_header: str
+    auth_prefix: str
+    """The key goes into `auth_header` as `auth_prefix + key`."""
+    fixed_headers: tuple[tuple[str, str], ...]
+    """Sent with every request unless the client's own value is forwarded (passthrough)."""
+    passthrough_headers: tuple[bytes, ...]
+    """Client headers forwarded on same-protocol passthrough (never across protocols)."""
+    passthrough_query: bool
+    """The client's query string is kept on passthrough."""
+    strips_proxy_signatures: bool
+    """Thinking blocks signed by this proxy are dropped before this upstream sees them."""
+
+    def url(self, provider: Provider, query: bytes = b"") -> str:
+        url = provider.base_url.rstrip("/") + self.path
+        if query and self.passthrough_query:
+            url += "?" + query.decode("latin-1")
+        return url
+
+    def headers(self, *, accept: str | None) -> dict[str, str]:
+        """The request headers but the key (`authorize` adds it, per attempt)."""
+        headers = {"content-type": "application/json", **dict(self.fixed_headers)}
+        if accept is not None:
+            headers["accept"] = accept
+        return headers
+
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+DIALECTS: dict[ProviderKind, Dialect] = {
+    "openai": Dialect(
+        kind="openai",
+        path="/chat/completions",
+        auth_header="authorization",
+        auth_prefix="Bearer ",
+        fixed_headers=(),
+        passthrough_headers=(),
+        passthrough_query=False,
+        strips_proxy_signatures=False,
+    ),
+    "anthropic": Dialect(
+        kind="anthropic",
+        path="/v1/messages",
+        auth_header="x-api-key",
+        auth_prefix="",
+        fixed_headers=(("anthropic-version", ANTHROPIC_VERSION),),
+        passthrough_headers=(b"anthropic-version", b"anthropic-beta"),
+        passthrough_query=True,
+        strips_proxy_signatures=True,
+    ),
+    "responses": Dialect(
+        kind="responses",
+        path="/responses",
+        auth_header="authorization",
+        auth_prefix="Bearer ",
+        fixed_headers=(),
+        passthrough_headers=(),
+        passthrough_query=False,
+        strips_proxy_signatures=False,
+    ),
+    # The path is the model's (gemini.request_writer.gemini_path): the writer supplies it.
+    "gemini": Dialect(
+        kind="gemini",
+        path="",
+        auth_header="x-goog-api-key",
+        auth_prefix="",
+        fixed_headers=(),
+        passthrough_headers=(),
+        passthrough_query=False,
+        strips_proxy_signatures=False,
+    ),
+}
+
+
+# -- the plan of one attempt -----------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The upstream request of one attempt, and how its reply reaches the client:
+
+    - relay: a translated stream, through a transducer built once the request is on its
+      way (its construction may cost a token estimate: that overlaps with the upstream);
+    - forward: the upstream's bytes unchanged (same protocol on both sides);
+    - json: a non-streamed reply, parsed and converted.
+    """
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    reply: Literal["relay", "forward", "json"]
+    transducer: Callable[[], StreamTransducer] | None = None
+    """relay: builds the transducer (called after the upstream request was sent)."""
+    convert: Callable[[Any], Any] | None = None
+    """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
+    log: dict[str, object] = field(default_factory=dict)
+    """Details for the access-log line."""
+
+
+def authorize(plan: Plan, kind: ProviderKind, key: str | None) -> Plan:
+    """`plan` with the attempt's key (a pool's, or the client's own in key-passthrough mode)
+    in the header its provider kind takes: the one place a key goes upstream."""
+    if key:
+        dialect = DIALECTS[kind]
+        plan.headers[dialect.auth_header] = dialect.auth_prefix + key
+    return plan
+
+
+def passthrough(
+    attempt: Attempt,
+    body: bytes,
+    *,
+    model: str,
+    client_header: Callable[[bytes], bytes | None] | None = None,
+    query: bytes = b"",
+) -> Plan:
+    """A client on an upstream of its own protocol: its bytes go through both ways (the
+    ingress re-encodes `body` only for what it must change, such as a renamed model). The
+    dialect's passthrough headers and query are the client's, when it sent them."""
+    dialect = DIALECTS[attempt.provider.kind]
+    headers = dialect.headers(accept=None)
+    if client_header is not None:
+        for name in dialect.passthrough_headers:
+            value = client_header(name)
+            if value is not None:
+                headers[name.decode()] = value.decode("latin-1")
+    return Plan(
+        url=dialect.url(attempt.provider, query),
+        headers=headers,
+        body=body,
+        reply="forward",
+        log={"model": model},
+    )
+
+
+Factory = Callable[..., StreamTransducer]
+
+# The compositions are named by provider kind on both sides: a Chat client speaks the
+# protocol of the "openai" kind.
+_CLIENT_KIND: dict[ClientProtocol, str] = {
+    "anthropic": "anthropic",
+    "chat": "openai",
+    "responses": "responses",
+}
+
+
+def translated(
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    *,
+    signing_key: bytes,
+    impl: Implementation,
+    client: ClientProtocol,
+    stream: bool,
+    reported_model: str,
+    write_reply: Callable[[dict[str, Any]], Any],
+    build: Callable[[Factory], StreamTransducer],
+    log: dict[str, object],
+) -> Plan:
+    """The plan of a translated attempt, the same for every client protocol and upstream
+    kind. The client's ingress says how the canonical reply reaches its client:
+    `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
+    from its factory, with the client's constructor arguments)."""
+    provider = attempt.provider
+    kind = provider.kind
+    path, body = WRITERS[kind](canonical, attempt, signing_key, stream)
+    plan = Plan(
+        url=provider.base_url.rstrip("/") + path,
+        headers=DIALECTS[kind].headers(
+            accept="text/event-stream" if stream else "application/json"
+        ),
+        body=orjson.dumps(body),
+        reply="relay" if stream else "json",
+        log={**log, "stream": 1} if stream else dict(log),
+    )
+    if stream:
+        plan.transducer = lambda: build(impl.transducer(kind, _CLIENT_KIND[client]))
+    else:
+        read = READERS[kind]
+
+        def convert(reply: Any) -> Any:
+            return write_reply(read(reply, ids.message_id(), reported_model, signing_key))
+
+        plan.convert = convert
+    return plan
+
+
+# -- requests: canonical -> upstream ---------------------------------------------------
+
+Writer = Callable[[dict[str, Any], Attempt, bytes, bool], tuple[str, Any]]
+"""(canonical request, attempt, signing key, stream) -> (path, the upstream's request)."""
+
+
+def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool) -> tuple[str, Any]:
+    provider = attempt.provider
+    target = ChatTarget(
+        model=attempt.model,
+        max_tokens_field=provider.max_tokens_field,
+        max_tokens_limit=attempt.max_tokens_limit,
+        reasoning=provider.reasoning,
+        replay_reasoning=provider.replay_reasoning,
+        signing_key=key,
+        sampling=provider.sampling,
+    )
+    return DIALECTS["openai"].path, chat_request_from_messages(canonical, target, stream=stream)
+
+
+def _anthropic(
+    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+) -> tuple[str, Any]:
+    # Copies down to the messages: the canonical request stays shared by a chain's attempts.
+    body = dict(canonical)
+    if isinstance(body.get("messages"), list):
+        body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
+    body = strip_proxy_signatures(body)
+    body["model"] = attempt.model
+    limit = attempt.max_tokens_limit
+    if limit is not None and isinstance(body.get("max_tokens"), int):
+        body["max_tokens"] = min(body["max_tokens"], limit)
+    if stream:
+        body["stream"] = True
+    else:
+        body.pop("stream", None)
+    return DIALECTS["anthropic"].path, body
+
+
+def _responses(
+    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+) -> tuple[str, Any]:
+    provider = attempt.provider
+    target = ResponsesTarget(
+        model=attempt.model,
+        max_tokens_limit=attempt.max_tokens_limit,
+        reasoning=provider.reasoning,
+        sampling=provider.sampling,
+        signing_key=key,
+    )
+    body = responses_request_from_messages(canonical, target, stream=stream)
+    return DIALECTS["responses"].path, body
+
+
+def _gemini(
+    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+) -> tuple[str, Any]:
+    try:
+        path = "/" + gemini_path(attempt.model, stream=stream)
+    except ValueError as exc:
+        raise invalid_request(f"model: {exc}", "model") from None
+    options: dict[str, Any] = {"signing_key": key}
+    limit = attempt.max_tokens_limit or attempt.provider.max_output
+    if limit is not None:
+        options["max_output_tokens"] = limit
+    return path, gemini_request_from_messages(canonical, gemini_target(attempt.model, **options))
+
+
+WRITERS: dict[ProviderKind, Writer] = {
+    "openai": _chat,
+    "anthropic": _anthropic,
+    "responses": _responses,
+    "gemini": _gemini,
+}
+
+
+# -- non-streamed replies: upstream reply -> canonical Message ---------------------------
+
+Reader = Callable[[Any, str, str, bytes], dict[str, Any]]
+"""(reply, message_id, model, signing_key) -> an Anthropic Message."""
+
+
+def _read_anthropic(reply: Any, message_id: str, model: str, key: bytes) -> dict[str, Any]:
+    if not isinstance(reply, dict) or reply.get("type") != "message":
+        raise ProxyError(
+            502, "the upstream sent a reply that is not a Message", error_type="api_error"
+        )
+    message = dict(reply)
+    message["model"] = model
+    return message
+
+
+READERS: dict[ProviderKind, Reader] = {
+    "openai": lambda reply, mid, model, key: message_from_chat_completion(
+        reply, message_id=mid, model=model, signing_key=key
+    ),
+    "anthropic": _read_anthropic,
+    "responses": lambda reply, mid, model, key: message_from_response(
+        reply, message_id=mid, model=model, key=key
+    ),
+    "gemini": lambda reply, mid, model, key: message_from_gemini_response(
+        reply, message_id=mid, model=model, signing_key=key
+    ),
+}
+
+
+def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
+    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
+    for message in request.get("messages") or ():
+        if isinstance(message, dict) and isinstance(message.get("content"), list):
+            message["content"] = [
+                block
+                for block in message["content"]
+                if not (
+                    isinstance(block, dict)
+                    and block.get("type") == "thinking"
+                    and is_proxy_signature(block.get("signature"))
+                )
+            ]
+    return request

@@ -1,0 +1,86 @@
+"""What one worker process serves its requests with, built once when it starts.
+
+granian runs the app in each worker process: the key pools, the admission gates, the
+upstream connections and the usage service are per process (N workers: N of each).
+Every Exchange reaches them through `Exchange.worker`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from ..config import Settings, key_pools
+from ..config.keys import KeyPool
+from ..config.routes import Route
+from ..redaction import Redactor
+from ..signing_key import load_signing_key
+from ..transducers import Implementation, select
+from ..usage.service import UsageService
+from .admission import Admission, limits_of
+from .http1 import H1Client
+from .shutdown import Shutdown
+
+
+@dataclass
+class Worker:
+    settings: Settings
+    default_route: Route
+    """The route of a request no configured route claims (the settings' target provider)."""
+    impl: Implementation
+    """The transducer implementation (native or pure Python)."""
+    signing_key: bytes
+    http: H1Client
+    """The upstream connections, kept alive between requests."""
+    pools: dict[str, KeyPool]
+    """The providers' key pools (none in key-passthrough mode: each request brings its own)."""
+    admission: Admission | None
+    """The admission gates (None: no bound is set)."""
+    shutdown: Shutdown
+    redactor: Redactor
+    """Every provider key, and key-like tokens, out of the error bodies the proxy writes."""
+    proxy_keys: tuple[bytes, ...]
+    """The keys a client must present (HYDRA_PROXY_KEYS; empty: none)."""
+    started: float
+    usage: UsageService | None = None
+    """The usage ledger, metrics and traces (set at startup; None: all off)."""
+
+    @classmethod
+    def create(cls, settings: Settings) -> Worker:
+        admission = Admission(limits_of(settings))
+        providers = settings.providers.values()
+        return cls(
+            settings=settings,
+            default_route=settings.default_route,
+            impl=select(settings.implementation),
+            signing_key=load_signing_key(settings.signing_key_file),
+            http=H1Client(connect_timeout=settings.connect_timeout),
+            pools={} if settings.key_passthrough else key_pools(settings.providers),
+            admission=admission if admission.active else None,
+            shutdown=Shutdown(settings.shutdown_grace),
+            redactor=Redactor(key for p in providers for _, key in p.api_keys()),
+            proxy_keys=tuple(
+                k.strip().encode()
+                for k in os.environ.get("HYDRA_PROXY_KEYS", "").split(",")
+                if k.strip()
+            ),
+            started=time.time(),
+        )
+
+
+def start_usage(settings: Settings) -> UsageService | None:
+    """The worker's usage accounting: the ledger, metrics, prices, traces (None: all off)."""
+    if not (settings.usage_ledger or settings.usage_metrics or settings.usage_tracing):
+        return None
+    routes = settings.routes
+    return UsageService.start(
+        ledger_url=settings.usage_ledger,
+        pricing_overrides=settings.pricing,
+        metrics=settings.usage_metrics,
+        tracing=settings.usage_tracing,
+        known_models=[m for r in routes for m in (r.model, r.match) if m and "*" not in m]
+        + ([settings.target_model] if settings.target_model else []),
+        known_routes=[r.match for r in routes],
+        known_providers=list(settings.providers),
+    )
