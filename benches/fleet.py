@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +48,7 @@ sys.path[:0] = [str(BENCHES), str(REPO / "tests")]
 
 import anthropic_grammar  # noqa: E402
 import loadlib_proc as proc  # noqa: E402
+import profilelib  # noqa: E402
 from loadlib_servers import MODES, Hydra, Process, ServerError, _clean_env, request_headers  # noqa: E402
 
 CLIENT = BENCHES / "fleetlib_client.py"
@@ -65,6 +67,7 @@ class Plan:
     settle_s: float = 1.0  # after the ramp, before the window
     keep: int = 4  # streams per cell checked again by the full grammar
     rest_s: float = 2.0  # between cells, then until the proxies are idle
+    profile: bool = False  # py-spy on the one-worker proxy at the largest load
 
     @staticmethod
     def quick() -> Plan:
@@ -167,7 +170,7 @@ def check_kept(keep_dir: Path, protocol: str, events: int) -> dict[str, Any]:
     return {"grammar_checked": checked, "grammar_problems": problems}
 
 
-def settle(pids: list[int], rest_s: float, limit_s: float = 30.0) -> None:
+def settle(pids: list[int], rest_s: float, limit_s: float = 10.0) -> None:
     """Rest, then wait (at most `limit_s`) until the processes are idle."""
     time.sleep(rest_s)
     tree = proc.trees(pids)
@@ -189,6 +192,40 @@ def warm(plan: Plan, proxies: dict[str, Hydra], upstream: Upstream, keep_dir: Pa
         spec = job(small, proxy.name, proxy.port, 8, [proxy.pid], upstream.pid, keep_dir)
         spec["events"] = plan.events
         run_client(spec)
+
+
+# Where a relayed event's time goes, by a function on the sample's stack (first match).
+STEP_FRAMES: profilelib.Steps = (
+    ("upstream read (http1 framing)", ("http1.py",)),
+    ("transducer feed (native)", ("feed (hydra_proxy/transducers", "transducers.py")),
+    ("relay loop (relay.py)", ("relay.py",)),
+    ("usage accounting", ("accounting.py", "usage/")),
+    ("request: ingress, token estimate", ("ingress/", "tokens.py", "attempts.py")),
+)
+
+
+def start_profile(
+    plan: Plan, streams: int, proxy: Hydra, out: Path
+) -> tuple[threading.Thread, dict[str, Any]]:
+    """py-spy on the proxy's worker over the steady window of the cell about to start."""
+    holder: dict[str, Any] = {}
+    delay = plan.ramp_s(streams) + plan.settle_s
+    seconds = plan.events * plan.interval_ms / 1000 - 0.5 - delay
+
+    def spy() -> None:
+        time.sleep(delay)
+        workers = [p for p in proc.tree(proxy.pid) if p != proxy.pid] or [proxy.pid]
+        got = profilelib.record(workers[0], seconds, out)
+        if "skipped" not in got:
+            got = profilelib.collapse(
+                out.read_text(), STEP_FRAMES, "other (event loop, granian send, ASGI)"
+            )
+            out.unlink()
+        holder.update(got)
+
+    thread = threading.Thread(target=spy, daemon=True)
+    thread.start()
+    return thread, holder
 
 
 def added(cell: dict[str, Any], direct: dict[str, Any] | None, key: str) -> float | None:
@@ -244,7 +281,14 @@ def run(plan: Plan) -> dict[str, Any]:
                 pids = [proxy.pid] if proxy else []
                 spec = job(plan, target, port, streams, pids, upstream.pid, keep_dir)
                 log(f"{target}: {streams} streams ({plan.ramp_s(streams):.1f} s ramp)")
+                spy = None
+                profiled = plan.profile and proxy is not None and proxy.workers == 1
+                if profiled and proxy is not None and streams == max(plan.loads):
+                    spy = start_profile(plan, streams, proxy, keep_dir / "fleet.pyspy.txt")
                 result = run_client(spec)
+                if spy is not None:
+                    spy[0].join()
+                    result["profile"] = spy[1]
                 result.update(target=target, workers=proxy.workers if proxy else 0)
                 if "crashed" not in result:
                     result.update(check_kept(keep_dir, spec["protocol"], plan.events))
@@ -277,7 +321,9 @@ def summary_line(r: dict[str, Any]) -> str:
         f"  {r['complete']}/{r['streams']} complete {r['outcomes']}, {r['events_per_s']:,.0f} "
         f"events/s, delay p50 {d['p50_ms']} p99 {d['p99_ms']} ms, proxy CPU "
         f"{r['proxy_cpu_share']:.2f} ({r['proxy_cpu_us_per_event'] or 0:.1f} µs/event), "
-        f"upstream {r['upstream_cpu_share']:.2f}, client {r['client_cpu_share']:.2f}"
+        f"upstream {r['upstream_cpu_share']:.2f}, client {r['client_cpu_share']:.2f}, waiting "
+        f"for a CPU {r['proxy_runqueue_wait_share']:.2f} / {r['upstream_runqueue_wait_share']:.2f}"
+        f" / {r['client_runqueue_wait_share']:.2f}"
         + (f", {r['errors'][:2]}" if r["errors"] else "")
     )
 
@@ -301,12 +347,14 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "| target | streams | complete | errors | events/s | delay p50 / p99 / p99.9 ms "
         "| added p50 / p99 / p99.9 ms | proxy CPU-µs per event | proxy / upstream / client "
-        "CPU (cores) | RSS per stream |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "CPU (cores) | waiting for a CPU (proxy / upstream / client) | RSS per stream |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in data["rows"]:
         if "crashed" in r:
-            lines.append(f"| {r['target']} | | crashed: {r['crashed'][-300:].replace(chr(10), ' ')} | | | | | | | |")
+            lines.append(
+                f"| {r['target']} | | crashed: {r['crashed'][-300:].replace(chr(10), ' ')} | | | | | | | |"
+            )
             continue
         d = r["delay"]
         bad = {k: v for k, v in r["outcomes"].items() if k != "complete"}
@@ -316,14 +364,22 @@ def markdown(data: dict[str, Any]) -> str:
         cpu = r["proxy_cpu_us_per_event"]
         lines.append(
             f"| {name} | {r['streams']:,} | {r['complete']:,} | "
-            f"{bad or 'none'} ({r.get('grammar_checked', 0)} re-checked"
-            f"{': ' + str(problems) if problems else ''}) | "
+            f"{bad or 'none'}"
+            + (
+                f" ({r['grammar_checked']} re-checked{': ' + str(problems) if problems else ''})"
+                if r.get("grammar_checked")
+                else ""
+            )
+            + " | "
             f"{r['events_per_s']:,.0f} | {_ms(d['p50_ms'])} / {_ms(d['p99_ms'])} / "
             f"{_ms(d['p999_ms'])} | {_ms(r.get('added_p50_ms'))} / {_ms(r.get('added_p99_ms'))}"
             f" / {_ms(r.get('added_p999_ms'))} | "
             f"{'-' if r['target'] == 'direct' or cpu is None else f'{cpu:.1f}'} | "
             f"{r['proxy_cpu_share']:.2f} / {r['upstream_cpu_share']:.2f} / "
             f"{r['client_cpu_share']:.2f} | "
+            f"{r.get('proxy_runqueue_wait_share', 0):.2f} / "
+            f"{r.get('upstream_runqueue_wait_share', 0):.2f} / "
+            f"{r.get('client_runqueue_wait_share', 0):.2f} | "
             f"{'-' if rss is None else f'{rss / 1024:.1f} KiB'} |"
         )
     lines += [
@@ -341,6 +397,19 @@ def markdown(data: dict[str, Any]) -> str:
             + " | ".join("-" if c is None else f"{c:,.0f}" for c in cells)
             + " |"
         )
+    for r in data["rows"]:
+        spied = r.get("profile")
+        if not spied:
+            continue
+        lines += ["", f"py-spy on the worker of `--workers 1` at {r['streams']:,} streams "
+                  "(steady window):", ""]  # fmt: skip
+        if "skipped" in spied:
+            lines.append(f"(skipped: {spied['skipped']})")
+            continue
+        lines += ["| step (by the frames on the stack) | share of samples |", "|---|---:|"]
+        lines += [f"| {k} | {v:.1%} |" for k, v in spied["by_step"].items()]
+        lines += ["", "| leaf function | share of samples |", "|---|---:|"]
+        lines += [f"| `{k}` | {v:.1%} |" for k, v in spied["top_leaves"]]
     return "\n".join(lines) + "\n"
 
 
@@ -351,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--streams", help="comma-separated loads (default 250,500,1000,2000)")
     p.add_argument("--workers", help="comma-separated worker counts (default 1,2)")
     p.add_argument("--events", type=int, help="deltas per stream (default 300)")
+    p.add_argument("--profile", action="store_true", help="py-spy on 1 worker at the largest load")
     p.add_argument("--out", type=Path, default=BENCHES / "results", help="where fleet.json/md go")
     args = p.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()
@@ -358,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.loads = [max(1, min(int(s), 10_000)) for s in args.streams.split(",")]
     if args.workers:
         plan.workers = [max(1, min(int(w), 16)) for w in args.workers.split(",")]
+    plan.profile = args.profile
     if args.events:
         plan.events = max(10, min(args.events, 100_000))
     started = time.monotonic()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import resource
 import sys
 import time
@@ -61,6 +62,24 @@ def percentiles(values: array[int]) -> dict[str, float | int | None]:
         "p999_ms": at(0.999),
         "max_ms": ordered[-1] / 1e6 if n else None,
     }
+
+
+def runqueue_wait_s(pids: list[int]) -> float:
+    """Seconds the processes' threads spent runnable but waiting for a CPU, so far
+    (/proc/<pid>/task/<tid>/schedstat, second field): how much a loaded machine held
+    them back."""
+    total = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return total / 1e9
 
 
 class Run:
@@ -331,6 +350,7 @@ async def fleet(job: dict[str, Any]) -> dict[str, Any]:
     cpu_before = proc.cpu_seconds(pids)
     upstream_before = proc.cpu_seconds(upstream_pids)
     usage_before = resource.getrusage(resource.RUSAGE_SELF)
+    waits_before = [runqueue_wait_s(p) for p in (pids, upstream_pids, [os.getpid()])]
     t0 = time.monotonic()
     peak_rss = 0
     while time.monotonic() < window[1]:
@@ -339,6 +359,10 @@ async def fleet(job: dict[str, Any]) -> dict[str, Any]:
     window_s = time.monotonic() - t0
     cpu = proc.cpu_delta(cpu_before, proc.cpu_seconds(pids))
     upstream_cpu = proc.cpu_delta(upstream_before, proc.cpu_seconds(upstream_pids))
+    waits = [
+        runqueue_wait_s(p) - before
+        for p, before in zip((pids, upstream_pids, [os.getpid()]), waits_before, strict=True)
+    ]
     usage_after = resource.getrusage(resource.RUSAGE_SELF)
     client_cpu = (usage_after.ru_utime + usage_after.ru_stime) - (
         usage_before.ru_utime + usage_before.ru_stime
@@ -365,6 +389,10 @@ async def fleet(job: dict[str, Any]) -> dict[str, Any]:
         "proxy_cpu_us_per_event": cpu * 1e6 / events if events else None,
         "upstream_cpu_share": upstream_cpu / window_s,
         "client_cpu_share": client_cpu / window_s,
+        # Seconds per second the threads waited for a CPU while runnable (machine load).
+        "proxy_runqueue_wait_share": waits[0] / window_s,
+        "upstream_runqueue_wait_share": waits[1] / window_s,
+        "client_runqueue_wait_share": waits[2] / window_s,
         "proxy_pids": pids,
         "baseline_rss_bytes": baseline_rss,
         "peak_rss_bytes": peak_rss,

@@ -52,6 +52,7 @@ REPO = BENCHES.parent
 sys.path[:0] = [str(REPO / "python"), str(BENCHES)]
 
 import loadlib_proc as proc  # noqa: E402
+import profilelib  # noqa: E402
 from loadlib_servers import MODES, Hydra, Mock, request_headers  # noqa: E402
 
 BASE_REQUEST = REPO / "tests" / "fixtures" / "claude-code" / "request-after-tool-result.json"
@@ -192,9 +193,12 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     attempt = routed.decision.attempts[0]
     target = Target.of(attempt, ctx.signing_key)
     chat_body = WRITERS["openai"](request, target, True)[1]
-    plan = routed.build(attempt)
-    assert plan.transducer is not None
-    make = plan.transducer
+
+    def whole(raw: bytes) -> None:
+        fresh = messages.plan(ctx, scope, raw)
+        built = fresh.build(fresh.decision.attempts[0])
+        assert built.transducer is not None
+        built.transducer()
 
     def cold_estimate() -> None:
         tokens._cache.clear()
@@ -218,7 +222,9 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
         # The estimate runs on a fresh parse each request: its own time is minus the parse.
         "token estimate, warm": median_s(warm_estimate, reps, budget_s) - parse_cost,
         "token estimate, cold": median_s(cold_estimate, max(3, reps // 4), budget_s) - parse_cost,
-        "transducer (warm estimate + build)": median_s(make, reps, budget_s),
+        # What a request costs in all before its upstream request is sent, and the
+        # transducer (with the estimate) after: the whole ingress on a fresh parse.
+        "whole ingress (parse .. transducer), warm": median_s(lambda: whole(body), reps, budget_s),
     }  # fmt: skip
     return out
 
@@ -274,17 +280,16 @@ def chat_twin(body: bytes) -> bytes:
     return upstream
 
 
-def profile(proxy: Hydra, body_path: Path, seconds: float, out: Path) -> dict[str, Any]:
+def profile(proxy: Hydra, body_path: Path, seconds: float) -> dict[str, Any]:
     """py-spy on the proxy's worker while a client loops the body; samples summed by step."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not Path(spy).exists():
-        return {"skipped": "py-spy is not installed (pip install py-spy: the bench extra)"}
+    if profilelib.py_spy() is None:
+        return {"skipped": "py-spy is not installed (the bench extra)"}
     workers = [p for p in proc.tree(proxy.pid) if p != proxy.pid] or [proxy.pid]
-    raw = out.with_suffix(".pyspy.txt")
+    raw = Path(tempfile.mkdtemp(prefix="long-session-spy-")) / "pyspy.txt"
     job = {"kind": "throughput", "label": "profile", "url": proxy.url + MODE.path,
            "protocol": "anthropic", "body": None, "body_path": str(body_path),
            "headers": request_headers("anthropic"), "concurrency": 1, "warmup_s": 0.5,
-           "window_s": seconds + 1.0, "drain_s": 2.0, "settle_s": 0.0, "max_requests": 100_000,
+           "window_s": seconds + 1.5, "drain_s": 2.0, "settle_s": 0.0, "max_requests": 100_000,
            "pause_s": 0.0, "request_timeout_s": 60.0, "pids": [], "upstream_pids": []}  # fmt: skip
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCHES), str(REPO / "python")]))
@@ -294,57 +299,25 @@ def profile(proxy: Hydra, body_path: Path, seconds: float, out: Path) -> dict[st
     client.stdin.write(orjson.dumps([job]))
     client.stdin.close()
     time.sleep(1.0)
-    spied = subprocess.run(
-        [spy, "record", "--format", "raw", "--rate", "500", "--nonblocking",
-         "--duration", str(int(seconds)), "--output", str(raw), "--pid", str(workers[0])],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    spied = profilelib.record(workers[0], seconds, raw)
     client.wait(timeout=seconds + 60)
-    if spied.returncode != 0 or not raw.exists():
-        return {"skipped": f"py-spy failed: {spied.stderr[-500:]}"}
-    return {"raw": str(raw.relative_to(REPO)) if raw.is_relative_to(REPO) else str(raw),
-            **collapse(raw.read_text())}  # fmt: skip
+    if "skipped" in spied:
+        return spied
+    summary = profilelib.collapse(raw.read_text(), STEP_FRAMES, OTHER)
+    shutil.rmtree(raw.parent, ignore_errors=True)
+    return summary
 
 
-# Steps by the function a sample's stack passes through (the first match from the leaf).
-STEP_FRAMES = (
+# Steps by a function on the sample's stack (the first row that matches wins).
+STEP_FRAMES: profilelib.Steps = (
     ("token estimate", ("estimate_input_tokens", "count_tokens", "text_tokens")),
-    ("translate to Chat", ("write_request", "chat_request", "_write_chat")),
-    ("parse (orjson.loads)", ("parse_object",)),
+    ("translate to Chat", ("write_request", "chat_request_from_messages")),
+    ("parse and route (ingress plan)", ("parse_object", "request_traits", "ingress/messages.py")),
     ("read the client's body", ("read_json_body", "read_body")),
-    ("send upstream", ("http1", "send_request", "open_stream")),
-    ("relay", ("relay",)),
+    ("send upstream, read its reply", ("http1.py", "upstream.py")),
+    ("relay the stream", ("relay.py",)),
 )
-
-
-def collapse(text: str) -> dict[str, Any]:
-    """py-spy's raw output (`frame;frame;... count`) summed by step and by leaf function."""
-    by_step: dict[str, int] = {}
-    by_leaf: dict[str, int] = {}
-    total = 0
-    for line in text.splitlines():
-        stack, _, count_text = line.rpartition(" ")
-        if not stack or not count_text.isdigit():
-            continue
-        count = int(count_text)
-        total += count
-        frames = stack.split(";")
-        step = "other (event loop, granian, ASGI)"
-        for name, needles in STEP_FRAMES:
-            if any(any(n in f for n in needles) for f in frames):
-                step = name
-                break
-        by_step[step] = by_step.get(step, 0) + count
-        leaf = frames[-1].split(" (")[0]
-        by_leaf[leaf] = by_leaf.get(leaf, 0) + count
-    top = sorted(by_leaf.items(), key=lambda kv: -kv[1])[:15]
-    return {
-        "samples": total,
-        "by_step": {k: v / total for k, v in sorted(by_step.items(), key=lambda kv: -kv[1])}
-        if total
-        else {},
-        "top_leaves": [(k, v / total) for k, v in top] if total else [],
-    }
+OTHER = "other (event loop, granian, ASGI, accounting)"
 
 
 # -- the run ---------------------------------------------------------------------------------
@@ -362,7 +335,7 @@ def run(sizes: tuple[int, ...], quick: bool, with_profile: bool, out: Path) -> d
             path.write_bytes(orjson.dumps(request))
             path.with_suffix(".chat.json").write_bytes(chat_twin(path.read_bytes()))
             bodies[size] = path
-            in_process[size] = steps(path.read_bytes(), 5 if quick else 60, 2.0 if quick else 20.0)
+            in_process[size] = steps(path.read_bytes(), 5 if quick else 30, 2.0 if quick else 5.0)
         mock = Mock("--mode", "instant", "--chunks", "16")
         mock.start()
         proxy = Hydra(mock.url, "native")
@@ -373,9 +346,7 @@ def run(sizes: tuple[int, ...], quick: bool, with_profile: bool, out: Path) -> d
             jobs, meta = ttfb_jobs(bodies, proxy, mock, warm, window)
             results = run_client(jobs, sum(j["warmup_s"] + j["window_s"] + 20 for j in jobs) + 60)
             spied = (
-                profile(proxy, bodies[max(sizes)], 3.0 if quick else 10.0, out / "long_session")
-                if with_profile
-                else None
+                profile(proxy, bodies[max(sizes)], 3.0 if quick else 10.0) if with_profile else None
             )
         finally:
             proxy.stop()
