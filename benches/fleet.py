@@ -49,6 +49,7 @@ sys.path[:0] = [str(BENCHES), str(REPO / "tests")]
 import anthropic_grammar  # noqa: E402
 import loadlib_proc as proc  # noqa: E402
 import profilelib  # noqa: E402
+from chat_chunks import check_chunks  # noqa: E402
 from loadlib_servers import MODES, Hydra, Process, ServerError, _clean_env, request_headers  # noqa: E402
 
 CLIENT = BENCHES / "fleetlib_client.py"
@@ -66,13 +67,14 @@ class Plan:
     opens_per_s: float = 500.0  # the ramp: streams opened per second
     settle_s: float = 1.0  # after the ramp, before the window
     keep: int = 4  # streams per cell checked again by the full grammar
-    rest_s: float = 2.0  # between cells, then until the proxies are idle
+    rest_s: float = 2.0  # between cells, then until the proxies are idle ...
+    idle_wait_s: float = 10.0  # ... for at most this long
     profile: bool = False  # py-spy on the one-worker proxy at the largest load
 
     @staticmethod
     def quick() -> Plan:
         return Plan(loads=[20], workers=[1, 2], events=100, interval_ms=20, opens_per_s=200.0,
-                    settle_s=0.2, keep=4, rest_s=0.2)  # fmt: skip
+                    settle_s=0.2, keep=4, rest_s=0.2, idle_wait_s=1.0)  # fmt: skip
 
     def ramp_s(self, streams: int) -> float:
         return max(0.2, streams / self.opens_per_s)
@@ -150,18 +152,23 @@ def run_client(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_kept(keep_dir: Path, protocol: str, events: int) -> dict[str, Any]:
-    """The kept bodies by the full Anthropic grammar, their text against the upstream's."""
+    """The kept bodies by the test suite's own grammars (Anthropic, or Chat for the direct
+    runs), their text against the upstream's deltas."""
     checked, problems = 0, []
     for path in sorted(keep_dir.glob("stream-*.body")):
         body = path.read_bytes()
         path.unlink()
-        if protocol != "anthropic":
-            continue
         try:
-            rebuilt = anthropic_grammar.check(body)
-            assert rebuilt.complete, "no message_stop"
-            assert [b["type"] for b in rebuilt.content] == ["text"], rebuilt.content
-            stamps = rebuilt.content[0]["text"].split("~")[1::3]
+            if protocol == "anthropic":
+                rebuilt = anthropic_grammar.check(body)
+                assert rebuilt.complete, "no message_stop"
+                assert [b["type"] for b in rebuilt.content] == ["text"], rebuilt.content
+                text = rebuilt.content[0]["text"]
+            else:
+                chat = check_chunks(body)
+                assert chat["finish"] == "stop" and chat["tools"] == [], chat["finish"]
+                text = chat["text"]
+            stamps = text.split("~")[1::3]
             assert [s.split(".")[1] for s in stamps] == [str(i) for i in range(events)], stamps[:5]
             assert len({s.split(".")[0] for s in stamps}) == 1, "deltas of one upstream stream"
         except (AssertionError, KeyError, ValueError) as exc:
@@ -275,7 +282,8 @@ def run(plan: Plan) -> dict[str, Any]:
             if level % 2:  # the position in a round biases a cell: alternate the proxies
                 order = ["direct", *reversed(proxies)]
             for target in order:
-                settle([upstream.pid, *(p.pid for p in proxies.values())], plan.rest_s)
+                settle([upstream.pid, *(p.pid for p in proxies.values())], plan.rest_s,
+                       plan.idle_wait_s)  # fmt: skip
                 proxy = proxies.get(target)
                 port = proxy.port if proxy else upstream.port
                 pids = [proxy.pid] if proxy else []
