@@ -201,13 +201,16 @@ def warm(plan: Plan, proxies: dict[str, Hydra], upstream: Upstream, keep_dir: Pa
         run_client(spec)
 
 
-# Where a relayed event's time goes, by a function on the sample's stack (first match).
+# Where a relayed event's time goes, by the innermost frame on a sample's stack that names
+# a step. Without --native, time in Rust shows as the Python frame that called it: the
+# native feed in relay.py, granian's send in the accounting wrapper around it.
 STEP_FRAMES: profilelib.Steps = (
-    ("upstream read (http1 framing)", ("http1.py",)),
-    ("transducer feed (native)", ("feed (hydra_proxy/transducers", "transducers.py")),
-    ("relay loop (relay.py)", ("relay.py",)),
-    ("usage accounting", ("accounting.py", "usage/")),
-    ("request: ingress, token estimate", ("ingress/", "tokens.py", "attempts.py")),
+    ("write to the client (ASGI send into granian)", ("Account.watch",)),
+    ("relay: the native feed and its bookkeeping", ("relay.py",)),
+    ("read upstream (http1 framing, httptools)", ("http1.py",)),
+    ("usage accounting and metrics", ("accounting.py", "hydra_proxy/usage/")),
+    ("a request's own work (ingress, token estimate)", ("ingress/", "tokens.py", "attempts.py")),
+    ("granian's runtime (Rust: sockets, HTTP)", ("granian/",)),
 )
 
 

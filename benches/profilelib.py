@@ -2,8 +2,8 @@
 
 `record` runs ``py-spy record --format raw`` (collapsed stacks, one ``frame;frame;... N``
 line per distinct stack) on a pid for some seconds; `collapse` sums the samples by the
-first step whose function names appear on a stack (the caller's table, checked in order)
-and by leaf function. py-spy is the bench extra (``pip install -e '.[bench]'``); without it
+innermost frame on each stack that names a step (the caller's table: substrings of
+py-spy's ``function (file:line)`` frames), and by leaf function. py-spy is the bench extra (``pip install -e '.[bench]'``); without it
 the profile is reported as skipped.
 """
 
@@ -50,11 +50,15 @@ def collapse(text: str, steps: Steps, other: str = "other") -> dict[str, Any]:
         count = int(count_text)
         total += count
         frames = stack.split(";")
-        step = other
-        for name, needles in steps:
-            if any(needle in frame for frame in frames for needle in needles):
-                step = name
-                break
+        step = next(
+            (
+                name
+                for frame in reversed(frames)  # the innermost step on the stack wins
+                for name, needles in steps
+                if any(needle in frame for needle in needles)
+            ),
+            other,
+        )
         by_step[step] = by_step.get(step, 0) + count
         leaf = frames[-1]
         by_leaf[leaf] = by_leaf.get(leaf, 0) + count
