@@ -75,7 +75,13 @@ PEER_SERVERS = ("claude-code-router", "litellm")
 # Another checkout's python/ directory, side by side with this one (--alt-python DIR):
 # the same servers, named with an "-alt" suffix, only when asked for with --servers.
 # hydra-native-nousage: this checkout with the usage ledger and metrics off (their cost).
-VARIANT_SERVERS = ("hydra-native-alt", "hydra-python-alt", "hydra-native-nousage")
+# hydra-native-w2: two granian workers instead of one (what a second core buys).
+VARIANT_SERVERS = (
+    "hydra-native-alt",
+    "hydra-python-alt",
+    "hydra-native-nousage",
+    "hydra-native-w2",
+)
 ALT_PYTHON: Path | None = None
 PEER_INSTALL = {"claude-code-router": "ccr", "litellm": "litellm"}
 
@@ -240,6 +246,8 @@ def make_server(name: str, mock_url: str) -> Server:
         return Hydra(mock_url, "python")
     if name == "hydra-native-nousage":  # the usage ledger and metrics off: what they cost
         return Hydra(mock_url, "native", name=name, usage=False)
+    if name == "hydra-native-w2":
+        return Hydra(mock_url, "native", name=name, workers=2)
     if name in VARIANT_SERVERS:
         if ALT_PYTHON is None:
             raise ValueError(f"{name} needs --alt-python DIR")

@@ -251,10 +251,12 @@ class Hydra(Server):
         name: str | None = None,
         *,
         usage: bool = True,
+        workers: int = 1,
     ) -> None:
         super().__init__(mock_url)
         self.impl = impl
         self.usage = usage  # False: no ledger, no metrics (the usage accounting's cost)
+        self.workers = workers
         self.python_dir = python_dir or REPO / "python"
         self.name = name or f"hydra-{impl}"
 
@@ -285,7 +287,7 @@ class Hydra(Server):
         env["HYDRA_SIGNING_KEY_FILE"] = str(workdir / "signing-key")
         argv = [
             sys.executable, "-m", "hydra_proxy", "serve", "--port", str(self.port),
-            "--config", str(config), "--no-mock", "--impl", self.impl, "--workers", "1",
+            "--config", str(config), "--no-mock", "--impl", self.impl, "--workers", str(self.workers),
             "--log-level", "warning",
         ]  # fmt: skip
         return argv, env

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 
@@ -41,6 +42,21 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _workers(text: str) -> int:
+    """`--workers`: a count (the config checks its range), or `auto`: one per CPU this
+    process may run on."""
+    if text.strip().lower() == "auto":
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1)
+        )
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or auto") from None
+
+
 def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
@@ -63,7 +79,11 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--base-url", dest="base_url", help="base URL of the target provider")
     p.add_argument("--config", help="TOML config file with providers and routes (env HYDRA_CONFIG)")
-    p.add_argument("--workers", type=int, help="worker processes (default 1)")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        help="worker processes, or auto: one per CPU (default 1; bounds are per worker)",
+    )
     p.add_argument(
         "--spoof-model",
         dest="spoof_model",
