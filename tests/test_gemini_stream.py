@@ -34,8 +34,8 @@ from hydra_proxy.gemini.decoder import (
     MSG_ARGUMENTS_TOO_DEEP,
     MSG_BAD_JSON_PATH,
 )
-from hydra_proxy.gemini.request_writer import gemini_request_from_messages, gemini_target
-from hydra_proxy.gemini.response import message_from_gemini_response
+from hydra_proxy.gemini.request.writer import gemini_request_from_messages, gemini_target
+from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature, same_signature
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.stream.messages import MSG_CUT_OFF

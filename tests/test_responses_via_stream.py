@@ -30,7 +30,7 @@ from hydra_proxy import transducers
 from hydra_proxy.responses import reasoning
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text, name_table
-from hydra_proxy.responses.response import response_from_message
+from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import ToolNames, ToolOrigin
 
 KEY = b"responses-stream-test-key"

@@ -15,3 +15,7 @@ def request_id() -> str:
 
 def completion_id() -> str:
     return "chatcmpl-hydra" + os.urandom(12).hex()
+
+
+def response_id() -> str:
+    return "resp_hydra" + os.urandom(12).hex()

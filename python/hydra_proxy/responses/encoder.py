@@ -65,8 +65,8 @@ from ..stream.events import (
 from . import output as out
 from .context import ResponsesContext
 from .errors import response_error_code
+from .items import item_id, reasoning_item, response_status, responses_usage
 from .reasoning import Block
-from .response import item_id, reasoning_item, response_status, responses_usage
 from .tools import CUSTOM_INPUT_KEY, ToolNames, ToolOrigin
 
 __all__ = ["NameTable", "ResponsesEncoder", "echo_text", "name_table"]

@@ -21,10 +21,10 @@ from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config import Attempt, Provider, ProviderKind
 from ..errors import ProxyError, invalid_request
-from ..gemini.request_writer import gemini_path, gemini_request_from_messages, gemini_target
-from ..gemini.response import message_from_gemini_response
-from ..responses.request_writer import ResponsesTarget, responses_request_from_messages
-from ..responses.response import message_from_response
+from ..gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
+from ..gemini.response.reader import message_from_gemini_response
+from ..responses.request.writer import ResponsesTarget, responses_request_from_messages
+from ..responses.response.reader import message_from_response
 from ..signature import is_proxy_signature
 from .dialects import DIALECTS
 

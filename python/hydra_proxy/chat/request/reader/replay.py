@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from .... import continuation
-from .content import Block
+from ....canonical.content import Block
 
 __all__ = ["Replay", "restore_from_content", "restore_from_reasoning"]
 

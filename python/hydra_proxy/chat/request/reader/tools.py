@@ -1,38 +1,23 @@
-"""Tools, tool choice, and the ids and arguments of replayed tool calls.
+"""Tools and tool choice -> canonical tools and tool_choice.
 
 ``{"type": "function", "function": {name, description, parameters, strict}}`` ->
-``{name, description, input_schema}``: missing/empty ``parameters`` ->
-``{"type": "object", "properties": {}}``, a schema without ``type`` gets
-``"type": "object"``, another ``type`` is a 400; an empty description is omitted;
-duplicate names and names outside Anthropic's ``[A-Za-z0-9_-]{1,128}`` are a 400 (a
-renamed tool could not be mapped back in the response). ``tool_choice``: ``"none"`` ->
-``{"type": "none"}``, ``"auto"`` -> auto, ``"required"`` -> any, a named function -> tool,
-``allowed_tools`` -> only those tools are sent, with auto/any for its mode;
-``none``/``auto`` without tools are dropped, ``required``/named without tools are a 400.
-``parallel_tool_calls: false`` -> ``disable_parallel_tool_use: true`` (on an auto tool
-choice when none was given; not with ``none``).
-
-Tool call ids are kept verbatim when they match Anthropic's ``[A-Za-z0-9_-]+``; any other
-id is replaced by ``call_`` + 24 hex digits of its SHA-256 (`tool_id`, `hashed_id`).
-``arguments``: a JSON object string, ``""``/whitespace -> ``{}``, an object given directly
-is accepted (`read_arguments`).
+``{name, description, input_schema}`` (the schema as `canonical.tools.input_schema`
+makes it); an empty description is omitted; duplicate names and names outside
+Anthropic's ``[A-Za-z0-9_-]{1,128}`` are a 400 (a renamed tool could not be mapped back in
+the response). ``tool_choice``: ``"none"`` -> ``{"type": "none"}``, ``"auto"`` -> auto,
+``"required"`` -> any, a named function -> tool, ``allowed_tools`` -> only those tools are
+sent, with auto/any for its mode; without tools, and with ``parallel_tool_calls``, as
+`canonical.tools.settle_tool_choice` says.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any
 
-import orjson
+from ....canonical.fields import bad, type_name
+from ....canonical.tools import TOOL_NAME, input_schema, settle_tool_choice
 
-from .validation import bad, type_name
-
-__all__ = ["hashed_id", "read_arguments", "read_tool_choice", "read_tools", "tool_id"]
-
-
-_TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+__all__ = ["read_tool_choice", "read_tools"]
 
 
 def read_tools(value: Any) -> list[dict[str, Any]]:
@@ -57,7 +42,7 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
         if not isinstance(function, dict):
             raise bad(f"{path}.function", "required: an object with name and parameters")
         name = function.get("name")
-        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise bad(
                 f"{path}.function.name",
                 "must be 1-128 characters of letters, digits, '_' and '-'",
@@ -71,25 +56,11 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
             raise bad(f"{path}.function.description", "must be a string")
         if description:
             converted["description"] = description
-        converted["input_schema"] = _input_schema(function.get("parameters"), path)
+        converted["input_schema"] = input_schema(
+            function.get("parameters"), f"{path}.function.parameters"
+        )
         out.append(converted)
     return out
-
-
-def _input_schema(parameters: Any, path: str) -> dict[str, Any]:
-    if parameters is None or parameters == {}:
-        return {"type": "object", "properties": {}}
-    if not isinstance(parameters, dict):
-        raise bad(f"{path}.function.parameters", "must be a JSON Schema object")
-    schema_type = parameters.get("type")
-    if schema_type is None:
-        return {"type": "object", **parameters}
-    if schema_type != "object":
-        raise bad(
-            f"{path}.function.parameters.type",
-            f"the parameters schema must be of type 'object', not {schema_type!r}",
-        )
-    return parameters
 
 
 def read_tool_choice(
@@ -124,14 +95,7 @@ def read_tool_choice(
             raise bad("tool_choice.type", f"unsupported tool choice type {ctype!r}")
     else:
         raise bad("tool_choice", f"must be a string or an object, got {type_name(value)}")
-    if not tools:
-        if choice is not None and choice["type"] in ("any", "tool"):
-            raise bad("tool_choice", "requires tools")
-        return tools, None
-    if parallel is False and (choice is None or choice["type"] != "none"):
-        choice = {"type": "auto"} if choice is None else dict(choice)
-        choice["disable_parallel_tool_use"] = True
-    return tools, choice
+    return settle_tool_choice(tools, choice, parallel, "requires tools")
 
 
 def _allowed_tools(
@@ -159,29 +123,3 @@ def _allowed_tools(
             keep.append(name)
     kept = [tool for tool in tools if tool["name"] in keep]
     return kept, {"type": "auto" if mode == "auto" else "any"}
-
-
-def tool_id(call_id: str) -> str:
-    return call_id if _TOOL_ID.fullmatch(call_id) else hashed_id(call_id)
-
-
-def hashed_id(seed: str) -> str:
-    return "call_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-def read_arguments(value: Any, path: str) -> dict[str, Any]:
-    if value is None:
-        raise bad(path, "required: a JSON object as a string")
-    if isinstance(value, dict):
-        return value
-    if not isinstance(value, str):
-        raise bad(path, f"must be a string holding a JSON object, got {type_name(value)}")
-    if not value.strip():
-        return {}
-    try:
-        parsed = orjson.loads(value)
-    except orjson.JSONDecodeError as exc:
-        raise bad(path, f"is not valid JSON ({exc})") from None
-    if not isinstance(parsed, dict):
-        raise bad(path, f"must be a JSON object, got {type_name(parsed)}")
-    return parsed

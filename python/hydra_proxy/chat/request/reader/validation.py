@@ -24,12 +24,11 @@ not read: the route decides the upstream model (`MessagesTarget.model`).
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
-from ..common import bad
+from ....canonical.fields import bad, is_int, is_number, type_name
 
-__all__ = ["bad", "is_int", "is_number", "refuse_unsupported", "type_name"]
+__all__ = ["refuse_unsupported"]
 
 log = logging.getLogger(__name__)
 
@@ -52,34 +51,6 @@ _DROPPED_FIELDS = frozenset(
         "safety_identifier",
     }
 )
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value)
 
 
 def refuse_unsupported(body: dict[str, Any]) -> None:

@@ -1,0 +1,73 @@
+"""Checking a request's fields: the 400 that names a field, and the tests behind it.
+
+Every reader and writer refuses bad input with `bad`: a 400 ``invalid_request_error``
+whose `param` is the field's path in the client's notation (``messages[2].content[0]``
+for OpenAI clients, ``messages.3.content.1`` for Anthropic ones) and whose message starts
+with that path, so a client sees at once which field to fix.
+
+`part_type` and `part_text` read a content part of an OpenAI request (an object with a
+``type``, text under ``text`` or ``refusal``): the Chat and Responses readers share them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import ProxyError, invalid_request
+
+__all__ = ["bad", "is_int", "is_number", "part_text", "part_type", "type_name"]
+
+
+def bad(path: str, problem: str) -> ProxyError:
+    """A 400 for the request field at `path` (the message starts with the path)."""
+    return invalid_request(f"{path}: {problem}", path)
+
+
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, for "must be X, got Y" messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def is_int(value: Any) -> bool:
+    """A JSON integer (``true`` is not one, though Python says so)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    """A finite JSON number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
+
+
+def part_type(part: Any, path: str) -> str:
+    """The ``type`` of a client content part (an object with a non-empty string type)."""
+    if not isinstance(part, dict):
+        raise bad(path, f"must be an object, got {type_name(part)}")
+    ptype = part.get("type")
+    if not isinstance(ptype, str) or not ptype:
+        raise bad(f"{path}.type", "required")
+    return ptype
+
+
+def part_text(part: dict[str, Any], path: str, key: str) -> str:
+    """The string under `key` of a client content part."""
+    text = part.get(key)
+    if not isinstance(text, str):
+        raise bad(f"{path}.{key}", f"must be a string, got {type_name(text)}")
+    return text

@@ -1,0 +1,165 @@
+"""Tools of the canonical request: ids, schemas and tool choice, read and written.
+
+Readers: tool names must be 1-128 characters of ``[A-Za-z0-9_-]`` (`TOOL_NAME`,
+Anthropic's rule; a renamed tool could not be mapped back in the reply). A parameters
+schema that is missing or ``{}`` -> ``{"type": "object", "properties": {}}``, one without
+``type`` gets ``"type": "object"``, another ``type`` is a 400 (`input_schema`). A forced
+tool choice without tools is a 400, ``none``/``auto`` without tools are dropped, and
+``parallel_tool_calls: false`` -> ``disable_parallel_tool_use: true`` (on an auto choice
+when none was given; not with ``none``) (`settle_tool_choice`). Tool call ids are kept
+when they match Anthropic's ``[A-Za-z0-9_-]+``; any other id is replaced by ``call_`` + 24
+hex digits of its SHA-256 (`tool_id`, `hashed_id`).
+
+Writers: a tool with a ``type`` other than ``custom`` and no ``input_schema`` is an
+Anthropic server tool (web search, code execution, bash, text editor, computer, MCP
+toolset...), and a non-empty ``mcp_servers`` is the server-side MCP connector: no other
+upstream can run them, so both are a 400 naming them (dropping them would hide it).
+``tool_choice`` is read by `read_tool_choice`; each writer maps its type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from .fields import bad
+
+__all__ = [
+    "TOOL_NAME",
+    "CustomTool",
+    "custom_tools",
+    "hashed_id",
+    "input_schema",
+    "read_tool_choice",
+    "refuse_mcp_servers",
+    "settle_tool_choice",
+    "tool_id",
+]
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+# -- readers
+
+
+def tool_id(call_id: str) -> str:
+    """The id a client's tool call is sent with."""
+    return call_id if _TOOL_ID.fullmatch(call_id) else hashed_id(call_id)
+
+
+def hashed_id(seed: str) -> str:
+    return "call_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def input_schema(parameters: Any, path: str) -> dict[str, Any]:
+    """A tool's parameters schema (at `path`) as an Anthropic ``input_schema``."""
+    if parameters is None or parameters == {}:
+        return {"type": "object", "properties": {}}
+    if not isinstance(parameters, dict):
+        raise bad(path, "must be a JSON Schema object")
+    schema_type = parameters.get("type")
+    if schema_type is None:
+        return {"type": "object", **parameters}
+    if schema_type != "object":
+        raise bad(
+            f"{path}.type",
+            f"the parameters schema must be of type 'object', not {schema_type!r}",
+        )
+    return parameters
+
+
+def settle_tool_choice(
+    tools: list[dict[str, Any]], choice: dict[str, Any] | None, parallel: bool | None, needs: str
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The tools and the Anthropic tool_choice to send (`needs`: the 400 of a forced
+    choice without tools, "requires ...")."""
+    if not tools:
+        if choice is not None and choice["type"] in ("any", "tool"):
+            raise bad("tool_choice", needs)
+        return tools, None
+    if parallel is False and (choice is None or choice["type"] != "none"):
+        choice = {"type": "auto"} if choice is None else dict(choice)
+        choice["disable_parallel_tool_use"] = True
+    return tools, choice
+
+
+# -- writers
+
+
+@dataclass(frozen=True)
+class CustomTool:
+    """A client-defined tool of the canonical request, checked."""
+
+    name: str
+    description: Any  # as given: each writer keeps what its upstream accepts
+    schema: dict[str, Any]  # the input_schema
+    path: str  # "tools.<i>"
+
+
+def custom_tools(value: Any, upstream: str) -> list[CustomTool]:
+    """The request's tools; server tools are a 400 (`upstream` names who cannot run them)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise bad("tools", "must be a list of tools")
+    tools: list[CustomTool] = []
+    for i, tool in enumerate(value):
+        path = f"tools.{i}"
+        if not isinstance(tool, dict):
+            raise bad(path, "tool must be an object")
+        ttype = tool.get("type")
+        name = tool.get("name")
+        schema = tool.get("input_schema")
+        if ttype not in (None, "custom") and schema is None:
+            raise bad(
+                path,
+                f"tool {name!r} is an Anthropic server tool (type {ttype!r}); {upstream} "
+                "cannot run server tools. Remove it, or route this model to Anthropic.",
+            )
+        if not isinstance(name, str) or not name:
+            raise bad(f"{path}.name", "tool needs a name")
+        if not isinstance(schema, dict):
+            raise bad(f"{path}.input_schema", f"tool {name!r} needs an input_schema object")
+        tools.append(CustomTool(name, tool.get("description"), schema, path))
+    return tools
+
+
+def refuse_mcp_servers(value: Any, upstream: str) -> None:
+    if isinstance(value, list) and value:
+        raise bad(
+            "mcp_servers",
+            f"{upstream} cannot connect to MCP servers (a server-side Anthropic feature); "
+            "define the MCP tools on the client instead",
+        )
+
+
+def read_tool_choice(value: Any, names: Collection[str]) -> tuple[str | None, str | None, bool]:
+    """(type, tool name, parallel calls off) of the request's ``tool_choice``.
+
+    The type is auto, any, none or tool (with the name of one of `names`, checked when
+    there are any); None when there is no choice, or one of a type no writer maps.
+    """
+    if value is None:
+        return None, None, False
+    if not isinstance(value, dict):
+        raise bad("tool_choice", "must be an object")
+    parallel_off = value.get("disable_parallel_tool_use") is True
+    ctype = value.get("type")
+    if ctype in ("auto", "any", "none"):
+        return ctype, None, parallel_off
+    if ctype == "tool":
+        name = value.get("name")
+        if not isinstance(name, str) or not name:
+            raise bad("tool_choice.name", "tool_choice of type tool needs a name")
+        if names and name not in names:
+            raise bad("tool_choice.name", f"no tool named {name!r} in tools")
+        return ctype, name, parallel_off
+    log.debug("ignored tool_choice of type %r", ctype)
+    return None, None, parallel_off
