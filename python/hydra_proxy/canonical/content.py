@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from .fields import bad
+from .fields import bad, required_string
 
 __all__ = [
     "THINKING_TYPES",
@@ -37,10 +37,7 @@ THINKING_TYPES = ("thinking", "redacted_thinking")
 def block_type(block: Any, path: str) -> str:
     if not isinstance(block, dict):
         raise bad(path, "content block must be an object")
-    btype = block.get("type")
-    if not isinstance(btype, str) or not btype:
-        raise bad(f"{path}.type", "content block type is required")
-    return btype
+    return required_string(block.get("type"), f"{path}.type", "content block type is required")
 
 
 def content_blocks(content: Any, path: str) -> list[Any]:
@@ -70,12 +67,8 @@ def text_of(block: dict[str, Any], path: str) -> str:
 
 def tool_call(block: dict[str, Any], path: str) -> tuple[str, str]:
     """(id, name) of a tool_use block."""
-    call_id = block.get("id")
-    name = block.get("name")
-    if not isinstance(call_id, str) or not call_id:
-        raise bad(f"{path}.id", "tool_use block needs an id")
-    if not isinstance(name, str) or not name:
-        raise bad(f"{path}.name", "tool_use block needs a name")
+    call_id = required_string(block.get("id"), f"{path}.id", "tool_use block needs an id")
+    name = required_string(block.get("name"), f"{path}.name", "tool_use block needs a name")
     return call_id, name
 
 

@@ -12,11 +12,21 @@ with that path, so a client sees at once which field to fix.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ProxyError, invalid_request
 
-__all__ = ["bad", "is_int", "is_number", "part_text", "part_type", "type_name"]
+__all__ = [
+    "bad",
+    "each_object",
+    "is_int",
+    "is_number",
+    "part_text",
+    "part_type",
+    "required_string",
+    "type_name",
+]
 
 
 def bad(path: str, problem: str) -> ProxyError:
@@ -24,23 +34,43 @@ def bad(path: str, problem: str) -> ProxyError:
     return invalid_request(f"{path}: {problem}", path)
 
 
+# bool before int: True is an int to Python, not to JSON.
+_JSON_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def type_name(value: Any) -> str:
     """The JSON name of a value's type, for "must be X, got Y" messages."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
+
+
+def required_string(value: Any, path: str, problem: str) -> str:
+    """`value` when it is a non-empty string; else a 400 at `path` saying `problem`."""
+    if not isinstance(value, str) or not value:
+        raise bad(path, problem)
+    return value
+
+
+def each_object(value: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, object) of each item of the array at `path`, which holds objects only."""
+    if not isinstance(value, list):
+        raise bad(path, f"must be an array, got {type_name(value)}")
+    for i, item in enumerate(value):
+        item_path = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            raise bad(item_path, f"must be an object, got {type_name(item)}")
+        yield item_path, item
 
 
 def is_int(value: Any) -> bool:
@@ -59,10 +89,7 @@ def part_type(part: Any, path: str) -> str:
     """The ``type`` of a client content part (an object with a non-empty string type)."""
     if not isinstance(part, dict):
         raise bad(path, f"must be an object, got {type_name(part)}")
-    ptype = part.get("type")
-    if not isinstance(ptype, str) or not ptype:
-        raise bad(f"{path}.type", "required")
-    return ptype
+    return required_string(part.get("type"), f"{path}.type", "required")
 
 
 def part_text(part: dict[str, Any], path: str, key: str) -> str:

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from .content import Block
-from .fields import bad
+from .fields import bad, required_string
 
 __all__ = ["file_block", "image_block_from_url"]
 
@@ -49,9 +49,9 @@ def file_block(value: Any, path: str) -> Block:
             "uploaded OpenAI files cannot be read through this proxy; send file_data instead",
         )
     data_path = f"{path}.file_data"
-    file_data = value.get("file_data")
-    if not isinstance(file_data, str) or not file_data:
-        raise bad(data_path, "required: a data: URL (data:application/pdf;base64,...)")
+    file_data = required_string(
+        value.get("file_data"), data_path, "required: a data: URL (data:application/pdf;base64,...)"
+    )
     filename = value.get("filename")
     if filename is not None and not isinstance(filename, str):
         raise bad(f"{path}.filename", "must be a string")

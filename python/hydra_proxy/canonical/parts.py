@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .content import block_type, content_blocks, each_block, fallback_text, text_of
-from .fields import bad
+from .fields import bad, required_string
 
 __all__ = ["MISSING_TOOL_RESULT", "Part", "Parts", "ToolResult", "match_results"]
 
@@ -122,17 +122,17 @@ class Parts(ABC):
             raise bad(spath, "image source must be an object of type base64 or url")
         stype = source.get("type")
         if stype == "base64":
-            media_type = source.get("media_type")
-            data = source.get("data")
-            if not isinstance(media_type, str) or not media_type:
-                raise bad(f"{spath}.media_type", "base64 image source needs a media_type")
-            if not isinstance(data, str) or not data:
-                raise bad(f"{spath}.data", "base64 image source needs data")
+            media_type = required_string(
+                source.get("media_type"),
+                f"{spath}.media_type",
+                "base64 image source needs a media_type",
+            )
+            data = required_string(
+                source.get("data"), f"{spath}.data", "base64 image source needs data"
+            )
             return self.base64_image(media_type, data)
         if stype == "url":
-            url = source.get("url")
-            if not isinstance(url, str) or not url:
-                raise bad(f"{spath}.url", "url image source needs a url")
+            url = required_string(source.get("url"), f"{spath}.url", "url image source needs a url")
             return self.url_image(url)
         raise bad(
             spath,
@@ -147,23 +147,23 @@ class Parts(ABC):
         stype = source.get("type")
         title = block.get("title") if isinstance(block.get("title"), str) else None
         if stype == "base64":
-            data = source.get("data")
-            if not isinstance(data, str) or not data:
-                raise bad(f"{spath}.data", "base64 document source needs data")
+            data = required_string(
+                source.get("data"), f"{spath}.data", "base64 document source needs data"
+            )
             media_type = source.get("media_type")
             if not isinstance(media_type, str) or not media_type:
                 media_type = "application/pdf"
             return [self.base64_document(media_type, data, title)]
         if stype == "url" and self.takes_document_urls:
-            url = source.get("url")
-            if not isinstance(url, str) or not url:
-                raise bad(f"{spath}.url", "url document source needs a url")
+            url = required_string(
+                source.get("url"), f"{spath}.url", "url document source needs a url"
+            )
             return [self.url_document(url)]
         if stype == "text":
-            data = source.get("data")
-            if not isinstance(data, str):
+            plain = source.get("data")
+            if not isinstance(plain, str):
                 raise bad(f"{spath}.data", "text document source needs data")
-            text = f"{title}\n\n{data}" if title else data
+            text = f"{title}\n\n{plain}" if title else plain
             return [self.text(text)] if text.strip() else []
         if stype == "content":
             cpath = f"{spath}.content"
@@ -190,9 +190,11 @@ class Parts(ABC):
         results: list[tuple[str, dict[str, Any], str]] = []
         for btype, block, bpath in each_block(blocks, path):
             if btype == "tool_result":
-                call_id = block.get("tool_use_id")
-                if not isinstance(call_id, str) or not call_id:
-                    raise bad(f"{bpath}.tool_use_id", "tool_result block needs a tool_use_id")
+                call_id = required_string(
+                    block.get("tool_use_id"),
+                    f"{bpath}.tool_use_id",
+                    "tool_result block needs a tool_use_id",
+                )
                 results.append((call_id, block, bpath))
             else:
                 parts.extend(self.user_parts(block, btype, bpath))

@@ -1,8 +1,8 @@
 """The canonical request a reader writes, from what the client asked for.
 
 A reader reads its protocol's fields into a `Requested` (each field checked, in canonical
-terms); `canonical_request` then applies the rules that tie the fields together, the
-same for every client protocol:
+terms) and its conversation into a `turns.TurnBuilder`; `canonical_request` then applies
+the rules that tie them together, the same for every client protocol:
 
 - ``max_tokens`` defaults to `MessagesTarget.default_max_tokens` and is clamped to
   `MessagesTarget.max_tokens_limit` (after `thinking.fit_budget` has made room for the
@@ -25,6 +25,8 @@ same for every client protocol:
 - Prompt caching asked for (`Requested.cache`) -> Anthropic's top-level ``cache_control:
   {"type": "ephemeral"}`` (automatic caching: the breakpoint goes on the last cacheable
   block), since Anthropic, unlike OpenAI, caches nothing unasked.
+- A JSON object asked for (Anthropic has no "any JSON object" mode) ->
+  `JSON_OBJECT_INSTRUCTION` after the system texts.
 - No user or assistant message with content left -> a 400 naming the client's
   conversation field.
 """
@@ -37,9 +39,10 @@ from typing import Any
 
 from .content import THINKING_TYPES
 from .fields import bad
+from .params import JSON_OBJECT_INSTRUCTION
 from .target import MessagesTarget
 from .thinking import fit_budget, loop_starts_with_thinking, strip_final_thinking
-from .turns import Turn, finish_turns, strip_final_whitespace
+from .turns import TurnBuilder, finish_turns, strip_final_whitespace
 
 __all__ = ["CanonicalRequest", "Requested", "canonical_request"]
 
@@ -49,12 +52,8 @@ trace = logging.getLogger("hydra_proxy.continuation")
 
 @dataclass
 class Requested:
-    """A client request read into canonical terms, before the rules that tie them."""
+    """What a client request asks for, in canonical terms (a reader fills it in)."""
 
-    turns: list[Turn]
-    system: list[str]
-    system_separator: str  # how the system texts are joined
-    conversation: str  # the client's field the turns came from ("messages", "input")
     stream: bool
     max_tokens: int | None = None
     thinking: dict[str, Any] | None = None
@@ -66,6 +65,7 @@ class Requested:
     top_p: float | None = None
     top_k: int | None = None
     output_format: dict[str, Any] | None = None
+    json_object: bool = False  # the reply must be a JSON object (no schema given)
     user_id: str | None = None
     cache: bool = False  # the client wants its prompt prefix cached
 
@@ -77,10 +77,12 @@ class CanonicalRequest:
     thinking_disabled: bool  # thinking off: the tool loop's thinking was not restorable
 
 
-def canonical_request(asked: Requested, target: MessagesTarget) -> CanonicalRequest:
-    """The Anthropic Messages request for `asked`, written for `target`."""
+def canonical_request(
+    asked: Requested, conversation: TurnBuilder, target: MessagesTarget
+) -> CanonicalRequest:
+    """The Anthropic Messages request for `asked` and `conversation`, written for `target`."""
     thinking = asked.thinking
-    turns = asked.turns
+    turns = conversation.finish()
     thinking_disabled = False
     choice = asked.tool_choice
     forced = choice is not None and choice["type"] in ("any", "tool")
@@ -110,10 +112,13 @@ def canonical_request(asked: Requested, target: MessagesTarget) -> CanonicalRequ
     strip_final_whitespace(turns)
     messages = finish_turns(turns)
     if not messages:
-        raise bad(asked.conversation, "no user or assistant message with content is left to send")
+        raise bad(conversation.field, "no user or assistant message with content is left to send")
 
     out: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens}
-    system = asked.system_separator.join(asked.system)
+    texts = conversation.system
+    if asked.json_object:
+        texts = [*texts, JSON_OBJECT_INSTRUCTION]
+    system = conversation.system_separator.join(texts)
     if system:
         out["system"] = system
     out["messages"] = messages

@@ -1,7 +1,9 @@
 """Tools of the canonical request: ids, schemas and tool choice, read and written.
 
 Readers: tool names must be 1-128 characters of ``[A-Za-z0-9_-]`` (`TOOL_NAME`,
-Anthropic's rule; a renamed tool could not be mapped back in the reply). A parameters
+Anthropic's rule; a renamed tool could not be mapped back in the reply). The
+``tool_choice`` strings of both OpenAI APIs: ``"none"`` -> none, ``"auto"`` -> auto,
+``"required"`` -> any (`openai_tool_choice`). A parameters
 schema that is missing or ``{}`` -> ``{"type": "object", "properties": {}}``, one without
 ``type`` gets ``"type": "object"``, another ``type`` is a 400 (`input_schema`). A forced
 tool choice without tools is a 400, ``none``/``auto`` without tools are dropped, and
@@ -26,7 +28,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import bad
+from .fields import bad, required_string
 
 __all__ = [
     "TOOL_NAME",
@@ -34,6 +36,7 @@ __all__ = [
     "custom_tools",
     "hashed_id",
     "input_schema",
+    "openai_tool_choice",
     "read_tool_choice",
     "refuse_mcp_servers",
     "settle_tool_choice",
@@ -73,6 +76,16 @@ def input_schema(parameters: Any, path: str) -> dict[str, Any]:
             f"the parameters schema must be of type 'object', not {schema_type!r}",
         )
     return parameters
+
+
+def openai_tool_choice(value: str, or_else: str) -> dict[str, Any]:
+    """An OpenAI ``tool_choice`` string as the Anthropic one (`or_else`: what else the
+    client's protocol accepts, for the 400 of any other string)."""
+    if value in ("none", "auto"):
+        return {"type": value}
+    if value == "required":
+        return {"type": "any"}
+    raise bad("tool_choice", f"must be 'none', 'auto', 'required' or {or_else}")
 
 
 def settle_tool_choice(
@@ -123,8 +136,7 @@ def custom_tools(value: Any, upstream: str) -> list[CustomTool]:
                 f"tool {name!r} is an Anthropic server tool (type {ttype!r}); {upstream} "
                 "cannot run server tools. Remove it, or route this model to Anthropic.",
             )
-        if not isinstance(name, str) or not name:
-            raise bad(f"{path}.name", "tool needs a name")
+        name = required_string(name, f"{path}.name", "tool needs a name")
         if not isinstance(schema, dict):
             raise bad(f"{path}.input_schema", f"tool {name!r} needs an input_schema object")
         tools.append(CustomTool(name, tool.get("description"), schema, path))
@@ -155,9 +167,9 @@ def read_tool_choice(value: Any, names: Collection[str]) -> tuple[str | None, st
     if ctype in ("auto", "any", "none"):
         return ctype, None, parallel_off
     if ctype == "tool":
-        name = value.get("name")
-        if not isinstance(name, str) or not name:
-            raise bad("tool_choice.name", "tool_choice of type tool needs a name")
+        name = required_string(
+            value.get("name"), "tool_choice.name", "tool_choice of type tool needs a name"
+        )
         if names and name not in names:
             raise bad("tool_choice.name", f"no tool named {name!r} in tools")
         return ctype, name, parallel_off

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .content import THINKING_TYPES, Block
-from .fields import bad, type_name
+from .fields import bad, required_string, type_name
 from .tools import hashed_id, tool_id
 
 __all__ = [
@@ -40,7 +40,6 @@ __all__ = [
     "finish_turns",
     "read_content",
     "strip_final_whitespace",
-    "tool_result",
 ]
 
 # The user turn put before a conversation that starts with an assistant turn.
@@ -64,13 +63,20 @@ class Turn:
 class CallWords:
     """How a client protocol's 400s name a call and its answer."""
 
+    no_id: str  # an answer without the id of its call
     repeated: str  # an answer to a call that was answered already
     stray: str  # an answer to no call of the latest assistant turn
     unanswered: str  # a call without its answer; "{call_id!r}" stands for the call
 
 
 class TurnBuilder:
-    """System texts and turns in the client's order, and the calls they link."""
+    """System texts and turns in the client's order, and the calls they link.
+
+    A reader subclasses it for its protocol's conversation field.
+    """
+
+    field = "messages"  # the client's field the turns come from (a 400 names it)
+    system_separator = "\n\n"  # how the system texts are joined
 
     def __init__(self, words: CallWords) -> None:
         self.words = words
@@ -110,6 +116,34 @@ class TurnBuilder:
         self.answered.add(call_id)
         return sent_id
 
+    def add_result(
+        self,
+        call_id: Any,
+        id_path: str,
+        content: Any,
+        content_path: str,
+        read_part: PartReader,
+        *,
+        required: bool,
+    ) -> None:
+        """An answer to a call (its id at `id_path`, its content at `content_path`: a string
+        or parts; `required`: no content at all is a 400) as a tool_result of the user turn."""
+        call_id = required_string(call_id, id_path, self.words.no_id)
+        result: Block = {"type": "tool_result", "tool_use_id": self.answer_call(call_id, id_path)}
+        if isinstance(content, str):
+            if content.strip():
+                result["content"] = content
+        elif isinstance(content, list):
+            blocks = read_content(content, content_path, read_part)
+            if blocks:
+                result["content"] = blocks
+        elif content is not None or required:
+            raise bad(
+                content_path,
+                f"must be a string or an array of content parts, got {type_name(content)}",
+            )
+        self.user_turn().results.append(result)
+
     def check_answered(self) -> None:
         if self.pending:
             call_id, (id_path, _) = next(iter(self.pending.items()))
@@ -146,24 +180,6 @@ def read_content(content: Any, path: str, read_part: PartReader) -> list[Block]:
         if block is not None:
             blocks.append(block)
     return blocks
-
-
-def tool_result(
-    sent_id: str, content: Any, path: str, read_part: PartReader, *, required: bool
-) -> Block:
-    """The tool_result block of an answer whose content (at `path`) is a string or parts;
-    blank content is left out (`required`: no content at all is a 400)."""
-    result: Block = {"type": "tool_result", "tool_use_id": sent_id}
-    if isinstance(content, str):
-        if content.strip():
-            result["content"] = content
-    elif isinstance(content, list):
-        blocks = read_content(content, path, read_part)
-        if blocks:
-            result["content"] = blocks
-    elif content is not None or required:
-        raise bad(path, f"must be a string or an array of content parts, got {type_name(content)}")
-    return result
 
 
 def strip_final_whitespace(turns: list[Turn]) -> None:

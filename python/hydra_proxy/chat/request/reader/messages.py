@@ -30,14 +30,22 @@ from typing import Any
 
 from ....canonical.arguments import read_arguments
 from ....canonical.content import Block
-from ....canonical.fields import bad, part_text, part_type, type_name
-from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content, tool_result
+from ....canonical.fields import (
+    bad,
+    each_object,
+    part_text,
+    part_type,
+    required_string,
+    type_name,
+)
+from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning
 
 __all__ = ["MessageReader"]
 
 CALL_WORDS = CallWords(
+    no_id="required: the id of the tool call it answers",
     repeated="answers this tool call a second time",
     stray="does not answer a tool call of the preceding assistant message",
     unanswered="tool call {call_id!r} has no tool message answering it "
@@ -47,6 +55,9 @@ CALL_WORDS = CallWords(
 
 class MessageReader(TurnBuilder):
     """Reads the Chat messages in order into system texts and turns (`finish` merges them)."""
+
+    field = "messages"
+    system_separator = "\n"  # as Anthropic's compatibility layer joins them
 
     def __init__(self, key: bytes | None) -> None:
         super().__init__(CALL_WORDS)
@@ -121,14 +132,14 @@ class MessageReader(TurnBuilder):
             self.user_turn().blocks.extend(blocks)
 
     def _tool(self, message: dict[str, Any], path: str) -> None:
-        call_id = message.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise bad(f"{path}.tool_call_id", "required: the id of the tool call it answers")
-        sent_id = self.answer_call(call_id, f"{path}.tool_call_id")
-        result = tool_result(
-            sent_id, message.get("content"), f"{path}.content", content_block, required=False
+        self.add_result(
+            message.get("tool_call_id"),
+            f"{path}.tool_call_id",
+            message.get("content"),
+            f"{path}.content",
+            content_block,
+            required=False,
         )
-        self.user_turn().results.append(result)
 
     def _assistant(self, message: dict[str, Any], path: str) -> None:
         self.begin_assistant_turn()
@@ -199,29 +210,24 @@ class MessageReader(TurnBuilder):
     def _tool_calls(self, calls: Any, path: str) -> list[Block]:
         if calls is None:
             return []
-        if not isinstance(calls, list):
-            raise bad(f"{path}.tool_calls", f"must be an array, got {type_name(calls)}")
         blocks: list[Block] = []
-        for k, call in enumerate(calls):
-            call_path = f"{path}.tool_calls[{k}]"
-            if not isinstance(call, dict):
-                raise bad(call_path, f"must be an object, got {type_name(call)}")
+        for call_path, call in each_object(calls, f"{path}.tool_calls"):
             ctype = call.get("type", "function")
             if ctype != "function":
                 raise bad(
                     f"{call_path}.type", f"only function tool calls are supported, not {ctype!r}"
                 )
-            call_id = call.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                raise bad(f"{call_path}.id", "required: a non-empty string")
+            call_id = required_string(
+                call.get("id"), f"{call_path}.id", "required: a non-empty string"
+            )
             if call_id in self.pending:
                 raise bad(f"{call_path}.id", f"duplicate tool call id {call_id!r} in one message")
             function = call.get("function")
             if not isinstance(function, dict):
                 raise bad(f"{call_path}.function", "required: an object with name and arguments")
-            name = function.get("name")
-            if not isinstance(name, str) or not name:
-                raise bad(f"{call_path}.function.name", "required: a non-empty string")
+            name = required_string(
+                function.get("name"), f"{call_path}.function.name", "required: a non-empty string"
+            )
             arguments = read_arguments(function.get("arguments"), f"{call_path}.function.arguments")
             sent_id = self.open_call(call_id, f"{call_path}.id", call_path)
             blocks.append({"type": "tool_use", "id": sent_id, "name": name, "input": arguments})

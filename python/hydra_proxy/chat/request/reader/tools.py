@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, type_name
-from ....canonical.tools import TOOL_NAME, input_schema, settle_tool_choice
+from ....canonical.fields import bad, each_object, type_name
+from ....canonical.tools import TOOL_NAME, input_schema, openai_tool_choice, settle_tool_choice
 
 __all__ = ["read_tool_choice", "read_tools"]
 
@@ -23,14 +23,9 @@ __all__ = ["read_tool_choice", "read_tools"]
 def read_tools(value: Any) -> list[dict[str, Any]]:
     if value is None:
         return []
-    if not isinstance(value, list):
-        raise bad("tools", f"must be an array, got {type_name(value)}")
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for i, tool in enumerate(value):
-        path = f"tools[{i}]"
-        if not isinstance(tool, dict):
-            raise bad(path, f"must be an object, got {type_name(tool)}")
+    for path, tool in each_object(value, "tools"):
         ttype = tool.get("type", "function")
         if ttype != "function":
             raise bad(
@@ -73,12 +68,8 @@ def read_tool_choice(
     choice: dict[str, Any] | None
     if value is None:
         choice = None
-    elif value in ("none", "auto"):
-        choice = {"type": value}
-    elif value == "required":
-        choice = {"type": "any"}
     elif isinstance(value, str):
-        raise bad("tool_choice", "must be 'none', 'auto', 'required' or a named function")
+        choice = openai_tool_choice(value, "a named function")
     elif isinstance(value, dict):
         ctype = value.get("type")
         if ctype == "function":

@@ -15,8 +15,7 @@ parts), `replay` (thinking restored from continuation suffixes), `tools`, `param
 (limits, stop, stream options) and `thinking` (effort). The rules that tie the fields
 together (max_tokens and the thinking budget, sampling while thinking, thinking turned
 off for a forced tool choice or an unrestorable tool loop) are `canonical.request`'s,
-the same for every client protocol. Here: the system texts are joined with a newline (as
-Anthropic's compatibility layer does); ``body["stream"]`` is set from the ``stream``
+the same for every client protocol. Here: ``body["stream"]`` is set from the ``stream``
 argument.
 """
 
@@ -25,12 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ....canonical.params import (
-    JSON_OBJECT_INSTRUCTION,
-    read_number,
-    read_output_format,
-    read_user_id,
-)
+from ....canonical.params import read_number, read_output_format, read_user_id
 from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
 from ....errors import invalid_request
@@ -60,45 +54,23 @@ def messages_request_from_chat(
         raise invalid_request("request body must be a JSON object")
     refuse_unsupported(body)
     include_usage = read_include_usage(body, stream)
-    requested_max = read_max_tokens(body)
-    stop = read_stop(body.get("stop"))
-    temperature = read_number(body, "temperature", 0.0, 2.0)
-    top_p = read_number(body, "top_p", 0.0, 1.0)
-    top_k = read_top_k(body.get("top_k"))
+    asked = Requested(stream=stream)
+    asked.max_tokens = read_max_tokens(body)
+    asked.stop = read_stop(body.get("stop"))
+    asked.temperature = read_number(body, "temperature", 0.0, 2.0)
+    asked.top_p = read_number(body, "top_p", 0.0, 1.0)
+    asked.top_k = read_top_k(body.get("top_k"))
     tools = read_tools(body.get("tools"))
-    tools, tool_choice = read_tool_choice(body.get("tool_choice"), tools, body)
-    thinking, effort = read_thinking(body, target)
-    output_format, json_object = read_output_format(
+    asked.tools, asked.tool_choice = read_tool_choice(body.get("tool_choice"), tools, body)
+    asked.thinking, asked.effort = read_thinking(body, target)
+    asked.output_format, asked.json_object = read_output_format(
         body.get("response_format"), "response_format", "json_schema"
     )
-    user_id = read_user_id(body)
+    asked.user_id = read_user_id(body)
 
     reader = MessageReader(target.continuation_key)
     reader.add_messages(body.get("messages"))
-    if json_object:
-        reader.system.append(JSON_OBJECT_INSTRUCTION)
-
-    request = canonical_request(
-        Requested(
-            turns=reader.finish(),
-            system=reader.system,
-            system_separator="\n",
-            conversation="messages",
-            stream=stream,
-            max_tokens=requested_max,
-            thinking=thinking,
-            effort=effort,
-            tools=tools,
-            tool_choice=tool_choice,
-            stop=stop,
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            output_format=output_format,
-            user_id=user_id,
-        ),
-        target,
-    )
+    request = canonical_request(asked, reader, target)
     return Translation(
         body=request.body,
         restored_blocks=request.restored_blocks,

@@ -28,8 +28,8 @@ import logging
 from typing import Any
 
 from ....canonical.arguments import read_arguments
-from ....canonical.fields import bad, type_name
-from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content, tool_result
+from ....canonical.fields import bad, required_string, type_name
+from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
 from .content import input_part, read_texts
 from .replay import restore_reasoning
@@ -40,6 +40,7 @@ __all__ = ["InputReader"]
 log = logging.getLogger(__name__)
 
 CALL_WORDS = CallWords(
+    no_id="required: the call_id of the call it answers",
     repeated="answers this call a second time",
     stray="does not answer a call of the latest assistant turn",
     unanswered="call {call_id!r} has no function_call_output answering it "
@@ -51,6 +52,9 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 class InputReader(TurnBuilder):
     """Reads the input items in order into system texts and turns (`finish` merges them)."""
+
+    field = "input"
+    system_separator = "\n\n"
 
     def __init__(self, key: bytes | None, names: ToolNames) -> None:
         super().__init__(CALL_WORDS)
@@ -127,14 +131,12 @@ class InputReader(TurnBuilder):
             )
 
     def _call(self, item: dict[str, Any], path: str, custom: bool) -> None:
-        call_id = item.get("call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise bad(f"{path}.call_id", "required: a non-empty string")
+        call_id = required_string(
+            item.get("call_id"), f"{path}.call_id", "required: a non-empty string"
+        )
         if call_id in self.pending:
             raise bad(f"{path}.call_id", f"duplicate call_id {call_id!r}")
-        name = item.get("name")
-        if not isinstance(name, str) or not name:
-            raise bad(f"{path}.name", "required: a non-empty string")
+        name = required_string(item.get("name"), f"{path}.name", "required: a non-empty string")
         namespace = item.get("namespace")
         if namespace is not None and not isinstance(namespace, str):
             raise bad(f"{path}.namespace", f"must be a string, got {type_name(namespace)}")
@@ -158,14 +160,14 @@ class InputReader(TurnBuilder):
         )
 
     def _output(self, item: dict[str, Any], path: str) -> None:
-        call_id = item.get("call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise bad(f"{path}.call_id", "required: the call_id of the call it answers")
-        sent_id = self.answer_call(call_id, f"{path}.call_id")
-        result = tool_result(
-            sent_id, item.get("output"), f"{path}.output", input_part, required=True
+        self.add_result(
+            item.get("call_id"),
+            f"{path}.call_id",
+            item.get("output"),
+            f"{path}.output",
+            input_part,
+            required=True,
         )
-        self.user_turn().results.append(result)
 
     def _assistant_turn(self) -> Turn:
         if not self.turns or self.turns[-1].role != "assistant":

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ....canonical.fields import bad
-from ....canonical.tools import TOOL_NAME, input_schema, settle_tool_choice
+from ....canonical.tools import TOOL_NAME, input_schema, openai_tool_choice, settle_tool_choice
 from ...tools import CUSTOM_INPUT_SCHEMA, ToolNames, ToolOrigin, flatten
 
 __all__ = ["ToolSet", "read_tool_choice", "read_tools"]
@@ -176,12 +176,8 @@ def read_tool_choice(
     choice: dict[str, Any] | None
     if value is None:
         choice = None
-    elif value in ("none", "auto"):
-        choice = {"type": value}
-    elif value == "required":
-        choice = {"type": "any"}
     elif isinstance(value, str):
-        raise bad("tool_choice", "must be 'none', 'auto', 'required' or an object")
+        choice = openai_tool_choice(value, "an object")
     elif isinstance(value, dict):
         ctype = value.get("type")
         if ctype in _CALLABLE:

@@ -14,9 +14,8 @@ items, calls and their outputs), `content` (content parts), `replay` (reasoning 
 `tools`, `params` (limits, reasoning, text format, metadata, prompt caching). The rules
 that tie the fields together (max_tokens and the thinking budget, sampling while
 thinking, thinking turned off for a forced tool choice or an unrestorable tool loop) are
-`canonical.request`'s, the same as for a Chat client. Here: ``instructions`` and the
-system messages are joined with a blank line; the reply's context echoes the request as
-the client sent it.
+`canonical.request`'s, the same as for a Chat client. Here: the reply's context echoes
+the request as the client sent it.
 """
 
 from __future__ import annotations
@@ -25,12 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ....canonical.fields import bad, type_name
-from ....canonical.params import (
-    JSON_OBJECT_INSTRUCTION,
-    read_number,
-    read_output_format,
-    read_user_id,
-)
+from ....canonical.params import read_number, read_output_format, read_user_id
 from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
 from ....canonical.thinking import requested_thinking
@@ -49,9 +43,7 @@ from .params import (
 from .tools import read_tool_choice, read_tools
 from .validation import read_bool, read_include, refuse_logprobs, refuse_state
 
-__all__ = ["SYSTEM_SEPARATOR", "Translation", "messages_request_from_responses"]
-
-SYSTEM_SEPARATOR = "\n\n"
+__all__ = ["Translation", "messages_request_from_responses"]
 
 
 @dataclass
@@ -75,54 +67,36 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")
     refuse_state(body)
-    stream = read_bool(body, "stream") or False
+    asked = Requested(stream=read_bool(body, "stream") or False)
     include = read_include(body.get("include"))
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise bad("instructions", f"must be a string, got {type_name(instructions)}")
-    requested_max = read_max_output_tokens(body.get("max_output_tokens"))
-    temperature = read_number(body, "temperature", 0.0, 2.0)
-    top_p = read_number(body, "top_p", 0.0, 1.0)
+    asked.max_tokens = read_max_output_tokens(body.get("max_output_tokens"))
+    asked.temperature = read_number(body, "temperature", 0.0, 2.0)
+    asked.top_p = read_number(body, "top_p", 0.0, 1.0)
     refuse_logprobs(body)
     toolset = read_tools(body.get("tools"))
-    tools, tool_choice = read_tool_choice(
+    asked.tools, asked.tool_choice = read_tool_choice(
         body.get("tool_choice"), toolset, body.get("parallel_tool_calls")
     )
     reasoning = read_reasoning(body.get("reasoning"))
-    thinking, effort = requested_thinking(reasoning.get("effort"), body.get("thinking"), target)
+    effort = reasoning.get("effort")
+    asked.thinking, asked.effort = requested_thinking(effort, body.get("thinking"), target)
     text = read_text(body.get("text"))
-    output_format, json_object = read_output_format((text or {}).get("format"), "text.format", None)
+    asked.output_format, asked.json_object = read_output_format(
+        (text or {}).get("format"), "text.format", None
+    )
     metadata = read_metadata(body.get("metadata"))
-    user_id = read_user_id(body)
+    asked.user_id = read_user_id(body)
     prompt_cache_key = read_prompt_cache_key(body)
+    asked.cache = bool(prompt_cache_key)
 
     reader = InputReader(target.continuation_key, toolset.names)
     if instructions and instructions.strip():
         reader.system.append(instructions)
     reader.add_input(body.get("input"))
-    if json_object:
-        reader.system.append(JSON_OBJECT_INSTRUCTION)
-
-    request = canonical_request(
-        Requested(
-            turns=reader.finish(),
-            system=reader.system,
-            system_separator=SYSTEM_SEPARATOR,
-            conversation="input",
-            stream=stream,
-            max_tokens=requested_max,
-            thinking=thinking,
-            effort=effort,
-            tools=tools,
-            tool_choice=tool_choice,
-            temperature=temperature,
-            top_p=top_p,
-            output_format=output_format,
-            user_id=user_id,
-            cache=bool(prompt_cache_key),
-        ),
-        target,
-    )
+    request = canonical_request(asked, reader, target)
     parallel = body.get("parallel_tool_calls")
     context = ResponsesContext(
         model=body["model"] if isinstance(body.get("model"), str) else target.model,
@@ -133,7 +107,7 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
         tools=body.get("tools") or [],
         tool_choice=body.get("tool_choice", "auto"),
         parallel_tool_calls=parallel if isinstance(parallel, bool) else True,
-        max_output_tokens=requested_max,
+        max_output_tokens=asked.max_tokens,
         temperature=body.get("temperature"),
         top_p=body.get("top_p"),
         reasoning={"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
@@ -146,7 +120,7 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     return Translation(
         body=request.body,
         context=context,
-        stream=stream,
+        stream=asked.stream,
         dropped_tools=toolset.dropped,
         dropped_items=reader.dropped,
         restored_blocks=request.restored_blocks,
