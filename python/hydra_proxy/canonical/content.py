@@ -24,6 +24,7 @@ __all__ = [
     "content_blocks",
     "each_block",
     "fallback_text",
+    "shown_text",
     "text_of",
     "tool_call",
 ]
@@ -70,6 +71,17 @@ def tool_call(block: dict[str, Any], path: str) -> tuple[str, str]:
     call_id = required_string(block.get("id"), f"{path}.id", "tool_use block needs an id")
     name = required_string(block.get("name"), f"{path}.name", "tool_use block needs a name")
     return call_id, name
+
+
+def shown_text(block: dict[str, Any], btype: str, path: str) -> str | None:
+    """The text a block shows in an assistant turn: a text block's (None when blank), a
+    non-core block's `fallback_text`; None for thinking, redacted thinking and tool calls."""
+    if btype == "text":
+        text = text_of(block, path)
+        return text if text.strip() else None
+    if btype in (*THINKING_TYPES, "tool_use"):
+        return None
+    return fallback_text(block, btype, path)
 
 
 def fallback_text(block: dict[str, Any], btype: str, path: str) -> str | None:

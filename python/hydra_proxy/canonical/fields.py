@@ -22,6 +22,7 @@ __all__ = [
     "each_object",
     "is_int",
     "is_number",
+    "optional_string",
     "part_text",
     "part_type",
     "required_string",
@@ -59,6 +60,13 @@ def required_string(value: Any, path: str, problem: str) -> str:
     """`value` when it is a non-empty string; else a 400 at `path` saying `problem`."""
     if not isinstance(value, str) or not value:
         raise bad(path, problem)
+    return value
+
+
+def optional_string(value: Any, path: str) -> str | None:
+    """`value` when it is a string or missing (None); else a 400 at `path`."""
+    if value is not None and not isinstance(value, str):
+        raise bad(path, "must be a string")
     return value
 
 

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from .content import Block
-from .fields import bad, required_string
+from .fields import bad, optional_string, required_string
 
 __all__ = ["file_block", "image_block_from_url"]
 
@@ -52,9 +52,7 @@ def file_block(value: Any, path: str) -> Block:
     file_data = required_string(
         value.get("file_data"), data_path, "required: a data: URL (data:application/pdf;base64,...)"
     )
-    filename = value.get("filename")
-    if filename is not None and not isinstance(filename, str):
-        raise bad(f"{path}.filename", "must be a string")
+    filename = optional_string(value.get("filename"), f"{path}.filename")
     if file_data[:5].lower() == "data:":
         media, data = _data_url(file_data, data_path)
     else:

@@ -27,7 +27,7 @@ import logging
 import re
 from typing import Any
 
-from .fields import bad, is_number, type_name
+from .fields import bad, is_number, optional_string, type_name
 
 __all__ = [
     "JSON_OBJECT_INSTRUCTION",
@@ -104,9 +104,7 @@ def read_output_format(
     spec_path = path if schema_key is None else f"{path}.{schema_key}"
     if not isinstance(spec, dict):
         raise bad(spec_path, "required: an object with name and schema")
-    name = spec.get("name")
-    if name is not None and not isinstance(name, str):
-        raise bad(f"{spec_path}.name", "must be a string")
+    optional_string(spec.get("name"), f"{spec_path}.name")
     schema = spec.get("schema")
     if not isinstance(schema, dict):
         raise bad(f"{spec_path}.schema", "required: a JSON Schema object")

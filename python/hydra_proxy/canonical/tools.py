@@ -28,7 +28,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .fields import bad, required_string
+from .fields import bad, required_string, type_name
 
 __all__ = [
     "TOOL_NAME",
@@ -37,6 +37,7 @@ __all__ = [
     "hashed_id",
     "input_schema",
     "openai_tool_choice",
+    "read_parallel",
     "read_tool_choice",
     "refuse_mcp_servers",
     "settle_tool_choice",
@@ -78,14 +79,25 @@ def input_schema(parameters: Any, path: str) -> dict[str, Any]:
     return parameters
 
 
-def openai_tool_choice(value: str, or_else: str) -> dict[str, Any]:
-    """An OpenAI ``tool_choice`` string as the Anthropic one (`or_else`: what else the
-    client's protocol accepts, for the 400 of any other string)."""
+def openai_tool_choice(value: Any, or_else: str) -> dict[str, Any] | None:
+    """An OpenAI ``tool_choice`` that is not an object (none given, or a string) as the
+    Anthropic one (`or_else`: the object the client's protocol also takes, for a 400)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise bad("tool_choice", f"must be a string or an object, got {type_name(value)}")
     if value in ("none", "auto"):
         return {"type": value}
     if value == "required":
         return {"type": "any"}
     raise bad("tool_choice", f"must be 'none', 'auto', 'required' or {or_else}")
+
+
+def read_parallel(value: Any) -> bool | None:
+    """``parallel_tool_calls``: a boolean, or None when not given."""
+    if value is not None and not isinstance(value, bool):
+        raise bad("parallel_tool_calls", f"must be a boolean, got {type_name(value)}")
+    return value
 
 
 def settle_tool_choice(

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, each_object, type_name
-from ....canonical.tools import TOOL_NAME, input_schema, openai_tool_choice, settle_tool_choice
+from ....canonical.fields import bad, each_object, optional_string
+from ....canonical.tools import (
+    TOOL_NAME,
+    input_schema,
+    openai_tool_choice,
+    read_parallel,
+    settle_tool_choice,
+)
 
 __all__ = ["read_tool_choice", "read_tools"]
 
@@ -46,9 +52,7 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
             raise bad(f"{path}.function.name", f"duplicate tool name {name!r}")
         seen.add(name)
         converted: dict[str, Any] = {"name": name}
-        description = function.get("description")
-        if description is not None and not isinstance(description, str):
-            raise bad(f"{path}.function.description", "must be a string")
+        description = optional_string(function.get("description"), f"{path}.function.description")
         if description:
             converted["description"] = description
         converted["input_schema"] = input_schema(
@@ -61,31 +65,22 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
 def read_tool_choice(
     value: Any, tools: list[dict[str, Any]], body: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    parallel = body.get("parallel_tool_calls")
-    if parallel is not None and not isinstance(parallel, bool):
-        raise bad("parallel_tool_calls", f"must be a boolean, got {type_name(parallel)}")
-    names = {tool["name"] for tool in tools}
+    parallel = read_parallel(body.get("parallel_tool_calls"))
     choice: dict[str, Any] | None
-    if value is None:
-        choice = None
-    elif isinstance(value, str):
+    if not isinstance(value, dict):
         choice = openai_tool_choice(value, "a named function")
-    elif isinstance(value, dict):
-        ctype = value.get("type")
-        if ctype == "function":
-            function = value.get("function")
-            name = function.get("name") if isinstance(function, dict) else None
-            if not isinstance(name, str):
-                raise bad("tool_choice.function.name", "required: the name of a function tool")
-            if name not in names:
-                raise bad("tool_choice.function.name", f"no tool named {name!r} in tools")
-            choice = {"type": "tool", "name": name}
-        elif ctype == "allowed_tools":
-            tools, choice = _allowed_tools(value.get("allowed_tools"), tools)
-        else:
-            raise bad("tool_choice.type", f"unsupported tool choice type {ctype!r}")
+    elif value.get("type") == "function":
+        function = value.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str):
+            raise bad("tool_choice.function.name", "required: the name of a function tool")
+        if name not in {tool["name"] for tool in tools}:
+            raise bad("tool_choice.function.name", f"no tool named {name!r} in tools")
+        choice = {"type": "tool", "name": name}
+    elif value.get("type") == "allowed_tools":
+        tools, choice = _allowed_tools(value.get("allowed_tools"), tools)
     else:
-        raise bad("tool_choice", f"must be a string or an object, got {type_name(value)}")
+        raise bad("tool_choice.type", f"unsupported tool choice type {value.get('type')!r}")
     return settle_tool_choice(tools, choice, parallel, "requires tools")
 
 

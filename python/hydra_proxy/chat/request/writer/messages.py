@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ....canonical.arguments import tool_arguments
-from ....canonical.content import each_block, fallback_text, text_of, tool_call
+from ....canonical.content import each_block, shown_text, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, Part, match_results
@@ -96,11 +96,7 @@ class MessagesWriter(ConversationWriter):
         self._answer_pending({})
         turn = _Assistant()
         for btype, block, bpath in each_block(blocks, path):
-            if btype == "text":
-                text = text_of(block, bpath)
-                if text.strip():
-                    turn.texts.append(text)
-            elif btype == "tool_use":
+            if btype == "tool_use":
                 call_id, name = tool_call(block, bpath)
                 arguments = tool_arguments(block.get("input"))
                 turn.tool_calls.append(
@@ -115,10 +111,10 @@ class MessagesWriter(ConversationWriter):
                     reasoning = replayed_reasoning(block, self.target.signing_key)
                     if reasoning is not None:
                         turn.reasoning.append(reasoning)
-            elif btype != "redacted_thinking":
-                extra = fallback_text(block, btype, bpath)
-                if extra is not None:
-                    turn.texts.append(extra)
+            else:
+                text = shown_text(block, btype, bpath)
+                if text is not None:
+                    turn.texts.append(text)
         if not turn.texts and not turn.tool_calls:
             return
         self.out.append(turn)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ....canonical.content import each_block, fallback_text, text_of, tool_call
+from ....canonical.content import each_block, shown_text, text_of, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, Part, match_results
@@ -119,8 +119,8 @@ class ContentsWriter(ConversationWriter):
                     if signature is not None:
                         add({"text": ""})  # two carriers in a row: the first stood alone
                     signature = carried
-            elif btype != "redacted_thinking":
-                extra = fallback_text(block, btype, bpath)
+            else:
+                extra = shown_text(block, btype, bpath)
                 if extra is not None:
                     add({"text": extra})
         if signature is not None:

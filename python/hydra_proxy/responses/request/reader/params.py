@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, type_name
+from ....canonical.fields import bad, optional_string, type_name
 from ....canonical.thinking import check_effort
 
 __all__ = [
     "SUMMARIES",
-    "optional_string",
+    "echoed_string",
     "read_max_output_tokens",
     "read_metadata",
     "read_prompt_cache_key",
@@ -80,12 +80,11 @@ def read_metadata(value: Any) -> dict[str, Any]:
 
 
 def read_prompt_cache_key(body: dict[str, Any]) -> str | None:
-    key = body.get("prompt_cache_key")
-    if key is not None and not isinstance(key, str):
-        raise bad("prompt_cache_key", "must be a string")
+    key = optional_string(body.get("prompt_cache_key"), "prompt_cache_key")
     return key
 
 
-def optional_string(body: dict[str, Any], name: str) -> str | None:
+def echoed_string(body: dict[str, Any], name: str) -> str | None:
+    """A field the reply echoes when it is a string."""
     value = body.get(name)
     return value if isinstance(value, str) else None

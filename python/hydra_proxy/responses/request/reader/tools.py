@@ -42,8 +42,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ....canonical.fields import bad
-from ....canonical.tools import TOOL_NAME, input_schema, openai_tool_choice, settle_tool_choice
+from ....canonical.fields import bad, optional_string
+from ....canonical.tools import (
+    TOOL_NAME,
+    input_schema,
+    openai_tool_choice,
+    read_parallel,
+    settle_tool_choice,
+)
 from ...tools import CUSTOM_INPUT_SCHEMA, ToolNames, ToolOrigin, flatten
 
 __all__ = ["ToolSet", "read_tool_choice", "read_tools"]
@@ -79,9 +85,7 @@ def read_tools(value: Any) -> ToolSet:
             entries.append((path, tool, None, None))
         elif ttype == "namespace":
             ns_name = _name(tool, path)
-            description = tool.get("description")
-            if description is not None and not isinstance(description, str):
-                raise bad(f"{path}.description", "must be a string")
+            description = optional_string(tool.get("description"), f"{path}.description")
             inner = tool.get("tools")
             if not isinstance(inner, list):
                 raise bad(f"{path}.tools", "required: an array of function or custom tools")
@@ -128,9 +132,7 @@ def _name(tool: dict[str, Any], path: str) -> str:
 def _convert(
     tool: dict[str, Any], path: str, sent: str, ns_description: str | None, custom: bool
 ) -> dict[str, Any]:
-    description = tool.get("description")
-    if description is not None and not isinstance(description, str):
-        raise bad(f"{path}.description", "must be a string")
+    description = optional_string(tool.get("description"), f"{path}.description")
     pieces = [p for p in (ns_description, description) if p and p.strip()]
     schema: dict[str, Any]
     if custom:
@@ -167,33 +169,27 @@ def _grammar_note(value: Any, path: str) -> str | None:
 
 
 def read_tool_choice(
-    value: Any, toolset: ToolSet, parallel: Any
+    value: Any, toolset: ToolSet, parallel_value: Any
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The tools to send and the Anthropic `tool_choice` (None: leave it out)."""
-    if parallel is not None and not isinstance(parallel, bool):
-        raise bad("parallel_tool_calls", "must be a boolean")
+    parallel = read_parallel(parallel_value)
     tools = toolset.tools
     choice: dict[str, Any] | None
-    if value is None:
-        choice = None
-    elif isinstance(value, str):
+    ctype = value.get("type") if isinstance(value, dict) else None
+    if not isinstance(value, dict):
         choice = openai_tool_choice(value, "an object")
-    elif isinstance(value, dict):
-        ctype = value.get("type")
-        if ctype in _CALLABLE:
-            choice = {"type": "tool", "name": _chosen(value, toolset, "tool_choice")}
-        elif ctype == "allowed_tools":
-            tools, choice = _allowed_tools(value, toolset)
-        elif isinstance(ctype, str) and ctype:
-            raise bad(
-                "tool_choice.type",
-                f"{ctype!r} is a server tool this proxy cannot run; "
-                "use auto, required, or a function tool",
-            )
-        else:
-            raise bad("tool_choice.type", "required")
+    elif ctype in _CALLABLE:
+        choice = {"type": "tool", "name": _chosen(value, toolset, "tool_choice")}
+    elif ctype == "allowed_tools":
+        tools, choice = _allowed_tools(value, toolset)
+    elif isinstance(ctype, str) and ctype:
+        raise bad(
+            "tool_choice.type",
+            f"{ctype!r} is a server tool this proxy cannot run; "
+            "use auto, required, or a function tool",
+        )
     else:
-        raise bad("tool_choice", "must be a string or an object")
+        raise bad("tool_choice.type", "required")
     return settle_tool_choice(tools, choice, parallel, "requires function or custom tools")
 
 
@@ -201,9 +197,7 @@ def _chosen(value: dict[str, Any], toolset: ToolSet, path: str) -> str:
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise bad(f"{path}.name", "required: the name of a function or custom tool")
-    namespace = value.get("namespace")
-    if namespace is not None and not isinstance(namespace, str):
-        raise bad(f"{path}.namespace", "must be a string")
+    namespace = optional_string(value.get("namespace"), f"{path}.namespace")
     sent = toolset.names.by_origin.get((namespace, name))
     if sent is None:
         raise bad(f"{path}.name", f"no tool named {name!r} in tools")

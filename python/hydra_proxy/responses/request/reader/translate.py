@@ -33,7 +33,7 @@ from ...context import ENCRYPTED_REASONING, ResponsesContext
 from .input import InputReader
 from .params import (
     SUMMARIES,
-    optional_string,
+    echoed_string,
     read_max_output_tokens,
     read_metadata,
     read_prompt_cache_key,
@@ -114,8 +114,8 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
         text=text or {"format": {"type": "text"}},
         metadata=metadata,
         prompt_cache_key=prompt_cache_key,
-        safety_identifier=optional_string(body, "safety_identifier"),
-        user=optional_string(body, "user"),
+        safety_identifier=echoed_string(body, "safety_identifier"),
+        user=echoed_string(body, "user"),
     )
     return Translation(
         body=request.body,

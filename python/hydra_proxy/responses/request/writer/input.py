@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....canonical.arguments import tool_arguments
-from ....canonical.content import each_block, fallback_text, text_of, tool_call
+from ....canonical.content import each_block, shown_text, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, ToolResult, match_results
@@ -67,11 +67,7 @@ class InputWriter(ConversationWriter):
         self._answer_pending({})
         calls: list[str] = []
         for btype, block, bpath in each_block(blocks, path):
-            if btype == "text":
-                text = text_of(block, bpath)
-                if text.strip():
-                    self.texts.append(text)
-            elif btype == "tool_use":
+            if btype == "tool_use":
                 call_id, name = tool_call(block, bpath)
                 self._flush_text()
                 self.items.append(
@@ -85,10 +81,10 @@ class InputWriter(ConversationWriter):
                 calls.append(call_id)
             elif btype == "thinking":
                 self._reasoning(block)
-            elif btype != "redacted_thinking":
-                extra = fallback_text(block, btype, bpath)
-                if extra is not None:
-                    self.texts.append(extra)
+            else:
+                text = shown_text(block, btype, bpath)
+                if text is not None:
+                    self.texts.append(text)
         self._flush_text()
         self.pending = calls
 
