@@ -22,11 +22,13 @@ __all__ = [
     "each_object",
     "is_int",
     "is_number",
+    "optional_object",
     "optional_string",
     "part_text",
     "part_type",
     "required_string",
     "type_name",
+    "unknown_role",
 ]
 
 
@@ -44,6 +46,13 @@ _JSON_TYPES = (
     (list, "array"),
     (dict, "object"),
 )
+
+
+def unknown_role(role: Any, path: str, expected: str) -> ProxyError:
+    """The 400 of a message (at `path`) without a role, or with one its protocol lacks."""
+    if role is None:
+        return bad(f"{path}.role", "required")
+    return bad(f"{path}.role", f"unknown role {role!r}; expected {expected}")
 
 
 def type_name(value: Any) -> str:
@@ -67,6 +76,13 @@ def optional_string(value: Any, path: str) -> str | None:
     """`value` when it is a string or missing (None); else a 400 at `path`."""
     if value is not None and not isinstance(value, str):
         raise bad(path, "must be a string")
+    return value
+
+
+def optional_object(value: Any, path: str) -> dict[str, Any] | None:
+    """`value` when it is an object or missing (None); else a 400 at `path`."""
+    if value is not None and not isinstance(value, dict):
+        raise bad(path, f"must be an object, got {type_name(value)}")
     return value
 
 

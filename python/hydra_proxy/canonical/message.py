@@ -4,11 +4,12 @@ it (upstream reply -> Message) and the response writers read it (Message -> clie
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ProxyError
 
-__all__ = ["anthropic_message", "not_an_object", "tool_use_id", "url_citations"]
+__all__ = ["anthropic_message", "not_an_object", "tool_use_id", "typed_objects", "url_citations"]
 
 
 def anthropic_message(
@@ -42,6 +43,15 @@ def not_an_object(upstream: str = "upstream") -> ProxyError:
     return ProxyError(
         500, f"{upstream} returned a response that is not a JSON object", error_type="api_error"
     )
+
+
+def typed_objects(value: Any) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """(type, object) of each object of a reply's array (a Message's content, a response's
+    output), read leniently: what is not an object is skipped, and a value that is not an
+    array holds none, so what an upstream adds or gets wrong does not lose the rest."""
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, dict):
+            yield item.get("type"), item
 
 
 def url_citations(citations: Any) -> list[tuple[str, str]]:

@@ -33,6 +33,7 @@ from .fields import bad, required_string, type_name
 __all__ = [
     "TOOL_NAME",
     "CustomTool",
+    "allowed_tools",
     "custom_tools",
     "hashed_id",
     "input_schema",
@@ -91,6 +92,18 @@ def openai_tool_choice(value: Any, or_else: str) -> dict[str, Any] | None:
     if value == "required":
         return {"type": "any"}
     raise bad("tool_choice", f"must be 'none', 'auto', 'required' or {or_else}")
+
+
+def allowed_tools(value: dict[str, Any], path: str) -> tuple[dict[str, Any], list[Any]]:
+    """The Anthropic tool_choice of an OpenAI ``allowed_tools`` object (at `path`: mode
+    auto -> auto, required -> any) and its list of allowed tools."""
+    mode = value.get("mode")
+    if mode not in ("auto", "required"):
+        raise bad(f"{path}.mode", "must be 'auto' or 'required'")
+    allowed = value.get("tools")
+    if not isinstance(allowed, list):
+        raise bad(f"{path}.tools", "must be an array")
+    return {"type": "auto" if mode == "auto" else "any"}, allowed
 
 
 def read_parallel(value: Any) -> bool | None:

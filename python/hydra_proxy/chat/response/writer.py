@@ -40,7 +40,7 @@ from typing import Any
 
 from ... import continuation
 from ...canonical.arguments import tool_arguments
-from ...canonical.message import url_citations
+from ...canonical.message import typed_objects, url_citations
 from ..mapping import finish_reason
 from ..usage import chat_usage
 
@@ -62,11 +62,7 @@ def chat_completion_from_message(
     reasoning: list[str] = []
     carried: list[continuation.Block] = []
     tool_calls: list[dict[str, Any]] = []
-    content = message.get("content")
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        btype = block.get("type")
+    for btype, block in typed_objects(message.get("content")):
         if btype == "text":
             text = block.get("text")
             if not isinstance(text, str):

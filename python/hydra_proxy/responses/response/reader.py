@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...canonical.arguments import tool_input_from_arguments
-from ...canonical.message import anthropic_message, not_an_object, tool_use_id
+from ...canonical.message import anthropic_message, not_an_object, tool_use_id, typed_objects
 from ...signature import sign_thinking
 from ..errors import upstream_failure
 from ..items import token_count
@@ -48,11 +48,7 @@ def message_from_response(
     if failure is not None:
         raise failure
     content: list[Block] = []
-    output = response.get("output")
-    for item in output if isinstance(output, list) else []:
-        if not isinstance(item, dict):
-            continue
-        itype = item.get("type")
+    for itype, item in typed_objects(response.get("output")):
         if itype == "reasoning":
             content.extend(_thinking_blocks(item, key))
         elif itype == "message":

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...canonical.content import THINKING_TYPES
-from ...canonical.message import url_citations
+from ...canonical.message import typed_objects, url_citations
 from ..context import ResponsesContext
 from ..items import (
     call_item,
@@ -62,11 +62,7 @@ def response_from_message(
             output.append(_message_item(texts, item_id("msg", response_id, len(output))))
             texts.clear()
 
-    content = message.get("content")
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        btype = block.get("type")
+    for btype, block in typed_objects(message.get("content")):
         if btype in THINKING_TYPES:
             flush_texts()
             thinking.append(block)

@@ -37,6 +37,7 @@ from ....canonical.fields import (
     part_type,
     required_string,
     type_name,
+    unknown_role,
 )
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from .content import content_block
@@ -92,13 +93,8 @@ class MessageReader(TurnBuilder):
                     "role 'function' (deprecated function calling) is not supported; "
                     "use tool messages",
                 )
-            elif role is None:
-                raise bad(f"{path}.role", "required")
             else:
-                raise bad(
-                    f"{path}.role",
-                    f"unknown role {role!r}; expected system, developer, user, assistant or tool",
-                )
+                raise unknown_role(role, path, "system, developer, user, assistant or tool")
         self.check_answered()
 
     # -- roles

@@ -17,6 +17,7 @@ from typing import Any
 from ....canonical.fields import bad, each_object, optional_string
 from ....canonical.tools import (
     TOOL_NAME,
+    allowed_tools,
     input_schema,
     openai_tool_choice,
     read_parallel,
@@ -90,12 +91,7 @@ def _allowed_tools(
     path = "tool_choice.allowed_tools"
     if not isinstance(value, dict):
         raise bad(path, "required: an object with mode and tools")
-    mode = value.get("mode")
-    if mode not in ("auto", "required"):
-        raise bad(f"{path}.mode", "must be 'auto' or 'required'")
-    allowed = value.get("tools")
-    if not isinstance(allowed, list):
-        raise bad(f"{path}.tools", "must be an array")
+    choice, allowed = allowed_tools(value, path)
     by_name = {tool["name"]: tool for tool in tools}
     keep: list[str] = []
     for i, entry in enumerate(allowed):
@@ -107,5 +103,4 @@ def _allowed_tools(
             raise bad(f"{path}.tools[{i}].function.name", f"no tool named {name!r} in tools")
         if name not in keep:
             keep.append(name)
-    kept = [tool for tool in tools if tool["name"] in keep]
-    return kept, {"type": "auto" if mode == "auto" else "any"}
+    return [tool for tool in tools if tool["name"] in keep], choice

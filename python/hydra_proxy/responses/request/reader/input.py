@@ -28,7 +28,7 @@ import logging
 from typing import Any
 
 from ....canonical.arguments import read_arguments
-from ....canonical.fields import bad, required_string, type_name
+from ....canonical.fields import bad, required_string, type_name, unknown_role
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
 from .content import input_part, read_texts
@@ -122,13 +122,8 @@ class InputReader(TurnBuilder):
             blocks = [{"type": "text", "text": text} for text in texts if text.strip()]
             if blocks:
                 self._assistant_turn().blocks.extend(blocks)
-        elif role is None:
-            raise bad(f"{path}.role", "required")
         else:
-            raise bad(
-                f"{path}.role",
-                f"unknown role {role!r}; expected user, assistant, system or developer",
-            )
+            raise unknown_role(role, path, "user, assistant, system or developer")
 
     def _call(self, item: dict[str, Any], path: str, custom: bool) -> None:
         call_id = required_string(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, optional_string, type_name
+from ....canonical.fields import bad, optional_object, optional_string, type_name
 from ....canonical.thinking import check_effort
 
 __all__ = [
@@ -47,13 +47,12 @@ def read_max_output_tokens(value: Any) -> int | None:
 
 def read_reasoning(value: Any) -> dict[str, Any]:
     """``reasoning``: its ``effort`` and ``summary``, checked."""
-    if value is None:
+    reasoning = optional_object(value, "reasoning")
+    if reasoning is None:
         return {}
-    if not isinstance(value, dict):
-        raise bad("reasoning", f"must be an object, got {type_name(value)}")
-    effort = value.get("effort")
+    effort = reasoning.get("effort")
     check_effort(effort, "reasoning.effort")
-    summary = value.get("summary", value.get("generate_summary"))
+    summary = reasoning.get("summary", reasoning.get("generate_summary"))
     if summary is not None and summary not in SUMMARIES:
         raise bad("reasoning.summary", "must be auto, concise or detailed")
     return {"effort": effort, "summary": summary}
@@ -61,22 +60,17 @@ def read_reasoning(value: Any) -> dict[str, Any]:
 
 def read_text(value: Any) -> dict[str, Any] | None:
     """The ``text`` configuration (its ``format`` is the output format)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise bad("text", f"must be an object, got {type_name(value)}")
-    return value
+    return optional_object(value, "text")
 
 
 def read_metadata(value: Any) -> dict[str, Any]:
-    if value is None:
+    metadata = optional_object(value, "metadata")
+    if metadata is None:
         return {}
-    if not isinstance(value, dict):
-        raise bad("metadata", f"must be an object, got {type_name(value)}")
-    for key, item in value.items():
+    for key, item in metadata.items():
         if not isinstance(item, str):
             raise bad(f"metadata.{key}", f"must be a string, got {type_name(item)}")
-    return value
+    return metadata
 
 
 def read_prompt_cache_key(body: dict[str, Any]) -> str | None:

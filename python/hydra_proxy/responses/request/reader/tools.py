@@ -45,6 +45,7 @@ from typing import Any
 from ....canonical.fields import bad, optional_string
 from ....canonical.tools import (
     TOOL_NAME,
+    allowed_tools,
     input_schema,
     openai_tool_choice,
     read_parallel,
@@ -208,12 +209,7 @@ def _allowed_tools(
     value: dict[str, Any], toolset: ToolSet
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     path = "tool_choice"
-    mode = value.get("mode")
-    if mode not in ("auto", "required"):
-        raise bad(f"{path}.mode", "must be 'auto' or 'required'")
-    allowed = value.get("tools")
-    if not isinstance(allowed, list):
-        raise bad(f"{path}.tools", "must be an array")
+    choice, allowed = allowed_tools(value, path)
     keep: set[str] = set()
     for i, entry in enumerate(allowed):
         entry_path = f"{path}.tools[{i}]"
@@ -227,5 +223,4 @@ def _allowed_tools(
             if not inner:
                 raise bad(f"{entry_path}.name", f"no namespace named {name!r} in tools")
             keep.update(inner)
-    kept = [tool for tool in toolset.tools if tool["name"] in keep]
-    return kept, {"type": "auto" if mode == "auto" else "any"}
+    return [tool for tool in toolset.tools if tool["name"] in keep], choice
