@@ -1,6 +1,6 @@
 """Tools of the canonical request: ids, schemas and tool choice, read and written.
 
-Readers: tool names must be 1-128 characters of ``[A-Za-z0-9_-]`` (`TOOL_NAME`,
+Readers: tool names must be 1-128 characters of ``[A-Za-z0-9_-]`` (`tool_name`,
 Anthropic's rule; a renamed tool could not be mapped back in the reply). The
 ``tool_choice`` strings of both OpenAI APIs: ``"none"`` -> none, ``"auto"`` -> auto,
 ``"required"`` -> any (`openai_tool_choice`). A parameters
@@ -31,7 +31,6 @@ from typing import Any
 from .fields import bad, required_string, type_name
 
 __all__ = [
-    "TOOL_NAME",
     "CustomTool",
     "allowed_tools",
     "custom_tools",
@@ -43,15 +42,23 @@ __all__ = [
     "refuse_mcp_servers",
     "settle_tool_choice",
     "tool_id",
+    "tool_name",
 ]
 
 log = logging.getLogger(__name__)
 
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 # -- readers
+
+
+def tool_name(value: Any, path: str) -> str:
+    """A client tool's name (at `path`), as Anthropic accepts it."""
+    if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
+        raise bad(path, "must be 1-128 characters of letters, digits, '_' and '-'")
+    return value
 
 
 def tool_id(call_id: str) -> str:

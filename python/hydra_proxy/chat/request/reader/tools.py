@@ -16,12 +16,12 @@ from typing import Any
 
 from ....canonical.fields import bad, each_object, optional_string
 from ....canonical.tools import (
-    TOOL_NAME,
     allowed_tools,
     input_schema,
     openai_tool_choice,
     read_parallel,
     settle_tool_choice,
+    tool_name,
 )
 
 __all__ = ["read_tool_choice", "read_tools"]
@@ -43,12 +43,7 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
         function = tool.get("function")
         if not isinstance(function, dict):
             raise bad(f"{path}.function", "required: an object with name and parameters")
-        name = function.get("name")
-        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-            raise bad(
-                f"{path}.function.name",
-                "must be 1-128 characters of letters, digits, '_' and '-'",
-            )
+        name = tool_name(function.get("name"), f"{path}.function.name")
         if name in seen:
             raise bad(f"{path}.function.name", f"duplicate tool name {name!r}")
         seen.add(name)

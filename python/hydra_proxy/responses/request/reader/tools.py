@@ -44,12 +44,12 @@ from typing import Any
 
 from ....canonical.fields import bad, optional_string
 from ....canonical.tools import (
-    TOOL_NAME,
     allowed_tools,
     input_schema,
     openai_tool_choice,
     read_parallel,
     settle_tool_choice,
+    tool_name,
 )
 from ...tools import CUSTOM_INPUT_SCHEMA, ToolNames, ToolOrigin, flatten
 
@@ -124,10 +124,7 @@ def read_tools(value: Any) -> ToolSet:
 
 
 def _name(tool: dict[str, Any], path: str) -> str:
-    name = tool.get("name")
-    if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-        raise bad(f"{path}.name", "must be 1-128 characters of letters, digits, '_' and '-'")
-    return name
+    return tool_name(tool.get("name"), f"{path}.name")
 
 
 def _convert(
