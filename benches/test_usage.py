@@ -25,7 +25,7 @@ import pytest
 from hydra_proxy.server.accounting import Account
 from hydra_proxy.server.plan import Target
 from hydra_proxy.transducers import select
-from hydra_proxy.usage.ledger import open_ledger
+from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
 from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.service import UsageService
