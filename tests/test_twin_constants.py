@@ -133,7 +133,7 @@ def test_native_gemini_tables() -> None:
 
 
 def test_gemini_rust_modules_have_python_twins() -> None:
-    # The Python package also holds the request side (request_writer, schema, ...), which
+    # The Python package also holds the request side (request/writer/, schema, ...), which
     # has no Rust twin; chunk.rs is the decoder's reader (`_read_chunk` in decoder.py).
     rust = ROOT / "rust" / "src" / "gemini"
     python = ROOT / "python" / "hydra_proxy" / "gemini"
