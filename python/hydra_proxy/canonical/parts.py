@@ -30,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .content import block_type, content_blocks, each_block, fallback_text, text_of
+from .content import content_blocks, each_block, fallback_text, text_of
 from .fields import bad, required_string
 
 __all__ = ["MISSING_TOOL_RESULT", "Part", "Parts", "ToolResult", "match_results"]
@@ -166,23 +166,24 @@ class Parts(ABC):
             text = f"{title}\n\n{plain}" if title else plain
             return [self.text(text)] if text.strip() else []
         if stype == "content":
-            cpath = f"{spath}.content"
-            parts: list[Part] = [self.text(title)] if title else []
-            for itype, item, ipath in each_block(
-                content_blocks(source.get("content"), cpath), cpath
-            ):
-                if itype == "text":
-                    text = text_of(item, ipath)
-                    if text.strip():
-                        parts.append(self.text(text))
-                elif itype == "image":
-                    parts.append(self.image(item, ipath))
-            return parts
+            return self._content_document(source.get("content"), title, f"{spath}.content")
         raise bad(
             spath,
             f"document source type {stype!r} cannot be sent to {self.upstream}; "
             f"send the document as {self.document_sources}",
         )
+
+    def _content_document(self, content: Any, title: str | None, path: str) -> list[Part]:
+        """A ``content`` document: the title, then its text and image blocks."""
+        parts: list[Part] = [self.text(title)] if title else []
+        for itype, item, ipath in each_block(content_blocks(content, path), path):
+            if itype == "text":
+                text = text_of(item, ipath)
+                if text.strip():
+                    parts.append(self.text(text))
+            elif itype == "image":
+                parts.append(self.image(item, ipath))
+        return parts
 
     def user_turn(self, blocks: list[Any], path: str) -> tuple[list[ToolResult], list[Part]]:
         """A user turn's tool results, in order, and the rest of its content as parts."""
@@ -222,29 +223,31 @@ class Parts(ABC):
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            for k, item in enumerate(content):
-                ipath = f"{cpath}.{k}"
-                itype = block_type(item, ipath)
-                if itype == "text":
-                    texts.append(text_of(item, ipath))
-                elif itype == "image":
-                    media.append(self.image(item, ipath))
-                elif itype == "document":
-                    for part in self.document(item, ipath):
-                        text = self.text_in(part)
-                        if text is None:
-                            media.append(part)
-                        else:
-                            texts.append(text)
-                else:
-                    text = fallback_text(item, itype, ipath)
-                    if text is not None:
-                        texts.append(text)
+            for itype, item, ipath in each_block(content, cpath):
+                for piece in self._result_pieces(item, itype, ipath):
+                    if isinstance(piece, str):
+                        texts.append(piece)
+                    else:
+                        media.append(piece)
         elif content is not None:
             raise bad(cpath, "must be a string or a list of content blocks")
         return ToolResult(
             call_id, TOOL_TEXT_SEPARATOR.join(texts), media, block.get("is_error") is True
         )
+
+    def _result_pieces(self, item: dict[str, Any], itype: str, path: str) -> list[str | Part]:
+        """A block of a tool result as texts and media parts."""
+        if itype == "text":
+            return [text_of(item, path)]
+        if itype == "image":
+            return [self.image(item, path)]
+        if itype == "document":
+            return [
+                part if (text := self.text_in(part)) is None else text
+                for part in self.document(item, path)
+            ]
+        text = fallback_text(item, itype, path)
+        return [] if text is None else [text]
 
     def orphan(self, result: ToolResult) -> list[Part]:
         """A result that answers no pending call, as user content."""

@@ -42,7 +42,7 @@ from .fields import bad
 from .params import JSON_OBJECT_INSTRUCTION
 from .target import MessagesTarget
 from .thinking import fit_budget, loop_starts_with_thinking, strip_final_thinking
-from .turns import TurnBuilder, finish_turns, strip_final_whitespace
+from .turns import Turn, TurnBuilder, finish_turns, strip_final_whitespace
 
 __all__ = ["CanonicalRequest", "Requested", "canonical_request"]
 
@@ -81,20 +81,87 @@ def canonical_request(
     asked: Requested, conversation: TurnBuilder, target: MessagesTarget
 ) -> CanonicalRequest:
     """The Anthropic Messages request for `asked` and `conversation`, written for `target`."""
-    thinking = asked.thinking
     turns = conversation.finish()
-    thinking_disabled = False
-    choice = asked.tool_choice
-    forced = choice is not None and choice["type"] in ("any", "tool")
-    thinking_asked = thinking is not None and thinking["type"] != "disabled"
-    if thinking_asked and forced:
-        log.debug("thinking turned off: tool_choice forces tool use")
-        thinking = {"type": "disabled"}
-    elif thinking_asked and not loop_starts_with_thinking(turns):
-        trace.debug("thinking turned off: the current tool loop has no restorable thinking")
-        thinking = {"type": "disabled"}
-        thinking_disabled = True
+    thinking, thinking_disabled = _thinking(asked, turns)
+    max_tokens, thinking = _max_tokens(asked, thinking, target)
+    thinking_on = thinking is not None and thinking["type"] != "disabled"
+    if not thinking_on:
+        strip_final_thinking(turns)
+    strip_final_whitespace(turns)
+    messages = finish_turns(turns)
+    if not messages:
+        raise bad(
+            conversation.conversation_field,
+            "no user or assistant message with content is left to send",
+        )
 
+    out: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens}
+    system = _system(asked, conversation)
+    if system:
+        out["system"] = system
+    out["messages"] = messages
+    if asked.tools:
+        out["tools"] = asked.tools
+        if asked.tool_choice is not None:
+            out["tool_choice"] = asked.tool_choice
+    if asked.stop:
+        out["stop_sequences"] = asked.stop
+    _sampling(out, asked, thinking_on)
+    if thinking is not None:
+        out["thinking"] = thinking
+    output_config = _output_config(asked, thinking)
+    if output_config:
+        out["output_config"] = output_config
+    if asked.user_id is not None:
+        out["metadata"] = {"user_id": asked.user_id}
+    if asked.cache:
+        out["cache_control"] = {"type": "ephemeral"}
+    out["stream"] = asked.stream
+
+    restored = sum(
+        block["type"] in THINKING_TYPES
+        for message in messages
+        if message["role"] == "assistant"
+        for block in message["content"]
+    )
+    return CanonicalRequest(out, restored, thinking_disabled)
+
+
+def _system(asked: Requested, conversation: TurnBuilder) -> str:
+    texts = conversation.system
+    if asked.json_object:
+        texts = [*texts, JSON_OBJECT_INSTRUCTION]
+    return conversation.system_separator.join(texts)
+
+
+def _output_config(asked: Requested, thinking: dict[str, Any] | None) -> dict[str, Any]:
+    output_config: dict[str, Any] = {}
+    if asked.effort is not None and thinking is not None and thinking["type"] == "adaptive":
+        output_config["effort"] = asked.effort
+    if asked.output_format is not None:
+        output_config["format"] = asked.output_format
+    return output_config
+
+
+def _thinking(asked: Requested, turns: list[Turn]) -> tuple[dict[str, Any] | None, bool]:
+    """The thinking to send, and whether it was turned off for an unrestorable tool loop."""
+    thinking = asked.thinking
+    if thinking is None or thinking["type"] == "disabled":
+        return thinking, False
+    choice = asked.tool_choice
+    if choice is not None and choice["type"] in ("any", "tool"):
+        log.debug("thinking turned off: tool_choice forces tool use")
+        return {"type": "disabled"}, False
+    if not loop_starts_with_thinking(turns):
+        trace.debug("thinking turned off: the current tool loop has no restorable thinking")
+        return {"type": "disabled"}, True
+    return thinking, False
+
+
+def _max_tokens(
+    asked: Requested, thinking: dict[str, Any] | None, target: MessagesTarget
+) -> tuple[int, dict[str, Any] | None]:
+    """``max_tokens``, and the thinking with its budget fitted under it."""
     max_tokens = asked.max_tokens if asked.max_tokens is not None else target.default_max_tokens
     if thinking is not None and thinking["type"] == "enabled":
         max_tokens, budget = fit_budget(thinking["budget_tokens"], max_tokens, target)
@@ -105,53 +172,7 @@ def canonical_request(
             thinking = {**thinking, "budget_tokens": budget}
     if target.max_tokens_limit is not None:
         max_tokens = min(max_tokens, target.max_tokens_limit)
-
-    thinking_on = thinking is not None and thinking["type"] != "disabled"
-    if not thinking_on:
-        strip_final_thinking(turns)
-    strip_final_whitespace(turns)
-    messages = finish_turns(turns)
-    if not messages:
-        raise bad(conversation.field, "no user or assistant message with content is left to send")
-
-    out: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens}
-    texts = conversation.system
-    if asked.json_object:
-        texts = [*texts, JSON_OBJECT_INSTRUCTION]
-    system = conversation.system_separator.join(texts)
-    if system:
-        out["system"] = system
-    out["messages"] = messages
-    if asked.tools:
-        out["tools"] = asked.tools
-        if choice is not None:
-            out["tool_choice"] = choice
-    if asked.stop:
-        out["stop_sequences"] = asked.stop
-    _sampling(out, asked, thinking_on)
-    if thinking is not None:
-        out["thinking"] = thinking
-    output_config: dict[str, Any] = {}
-    if asked.effort is not None and thinking is not None and thinking["type"] == "adaptive":
-        output_config["effort"] = asked.effort
-    if asked.output_format is not None:
-        output_config["format"] = asked.output_format
-    if output_config:
-        out["output_config"] = output_config
-    if asked.user_id is not None:
-        out["metadata"] = {"user_id": asked.user_id}
-    if asked.cache:
-        out["cache_control"] = {"type": "ephemeral"}
-    out["stream"] = asked.stream
-
-    restored = sum(
-        1
-        for message in messages
-        if message["role"] == "assistant"
-        for block in message["content"]
-        if block["type"] in THINKING_TYPES
-    )
-    return CanonicalRequest(out, restored, thinking_disabled)
+    return max_tokens, thinking
 
 
 def _sampling(out: dict[str, Any], asked: Requested, thinking_on: bool) -> None:

@@ -75,7 +75,7 @@ class TurnBuilder:
     A reader subclasses it for its protocol's conversation field.
     """
 
-    field = "messages"  # the client's field the turns come from (a 400 names it)
+    conversation_field = "messages"  # the client's field the turns come from (a 400 names it)
     system_separator = "\n\n"  # how the system texts are joined
 
     def __init__(self, words: CallWords) -> None:

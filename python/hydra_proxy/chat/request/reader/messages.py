@@ -57,7 +57,7 @@ CALL_WORDS = CallWords(
 class MessageReader(TurnBuilder):
     """Reads the Chat messages in order into system texts and turns (`finish` merges them)."""
 
-    field = "messages"
+    conversation_field = "messages"
     system_separator = "\n"  # as Anthropic's compatibility layer joins them
 
     def __init__(self, key: bytes | None) -> None:

@@ -53,7 +53,7 @@ _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 class InputReader(TurnBuilder):
     """Reads the input items in order into system texts and turns (`finish` merges them)."""
 
-    field = "input"
+    conversation_field = "input"
     system_separator = "\n\n"
 
     def __init__(self, key: bytes | None, names: ToolNames) -> None:
