@@ -12,17 +12,15 @@ text (`fallback_text`). Malformed core blocks are a 400 naming the field
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
-from .fields import bad, required_string
+from .fields import bad
 
 __all__ = [
     "THINKING_TYPES",
     "Block",
     "block_type",
     "content_blocks",
-    "each_block",
     "fallback_text",
     "shown_text",
     "text_of",
@@ -38,7 +36,10 @@ THINKING_TYPES = ("thinking", "redacted_thinking")
 def block_type(block: Any, path: str) -> str:
     if not isinstance(block, dict):
         raise bad(path, "content block must be an object")
-    return required_string(block.get("type"), f"{path}.type", "content block type is required")
+    btype = block.get("type")
+    if not isinstance(btype, str) or not btype:
+        raise bad(f"{path}.type", "content block type is required")
+    return btype
 
 
 def content_blocks(content: Any, path: str) -> list[Any]:
@@ -52,13 +53,6 @@ def content_blocks(content: Any, path: str) -> list[Any]:
     raise bad(path, "must be a string or a list of content blocks")
 
 
-def each_block(blocks: list[Any], path: str) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """(type, block, path) of each block of a content list, in order."""
-    for j, block in enumerate(blocks):
-        bpath = f"{path}.{j}"
-        yield block_type(block, bpath), block, bpath
-
-
 def text_of(block: dict[str, Any], path: str) -> str:
     text = block.get("text")
     if not isinstance(text, str):
@@ -68,8 +62,14 @@ def text_of(block: dict[str, Any], path: str) -> str:
 
 def tool_call(block: dict[str, Any], path: str) -> tuple[str, str]:
     """(id, name) of a tool_use block."""
-    call_id = required_string(block.get("id"), f"{path}.id", "tool_use block needs an id")
-    name = required_string(block.get("name"), f"{path}.name", "tool_use block needs a name")
+    # Checked inline, not by fields.required_string: this runs for every block, and its
+    # paths would be formatted even when nothing is wrong.
+    call_id = block.get("id")
+    name = block.get("name")
+    if not isinstance(call_id, str) or not call_id:
+        raise bad(f"{path}.id", "tool_use block needs an id")
+    if not isinstance(name, str) or not name:
+        raise bad(f"{path}.name", "tool_use block needs a name")
     return call_id, name
 
 

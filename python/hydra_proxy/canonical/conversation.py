@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from .content import content_blocks, each_block, fallback_text, text_of
+from .content import block_type, content_blocks, fallback_text, text_of
 from .fields import bad
 
 __all__ = ["BILLING_HEADER_PREFIX", "ConversationWriter"]
@@ -76,7 +76,9 @@ class ConversationWriter(ABC):
         self._system_blocks(system, "system")
 
     def _system_blocks(self, blocks: list[Any], path: str) -> None:
-        for btype, block, bpath in each_block(blocks, path):
+        for j, block in enumerate(blocks):
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
             text = text_of(block, bpath) if btype == "text" else fallback_text(block, btype, bpath)
             if text is not None:
                 self._system_text(text)

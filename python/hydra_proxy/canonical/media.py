@@ -50,9 +50,12 @@ def file_block(value: Any, path: str) -> Block:
         )
     data_path = f"{path}.file_data"
     file_data = required_string(
-        value.get("file_data"), data_path, "required: a data: URL (data:application/pdf;base64,...)"
+        value.get("file_data"),
+        path,
+        "file_data",
+        "required: a data: URL (data:application/pdf;base64,...)",
     )
-    filename = optional_string(value.get("filename"), f"{path}.filename")
+    filename = optional_string(value.get("filename"), path, "filename")
     if file_data[:5].lower() == "data:":
         media, data = _data_url(file_data, data_path)
     else:

@@ -104,7 +104,7 @@ def read_output_format(
     spec_path = path if schema_key is None else f"{path}.{schema_key}"
     if not isinstance(spec, dict):
         raise bad(spec_path, "required: an object with name and schema")
-    optional_string(spec.get("name"), f"{spec_path}.name")
+    optional_string(spec.get("name"), spec_path, "name")
     schema = spec.get("schema")
     if not isinstance(schema, dict):
         raise bad(f"{spec_path}.schema", "required: a JSON Schema object")

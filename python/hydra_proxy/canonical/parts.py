@@ -30,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .content import content_blocks, each_block, fallback_text, text_of
+from .content import block_type, content_blocks, fallback_text, text_of
 from .fields import bad, required_string
 
 __all__ = ["MISSING_TOOL_RESULT", "Part", "Parts", "ToolResult", "match_results"]
@@ -44,7 +44,7 @@ TOOL_ERROR_PREFIX = "Error: "
 TOOL_TEXT_SEPARATOR = "\n"
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolResult:
     """A ``tool_result`` block of a user turn, read."""
 
@@ -124,15 +124,16 @@ class Parts(ABC):
         if stype == "base64":
             media_type = required_string(
                 source.get("media_type"),
-                f"{spath}.media_type",
+                spath,
+                "media_type",
                 "base64 image source needs a media_type",
             )
             data = required_string(
-                source.get("data"), f"{spath}.data", "base64 image source needs data"
+                source.get("data"), spath, "data", "base64 image source needs data"
             )
             return self.base64_image(media_type, data)
         if stype == "url":
-            url = required_string(source.get("url"), f"{spath}.url", "url image source needs a url")
+            url = required_string(source.get("url"), spath, "url", "url image source needs a url")
             return self.url_image(url)
         raise bad(
             spath,
@@ -148,7 +149,7 @@ class Parts(ABC):
         title = block.get("title") if isinstance(block.get("title"), str) else None
         if stype == "base64":
             data = required_string(
-                source.get("data"), f"{spath}.data", "base64 document source needs data"
+                source.get("data"), spath, "data", "base64 document source needs data"
             )
             media_type = source.get("media_type")
             if not isinstance(media_type, str) or not media_type:
@@ -156,7 +157,7 @@ class Parts(ABC):
             return [self.base64_document(media_type, data, title)]
         if stype == "url" and self.takes_document_urls:
             url = required_string(
-                source.get("url"), f"{spath}.url", "url document source needs a url"
+                source.get("url"), spath, "url", "url document source needs a url"
             )
             return [self.url_document(url)]
         if stype == "text":
@@ -176,7 +177,9 @@ class Parts(ABC):
     def _content_document(self, content: Any, title: str | None, path: str) -> list[Part]:
         """A ``content`` document: the title, then its text and image blocks."""
         parts: list[Part] = [self.text(title)] if title else []
-        for itype, item, ipath in each_block(content_blocks(content, path), path):
+        for j, item in enumerate(content_blocks(content, path)):
+            ipath = f"{path}.{j}"
+            itype = block_type(item, ipath)
             if itype == "text":
                 text = text_of(item, ipath)
                 if text.strip():
@@ -189,22 +192,26 @@ class Parts(ABC):
         """A user turn's tool results, in order, and the rest of its content as parts."""
         parts: list[Part] = []
         results: list[tuple[str, dict[str, Any], str]] = []
-        for btype, block, bpath in each_block(blocks, path):
-            if btype == "tool_result":
-                call_id = required_string(
-                    block.get("tool_use_id"),
-                    f"{bpath}.tool_use_id",
-                    "tool_result block needs a tool_use_id",
-                )
+        for j, block in enumerate(blocks):
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
+            if btype == "text":  # the common block, read here rather than by a call each
+                text = text_of(block, bpath)
+                if text.strip():
+                    parts.append(self.text(text))
+            elif btype == "tool_result":
+                call_id = block.get("tool_use_id")
+                if not isinstance(call_id, str) or not call_id:
+                    raise bad(f"{bpath}.tool_use_id", "tool_result block needs a tool_use_id")
                 results.append((call_id, block, bpath))
             else:
                 parts.extend(self.user_parts(block, btype, bpath))
+        if not results:
+            return [], parts
         return [self.tool_result(call_id, block, bpath) for call_id, block, bpath in results], parts
 
     def user_parts(self, block: dict[str, Any], btype: str, path: str) -> list[Part]:
-        if btype == "text":
-            text = text_of(block, path)
-            return [self.text(text)] if text.strip() else []
+        """A user turn's block other than text and tool results, as parts."""
         if btype == "image":
             return [self.image(block, path)]
         if btype == "document":
@@ -223,7 +230,9 @@ class Parts(ABC):
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            for itype, item, ipath in each_block(content, cpath):
+            for j, item in enumerate(content):
+                ipath = f"{cpath}.{j}"
+                itype = block_type(item, ipath)
                 for piece in self._result_pieces(item, itype, ipath):
                     if isinstance(piece, str):
                         texts.append(piece)

@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 trace = logging.getLogger("hydra_proxy.continuation")
 
 
-@dataclass
+@dataclass(slots=True)
 class Requested:
     """What a client request asks for, in canonical terms (a reader fills it in)."""
 
@@ -70,7 +70,7 @@ class Requested:
     cache: bool = False  # the client wants its prompt prefix cached
 
 
-@dataclass
+@dataclass(slots=True)
 class CanonicalRequest:
     body: dict[str, Any]  # the Anthropic Messages request
     restored_blocks: int  # thinking/redacted blocks restored from the client and sent

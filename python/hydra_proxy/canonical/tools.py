@@ -25,13 +25,11 @@ import hashlib
 import logging
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any
 
 from .fields import bad, required_string, type_name
 
 __all__ = [
-    "CustomTool",
     "allowed_tools",
     "custom_tools",
     "hashed_id",
@@ -54,10 +52,10 @@ _TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
 # -- readers
 
 
-def tool_name(value: Any, path: str) -> str:
-    """A client tool's name (at `path`), as Anthropic accepts it."""
+def tool_name(value: Any, path: str, field: str = "name") -> str:
+    """A client tool's name (field `field` of the object at `path`), as Anthropic takes it."""
     if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-        raise bad(path, "must be 1-128 characters of letters, digits, '_' and '-'")
+        raise bad(f"{path}.{field}", "must be 1-128 characters of letters, digits, '_' and '-'")
     return value
 
 
@@ -70,18 +68,19 @@ def hashed_id(seed: str) -> str:
     return "call_" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def input_schema(parameters: Any, path: str) -> dict[str, Any]:
-    """A tool's parameters schema (at `path`) as an Anthropic ``input_schema``."""
+def input_schema(parameters: Any, path: str, field: str = "parameters") -> dict[str, Any]:
+    """A tool's parameters schema (field `field` of the tool at `path`) as an Anthropic
+    ``input_schema``."""
     if parameters is None or parameters == {}:
         return {"type": "object", "properties": {}}
     if not isinstance(parameters, dict):
-        raise bad(path, "must be a JSON Schema object")
+        raise bad(f"{path}.{field}", "must be a JSON Schema object")
     schema_type = parameters.get("type")
     if schema_type is None:
         return {"type": "object", **parameters}
     if schema_type != "object":
         raise bad(
-            f"{path}.type",
+            f"{path}.{field}.type",
             f"the parameters schema must be of type 'object', not {schema_type!r}",
         )
     return parameters
@@ -138,40 +137,32 @@ def settle_tool_choice(
 # -- writers
 
 
-@dataclass(frozen=True)
-class CustomTool:
-    """A client-defined tool of the canonical request, checked."""
-
-    name: str
-    description: Any  # as given: each writer keeps what its upstream accepts
-    schema: dict[str, Any]  # the input_schema
-    path: str  # "tools.<i>"
-
-
-def custom_tools(value: Any, upstream: str) -> list[CustomTool]:
-    """The request's tools; server tools are a 400 (`upstream` names who cannot run them)."""
+def custom_tools(value: Any, upstream: str) -> list[tuple[str, Any, dict[str, Any], str]]:
+    """(name, description as given, input schema, path) of each of the request's tools;
+    server tools are a 400 (`upstream` names who cannot run them). Plain tuples in a list:
+    requests carry dozens of tools, read on every request."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise bad("tools", "must be a list of tools")
-    tools: list[CustomTool] = []
+    tools = []
     for i, tool in enumerate(value):
-        path = f"tools.{i}"
         if not isinstance(tool, dict):
-            raise bad(path, "tool must be an object")
+            raise bad(f"tools.{i}", "tool must be an object")
         ttype = tool.get("type")
         name = tool.get("name")
         schema = tool.get("input_schema")
         if ttype not in (None, "custom") and schema is None:
             raise bad(
-                path,
+                f"tools.{i}",
                 f"tool {name!r} is an Anthropic server tool (type {ttype!r}); {upstream} "
                 "cannot run server tools. Remove it, or route this model to Anthropic.",
             )
-        name = required_string(name, f"{path}.name", "tool needs a name")
+        if not isinstance(name, str) or not name:
+            raise bad(f"tools.{i}.name", "tool needs a name")
         if not isinstance(schema, dict):
-            raise bad(f"{path}.input_schema", f"tool {name!r} needs an input_schema object")
-        tools.append(CustomTool(name, tool.get("description"), schema, path))
+            raise bad(f"tools.{i}.input_schema", f"tool {name!r} needs an input_schema object")
+        tools.append((name, tool.get("description"), schema, f"tools.{i}"))
     return tools
 
 
@@ -200,7 +191,7 @@ def read_tool_choice(value: Any, names: Collection[str]) -> tuple[str | None, st
         return ctype, None, parallel_off
     if ctype == "tool":
         name = required_string(
-            value.get("name"), "tool_choice.name", "tool_choice of type tool needs a name"
+            value.get("name"), "tool_choice", "name", "tool_choice of type tool needs a name"
         )
         if names and name not in names:
             raise bad("tool_choice.name", f"no tool named {name!r} in tools")

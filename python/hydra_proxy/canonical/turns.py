@@ -49,7 +49,7 @@ PartReader = Callable[[Any, str], "Block | None"]
 """(part, path) -> the canonical block of a client content part (None: nothing to send)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Turn:
     role: str  # "user" or "assistant"
     blocks: list[Block] = field(default_factory=list)
@@ -107,39 +107,44 @@ class TurnBuilder:
         self.pending[call_id] = (id_path, sent_id)
         return sent_id
 
-    def answer_call(self, call_id: str, id_path: str) -> str:
-        """The sent id of the call an answer (at `id_path`) answers."""
+    def answer_call(self, call_id: str, path: str, id_field: str) -> str:
+        """The sent id of the call an answer (at `path`, the id in `id_field`) answers."""
         if call_id not in self.pending:
             problem = self.words.repeated if call_id in self.answered else self.words.stray
-            raise bad(id_path, f"{call_id!r} {problem}")
+            raise bad(f"{path}.{id_field}", f"{call_id!r} {problem}")
         _, sent_id = self.pending.pop(call_id)
         self.answered.add(call_id)
         return sent_id
 
     def add_result(
         self,
-        call_id: Any,
-        id_path: str,
-        content: Any,
-        content_path: str,
+        answer: dict[str, Any],
+        path: str,
+        id_field: str,
+        content_field: str,
         read_part: PartReader,
         *,
         required: bool,
     ) -> None:
-        """An answer to a call (its id at `id_path`, its content at `content_path`: a string
-        or parts; `required`: no content at all is a 400) as a tool_result of the user turn."""
-        call_id = required_string(call_id, id_path, self.words.no_id)
-        result: Block = {"type": "tool_result", "tool_use_id": self.answer_call(call_id, id_path)}
+        """An answer to a call (the object at `path`: the call's id in `id_field`, its
+        content in `content_field`, a string or parts; `required`: no content at all is a
+        400) as a tool_result of the user turn."""
+        call_id = required_string(answer.get(id_field), path, id_field, self.words.no_id)
+        result: Block = {
+            "type": "tool_result",
+            "tool_use_id": self.answer_call(call_id, path, id_field),
+        }
+        content = answer.get(content_field)
         if isinstance(content, str):
             if content.strip():
                 result["content"] = content
         elif isinstance(content, list):
-            blocks = read_content(content, content_path, read_part)
+            blocks = read_content(content, f"{path}.{content_field}", read_part)
             if blocks:
                 result["content"] = blocks
         elif content is not None or required:
             raise bad(
-                content_path,
+                f"{path}.{content_field}",
                 f"must be a string or an array of content parts, got {type_name(content)}",
             )
         self.user_turn().results.append(result)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -44,9 +44,9 @@ CUSTOM_INPUT_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class ToolOrigin:
-    """What a tool name sent upstream stands for in the client's request."""
+class ToolOrigin(NamedTuple):
+    """What a tool name sent upstream stands for in the client's request (a tuple: one is
+    made per tool of every request)."""
 
     name: str
     namespace: str | None = None

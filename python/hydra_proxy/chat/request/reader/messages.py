@@ -128,14 +128,7 @@ class MessageReader(TurnBuilder):
             self.user_turn().blocks.extend(blocks)
 
     def _tool(self, message: dict[str, Any], path: str) -> None:
-        self.add_result(
-            message.get("tool_call_id"),
-            f"{path}.tool_call_id",
-            message.get("content"),
-            f"{path}.content",
-            content_block,
-            required=False,
-        )
+        self.add_result(message, path, "tool_call_id", "content", content_block, required=False)
 
     def _assistant(self, message: dict[str, Any], path: str) -> None:
         self.begin_assistant_turn()
@@ -214,7 +207,7 @@ class MessageReader(TurnBuilder):
                     f"{call_path}.type", f"only function tool calls are supported, not {ctype!r}"
                 )
             call_id = required_string(
-                call.get("id"), f"{call_path}.id", "required: a non-empty string"
+                call.get("id"), call_path, "id", "required: a non-empty string"
             )
             if call_id in self.pending:
                 raise bad(f"{call_path}.id", f"duplicate tool call id {call_id!r} in one message")
@@ -222,7 +215,7 @@ class MessageReader(TurnBuilder):
             if not isinstance(function, dict):
                 raise bad(f"{call_path}.function", "required: an object with name and arguments")
             name = required_string(
-                function.get("name"), f"{call_path}.function.name", "required: a non-empty string"
+                function.get("name"), call_path, "function.name", "required: a non-empty string"
             )
             arguments = read_arguments(function.get("arguments"), f"{call_path}.function.arguments")
             sent_id = self.open_call(call_id, f"{call_path}.id", call_path)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, each_object, optional_string
+from ....canonical.fields import bad, type_name
 from ....canonical.tools import (
     allowed_tools,
     input_schema,
@@ -32,7 +32,12 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
         return []
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for path, tool in each_object(value, "tools"):
+    if not isinstance(value, list):
+        raise bad("tools", f"must be an array, got {type_name(value)}")
+    for i, tool in enumerate(value):
+        path = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise bad(path, f"must be an object, got {type_name(tool)}")
         ttype = tool.get("type", "function")
         if ttype != "function":
             raise bad(
@@ -43,16 +48,18 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
         function = tool.get("function")
         if not isinstance(function, dict):
             raise bad(f"{path}.function", "required: an object with name and parameters")
-        name = tool_name(function.get("name"), f"{path}.function.name")
+        name = tool_name(function.get("name"), path, "function.name")
         if name in seen:
             raise bad(f"{path}.function.name", f"duplicate tool name {name!r}")
         seen.add(name)
         converted: dict[str, Any] = {"name": name}
-        description = optional_string(function.get("description"), f"{path}.function.description")
+        description = function.get("description")
+        if description is not None and not isinstance(description, str):
+            raise bad(f"{path}.function.description", "must be a string")
         if description:
             converted["description"] = description
         converted["input_schema"] = input_schema(
-            function.get("parameters"), f"{path}.function.parameters"
+            function.get("parameters"), path, "function.parameters"
         )
         out.append(converted)
     return out

@@ -53,6 +53,34 @@ _DROPPED_FIELDS = frozenset(
 )
 
 
+# Every field this reader reads or refuses (what is left is unknown: dropped, logged).
+_KNOWN_FIELDS = _DROPPED_FIELDS | {
+    "n",
+    "logprobs",
+    "top_logprobs",
+    "audio",
+    "modalities",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "web_search_options",
+    "functions",
+    "function_call",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "temperature",
+    "top_p",
+    "top_k",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "thinking",
+    "response_format",
+}
+
+
 def refuse_unsupported(body: dict[str, Any]) -> None:
     n = body.get("n")
     if n is not None and (not is_int(n) or n != 1):
@@ -102,31 +130,6 @@ def refuse_unsupported(body: dict[str, Any]) -> None:
         value = body.get(name)
         if value is not None and not isinstance(value, bool):
             raise bad(name, f"must be a boolean, got {type_name(value)}")
-    known = _DROPPED_FIELDS | {
-        "n",
-        "logprobs",
-        "top_logprobs",
-        "audio",
-        "modalities",
-        "presence_penalty",
-        "frequency_penalty",
-        "logit_bias",
-        "web_search_options",
-        "functions",
-        "function_call",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "temperature",
-        "top_p",
-        "top_k",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "reasoning_effort",
-        "thinking",
-        "response_format",
-    }
-    unknown = [name for name in body if name not in known]
+    unknown = [name for name in body if name not in _KNOWN_FIELDS]
     if unknown:
         log.debug("dropped unknown request fields: %s", ", ".join(sorted(unknown)))

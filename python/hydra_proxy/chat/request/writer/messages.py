@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ....canonical.arguments import tool_arguments
-from ....canonical.content import each_block, shown_text, tool_call
+from ....canonical.content import block_type, shown_text, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
-from ....canonical.parts import MISSING_TOOL_RESULT, Part, match_results
+from ....canonical.parts import MISSING_TOOL_RESULT, Part, ToolResult, match_results
 from ....canonical.turns import LEADING_USER_PLACEHOLDER
 from .content import CHAT_PARTS
 from .target import ChatTarget
@@ -56,19 +56,19 @@ SYSTEM_SEPARATOR = "\n\n"
 TEXT_SEPARATOR = "\n\n"
 
 
-@dataclass
+@dataclass(slots=True)
 class _User:
     parts: list[Part] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Assistant:
     texts: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tool:
     tool_call_id: str
     content: str
@@ -95,7 +95,9 @@ class MessagesWriter(ConversationWriter):
     def assistant(self, blocks: list[Any], path: str) -> None:
         self._answer_pending({})
         turn = _Assistant()
-        for btype, block, bpath in each_block(blocks, path):
+        for j, block in enumerate(blocks):
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
             if btype == "tool_use":
                 call_id, name = tool_call(block, bpath)
                 arguments = tool_arguments(block.get("input"))
@@ -122,8 +124,18 @@ class MessagesWriter(ConversationWriter):
 
     def user(self, blocks: list[Any], path: str) -> None:
         results, parts = CHAT_PARTS.user_turn(blocks, path)
+        if results:
+            parts = self._answer(results) + parts
+        else:
+            self._answer_pending({})
+        if parts:
+            self.out.append(_User(parts))
+
+    def _answer(self, results: list[ToolResult]) -> list[Part]:
+        """Tool messages for the pending calls; the user content that goes before the rest
+        of the turn: the media of the answered results, then the orphans."""
         answered, orphans = match_results(results, self.pending)
-        lead: list[Part] = []  # media from answered results, then orphan results
+        lead: list[Part] = []
         texts: dict[str, str] = {}
         for call_id, result in answered.items():
             text = result.error_text
@@ -135,9 +147,7 @@ class MessagesWriter(ConversationWriter):
         self._answer_pending(texts)
         for orphan in orphans:
             lead.extend(CHAT_PARTS.orphan(orphan))
-        parts = lead + parts
-        if parts:
-            self.out.append(_User(parts))
+        return lead
 
     # -- output
 

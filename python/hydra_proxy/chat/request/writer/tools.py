@@ -24,17 +24,19 @@ _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 def write_tools(value: Any) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
-    for tool in custom_tools(value, UPSTREAM):
-        function: dict[str, Any] = {"name": tool.name}
-        if isinstance(tool.description, str):
-            function["description"] = tool.description
-        function["parameters"] = tool.schema
+    for name, description, schema, _ in custom_tools(value, UPSTREAM):
+        function: dict[str, Any] = {"name": name}
+        if isinstance(description, str):
+            function["description"] = description
+        function["parameters"] = schema
         tools.append({"type": "function", "function": function})
     return tools
 
 
 def write_tool_choice(value: Any, tools: list[dict[str, Any]]) -> tuple[Any, bool | None]:
     """The Chat ``tool_choice`` (None: leave it out) and ``parallel_tool_calls``."""
+    if value is None:
+        return None, None
     ctype, name, parallel_off = read_tool_choice(
         value, {tool["function"]["name"] for tool in tools}
     )

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ....canonical.content import each_block, shown_text, text_of, tool_call
+from ....canonical.content import block_type, shown_text, text_of, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, Part, match_results
@@ -50,13 +50,13 @@ __all__ = ["ContentsWriter"]
 MEDIA_NOTE = "[The image/document output of this call follows the function responses.]"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Content:
     role: Literal["user", "model"]
     parts: list[Part] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Call:
     call_id: str
     name: str
@@ -99,7 +99,9 @@ class ContentsWriter(ConversationWriter):
                 signature = None
             parts.append(part)
 
-        for btype, block, bpath in each_block(blocks, path):
+        for j, block in enumerate(blocks):
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
             if btype == "text":
                 text = text_of(block, bpath)
                 if text.strip() or signature is not None:

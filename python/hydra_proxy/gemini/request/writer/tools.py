@@ -25,14 +25,14 @@ _MODES = {"auto": "AUTO", "any": "ANY", "none": "NONE", "tool": "ANY"}
 
 def function_declarations(value: Any) -> list[dict[str, Any]]:
     declarations: list[dict[str, Any]] = []
-    for tool in custom_tools(value, UPSTREAM):
-        declaration: dict[str, Any] = {"name": tool.name}
-        if isinstance(tool.description, str) and tool.description:
-            declaration["description"] = tool.description
+    for name, description, schema, path in custom_tools(value, UPSTREAM):
+        declaration: dict[str, Any] = {"name": name}
+        if isinstance(description, str) and description:
+            declaration["description"] = description
         try:
-            parameters = function_parameters(tool.schema)
+            parameters = function_parameters(schema)
         except SchemaTooLarge as exc:
-            raise bad(f"{tool.path}.input_schema", f"tool {tool.name!r}: {exc}") from exc
+            raise bad(f"{path}.input_schema", f"tool {name!r}: {exc}") from exc
         if parameters is not None:
             declaration["parameters"] = parameters
         declarations.append(declaration)
@@ -40,6 +40,8 @@ def function_declarations(value: Any) -> list[dict[str, Any]]:
 
 
 def tool_config(value: Any, declarations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if value is None:
+        return None
     ctype, name, _ = read_tool_choice(value, {d["name"] for d in declarations})
     if ctype is None:
         return None

@@ -127,11 +127,11 @@ class InputReader(TurnBuilder):
 
     def _call(self, item: dict[str, Any], path: str, custom: bool) -> None:
         call_id = required_string(
-            item.get("call_id"), f"{path}.call_id", "required: a non-empty string"
+            item.get("call_id"), path, "call_id", "required: a non-empty string"
         )
         if call_id in self.pending:
             raise bad(f"{path}.call_id", f"duplicate call_id {call_id!r}")
-        name = required_string(item.get("name"), f"{path}.name", "required: a non-empty string")
+        name = required_string(item.get("name"), path, "name", "required: a non-empty string")
         namespace = item.get("namespace")
         if namespace is not None and not isinstance(namespace, str):
             raise bad(f"{path}.namespace", f"must be a string, got {type_name(namespace)}")
@@ -155,14 +155,7 @@ class InputReader(TurnBuilder):
         )
 
     def _output(self, item: dict[str, Any], path: str) -> None:
-        self.add_result(
-            item.get("call_id"),
-            f"{path}.call_id",
-            item.get("output"),
-            f"{path}.output",
-            input_part,
-            required=True,
-        )
+        self.add_result(item, path, "call_id", "output", input_part, required=True)
 
     def _assistant_turn(self) -> Turn:
         if not self.turns or self.turns[-1].role != "assistant":

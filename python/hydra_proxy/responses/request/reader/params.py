@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.fields import bad, optional_object, optional_string, type_name
+from ....canonical.fields import bad, optional_object, type_name
 from ....canonical.thinking import check_effort
 
 __all__ = [
@@ -74,7 +74,9 @@ def read_metadata(value: Any) -> dict[str, Any]:
 
 
 def read_prompt_cache_key(body: dict[str, Any]) -> str | None:
-    key = optional_string(body.get("prompt_cache_key"), "prompt_cache_key")
+    key = body.get("prompt_cache_key")
+    if key is not None and not isinstance(key, str):
+        raise bad("prompt_cache_key", "must be a string")
     return key
 
 

@@ -85,8 +85,8 @@ def read_tools(value: Any) -> ToolSet:
         if ttype in _CALLABLE:
             entries.append((path, tool, None, None))
         elif ttype == "namespace":
-            ns_name = _name(tool, path)
-            description = optional_string(tool.get("description"), f"{path}.description")
+            ns_name = tool_name(tool.get("name"), path)
+            description = optional_string(tool.get("description"), path, "description")
             inner = tool.get("tools")
             if not isinstance(inner, list):
                 raise bad(f"{path}.tools", "required: an array of function or custom tools")
@@ -104,12 +104,12 @@ def read_tools(value: Any) -> ToolSet:
     out: list[dict[str, Any]] = []
     plain = [e for e in entries if e[2] is None]
     for path, tool, _, _ in plain:
-        name = _name(tool, path)
+        name = tool_name(tool.get("name"), path)
         if name in taken:
             raise bad(f"{path}.name", f"duplicate tool name {name!r}")
         taken.add(name)
     for path, tool, namespace, ns_description in entries:  # in the client's order
-        name = _name(tool, path)
+        name = tool_name(tool.get("name"), path)
         if namespace is None:
             sent = name
         else:
@@ -123,14 +123,12 @@ def read_tools(value: Any) -> ToolSet:
     return ToolSet(out, names, dropped)
 
 
-def _name(tool: dict[str, Any], path: str) -> str:
-    return tool_name(tool.get("name"), f"{path}.name")
-
-
 def _convert(
     tool: dict[str, Any], path: str, sent: str, ns_description: str | None, custom: bool
 ) -> dict[str, Any]:
-    description = optional_string(tool.get("description"), f"{path}.description")
+    description = tool.get("description")  # checked inline: this runs for every tool
+    if description is not None and not isinstance(description, str):
+        raise bad(f"{path}.description", "must be a string")
     pieces = [p for p in (ns_description, description) if p and p.strip()]
     schema: dict[str, Any]
     if custom:
@@ -139,7 +137,7 @@ def _convert(
             pieces.append(note)
         schema = CUSTOM_INPUT_SCHEMA
     else:
-        schema = input_schema(tool.get("parameters"), f"{path}.parameters")
+        schema = input_schema(tool.get("parameters"), path)
     converted: dict[str, Any] = {"name": sent}
     if pieces:
         converted["description"] = "\n\n".join(pieces)
@@ -195,7 +193,7 @@ def _chosen(value: dict[str, Any], toolset: ToolSet, path: str) -> str:
     name = value.get("name")
     if not isinstance(name, str) or not name:
         raise bad(f"{path}.name", "required: the name of a function or custom tool")
-    namespace = optional_string(value.get("namespace"), f"{path}.namespace")
+    namespace = optional_string(value.get("namespace"), path, "namespace")
     sent = toolset.names.by_origin.get((namespace, name))
     if sent is None:
         raise bad(f"{path}.name", f"no tool named {name!r} in tools")

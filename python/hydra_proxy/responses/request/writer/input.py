@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....canonical.arguments import tool_arguments
-from ....canonical.content import each_block, shown_text, tool_call
+from ....canonical.content import block_type, shown_text, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, ToolResult, match_results
@@ -66,7 +66,9 @@ class InputWriter(ConversationWriter):
     def assistant(self, blocks: list[Any], path: str) -> None:
         self._answer_pending({})
         calls: list[str] = []
-        for btype, block, bpath in each_block(blocks, path):
+        for j, block in enumerate(blocks):
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
             if btype == "tool_use":
                 call_id, name = tool_call(block, bpath)
                 self._flush_text()
@@ -91,10 +93,12 @@ class InputWriter(ConversationWriter):
     def user(self, blocks: list[Any], path: str) -> None:
         self._flush_text()
         results, parts = RESPONSES_PARTS.user_turn(blocks, path)
-        answered, orphans = match_results(results, self.pending)
-        self._answer_pending({call_id: _output(result) for call_id, result in answered.items()})
-        lead = [part for orphan in orphans for part in RESPONSES_PARTS.orphan(orphan)]
-        parts = lead + parts
+        if results:
+            answered, orphans = match_results(results, self.pending)
+            self._answer_pending({call_id: _output(result) for call_id, result in answered.items()})
+            parts = [part for orphan in orphans for part in RESPONSES_PARTS.orphan(orphan)] + parts
+        else:
+            self._answer_pending({})
         if parts:
             self.items.append({"type": "message", "role": "user", "content": parts})
 

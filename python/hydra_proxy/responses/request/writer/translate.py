@@ -57,9 +57,15 @@ def responses_request_from_messages(
     limit = max_tokens(body, target.max_tokens_limit)
     writer = InputWriter(target)
     writer.write(body)
-    tools = custom_tools(body.get("tools"), UPSTREAM)
-    ctype, name, parallel_off = read_tool_choice(
-        body.get("tool_choice"), {tool.name for tool in tools}
+    tools = [
+        _function_tool(name, description, schema)
+        for name, description, schema, _ in custom_tools(body.get("tools"), UPSTREAM)
+    ]
+    choice = body.get("tool_choice")
+    ctype, name, parallel_off = (
+        read_tool_choice(choice, {tool["name"] for tool in tools})
+        if choice is not None
+        else (None, None, False)
     )
 
     out: dict[str, Any] = {"model": target.model}
@@ -68,7 +74,7 @@ def responses_request_from_messages(
     out["input"] = writer.finish()
     out["max_output_tokens"] = limit
     if tools:
-        out["tools"] = [_function_tool(tool.name, tool.description, tool.schema) for tool in tools]
+        out["tools"] = tools
         if ctype == "tool":
             out["tool_choice"] = {"type": "function", "name": name}
         elif ctype is not None:
