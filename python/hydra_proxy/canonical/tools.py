@@ -24,18 +24,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .fields import bad, required_string, type_name
 
 __all__ = [
+    "ObjectChoice",
     "allowed_tools",
     "custom_tools",
     "hashed_id",
     "input_schema",
     "openai_tool_choice",
-    "read_parallel",
     "read_tool_choice",
     "refuse_mcp_servers",
     "settle_tool_choice",
@@ -86,18 +86,39 @@ def input_schema(parameters: Any, path: str, field: str = "parameters") -> dict[
     return parameters
 
 
-def openai_tool_choice(value: Any, or_else: str) -> dict[str, Any] | None:
-    """An OpenAI ``tool_choice`` that is not an object (none given, or a string) as the
-    Anthropic one (`or_else`: the object the client's protocol also takes, for a 400)."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
+ObjectChoice = Callable[[dict[str, Any]], tuple[list[dict[str, Any]], dict[str, Any]]]
+"""An object ``tool_choice`` -> (the tools to send, the Anthropic tool_choice)."""
+
+
+def openai_tool_choice(
+    value: Any,
+    parallel: Any,
+    tools: list[dict[str, Any]],
+    object_choice: ObjectChoice,
+    *,
+    or_else: str,
+    needs: str,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The tools and the Anthropic tool_choice of an OpenAI ``tool_choice`` and
+    ``parallel_tool_calls``: the strings here, an object by the protocol's `object_choice`
+    (`or_else` names what it takes, `needs` says what a forced choice needs, for the 400s),
+    then `settle_tool_choice`."""
+    if parallel is not None and not isinstance(parallel, bool):
+        raise bad("parallel_tool_calls", f"must be a boolean, got {type_name(parallel)}")
+    choice: dict[str, Any] | None
+    if isinstance(value, dict):
+        tools, choice = object_choice(value)
+    elif value is None:
+        choice = None
+    elif not isinstance(value, str):
         raise bad("tool_choice", f"must be a string or an object, got {type_name(value)}")
-    if value in ("none", "auto"):
-        return {"type": value}
-    if value == "required":
-        return {"type": "any"}
-    raise bad("tool_choice", f"must be 'none', 'auto', 'required' or {or_else}")
+    elif value in ("none", "auto"):
+        choice = {"type": value}
+    elif value == "required":
+        choice = {"type": "any"}
+    else:
+        raise bad("tool_choice", f"must be 'none', 'auto', 'required' or {or_else}")
+    return settle_tool_choice(tools, choice, parallel, needs)
 
 
 def allowed_tools(value: dict[str, Any], path: str) -> tuple[dict[str, Any], list[Any]]:
@@ -110,13 +131,6 @@ def allowed_tools(value: dict[str, Any], path: str) -> tuple[dict[str, Any], lis
     if not isinstance(allowed, list):
         raise bad(f"{path}.tools", "must be an array")
     return {"type": "auto" if mode == "auto" else "any"}, allowed
-
-
-def read_parallel(value: Any) -> bool | None:
-    """``parallel_tool_calls``: a boolean, or None when not given."""
-    if value is not None and not isinstance(value, bool):
-        raise bad("parallel_tool_calls", f"must be a boolean, got {type_name(value)}")
-    return value
 
 
 def settle_tool_choice(

@@ -19,8 +19,6 @@ from ....canonical.tools import (
     allowed_tools,
     input_schema,
     openai_tool_choice,
-    read_parallel,
-    settle_tool_choice,
     tool_name,
 )
 
@@ -68,23 +66,30 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
 def read_tool_choice(
     value: Any, tools: list[dict[str, Any]], body: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    parallel = read_parallel(body.get("parallel_tool_calls"))
-    choice: dict[str, Any] | None
-    if not isinstance(value, dict):
-        choice = openai_tool_choice(value, "a named function")
-    elif value.get("type") == "function":
+    return openai_tool_choice(
+        value,
+        body.get("parallel_tool_calls"),
+        tools,
+        lambda choice: _object_choice(choice, tools),
+        or_else="a named function",
+        needs="requires tools",
+    )
+
+
+def _object_choice(
+    value: dict[str, Any], tools: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if value.get("type") == "function":
         function = value.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(name, str):
             raise bad("tool_choice.function.name", "required: the name of a function tool")
         if name not in {tool["name"] for tool in tools}:
             raise bad("tool_choice.function.name", f"no tool named {name!r} in tools")
-        choice = {"type": "tool", "name": name}
-    elif value.get("type") == "allowed_tools":
-        tools, choice = _allowed_tools(value.get("allowed_tools"), tools)
-    else:
-        raise bad("tool_choice.type", f"unsupported tool choice type {value.get('type')!r}")
-    return settle_tool_choice(tools, choice, parallel, "requires tools")
+        return tools, {"type": "tool", "name": name}
+    if value.get("type") == "allowed_tools":
+        return _allowed_tools(value.get("allowed_tools"), tools)
+    raise bad("tool_choice.type", f"unsupported tool choice type {value.get('type')!r}")
 
 
 def _allowed_tools(

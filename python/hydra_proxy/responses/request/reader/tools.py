@@ -47,8 +47,6 @@ from ....canonical.tools import (
     allowed_tools,
     input_schema,
     openai_tool_choice,
-    read_parallel,
-    settle_tool_choice,
     tool_name,
 )
 from ...tools import CUSTOM_INPUT_SCHEMA, ToolNames, ToolOrigin, flatten
@@ -168,25 +166,31 @@ def read_tool_choice(
     value: Any, toolset: ToolSet, parallel_value: Any
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The tools to send and the Anthropic `tool_choice` (None: leave it out)."""
-    parallel = read_parallel(parallel_value)
-    tools = toolset.tools
-    choice: dict[str, Any] | None
-    ctype = value.get("type") if isinstance(value, dict) else None
-    if not isinstance(value, dict):
-        choice = openai_tool_choice(value, "an object")
-    elif ctype in _CALLABLE:
-        choice = {"type": "tool", "name": _chosen(value, toolset, "tool_choice")}
-    elif ctype == "allowed_tools":
-        tools, choice = _allowed_tools(value, toolset)
-    elif isinstance(ctype, str) and ctype:
+    return openai_tool_choice(
+        value,
+        parallel_value,
+        toolset.tools,
+        lambda choice: _object_choice(choice, toolset),
+        or_else="an object",
+        needs="requires function or custom tools",
+    )
+
+
+def _object_choice(
+    value: dict[str, Any], toolset: ToolSet
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ctype = value.get("type")
+    if ctype in _CALLABLE:
+        return toolset.tools, {"type": "tool", "name": _chosen(value, toolset, "tool_choice")}
+    if ctype == "allowed_tools":
+        return _allowed_tools(value, toolset)
+    if isinstance(ctype, str) and ctype:
         raise bad(
             "tool_choice.type",
             f"{ctype!r} is a server tool this proxy cannot run; "
             "use auto, required, or a function tool",
         )
-    else:
-        raise bad("tool_choice.type", "required")
-    return settle_tool_choice(tools, choice, parallel, "requires function or custom tools")
+    raise bad("tool_choice.type", "required")
 
 
 def _chosen(value: dict[str, Any], toolset: ToolSet, path: str) -> str:
