@@ -25,6 +25,7 @@ __all__ = [
     "shown_text",
     "text_of",
     "tool_call",
+    "well_formed_text",
 ]
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,16 @@ def content_blocks(content: Any, path: str) -> list[Any]:
     if content is None:
         raise bad(path, "field required (a string or a list of content blocks)")
     raise bad(path, "must be a string or a list of content blocks")
+
+
+def well_formed_text(block: Any) -> str | None:
+    """The text of a well-formed text block; None for any other block. Most blocks are
+    text, and reading them so needs no path: paths are built for a 400 only."""
+    if isinstance(block, dict) and block.get("type") == "text":
+        text = block.get("text")
+        if isinstance(text, str):
+            return text
+    return None
 
 
 def text_of(block: dict[str, Any], path: str) -> str:

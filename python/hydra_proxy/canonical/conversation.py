@@ -17,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from .content import block_type, content_blocks, fallback_text, text_of
+from .content import block_type, content_blocks, fallback_text, text_of, well_formed_text
 from .fields import bad
 
 __all__ = ["BILLING_HEADER_PREFIX", "ConversationWriter"]
@@ -77,9 +77,13 @@ class ConversationWriter(ABC):
 
     def _system_blocks(self, blocks: list[Any], path: str) -> None:
         for j, block in enumerate(blocks):
-            bpath = f"{path}.{j}"
-            btype = block_type(block, bpath)
-            text = text_of(block, bpath) if btype == "text" else fallback_text(block, btype, bpath)
+            text = well_formed_text(block)
+            if text is None:
+                bpath = f"{path}.{j}"
+                btype = block_type(block, bpath)
+                text = (
+                    text_of(block, bpath) if btype == "text" else fallback_text(block, btype, bpath)
+                )
             if text is not None:
                 self._system_text(text)
 

@@ -30,7 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from .content import block_type, content_blocks, fallback_text, text_of
+from .content import block_type, content_blocks, fallback_text, text_of, well_formed_text
 from .fields import bad, required_string
 
 __all__ = ["MISSING_TOOL_RESULT", "Part", "Parts", "ToolResult", "match_results"]
@@ -193,12 +193,15 @@ class Parts(ABC):
         parts: list[Part] = []
         results: list[tuple[str, dict[str, Any], str]] = []
         for j, block in enumerate(blocks):
-            bpath = f"{path}.{j}"
-            btype = block_type(block, bpath)
-            if btype == "text":  # the common block, read here rather than by a call each
-                text = text_of(block, bpath)
+            text = well_formed_text(block)
+            if text is not None:  # the common block, read without a path or a call more
                 if text.strip():
                     parts.append(self.text(text))
+                continue
+            bpath = f"{path}.{j}"
+            btype = block_type(block, bpath)
+            if btype == "text":
+                text_of(block, bpath)  # raises: its text is no string
             elif btype == "tool_result":
                 call_id = block.get("tool_use_id")
                 if not isinstance(call_id, str) or not call_id:

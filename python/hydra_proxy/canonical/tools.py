@@ -30,6 +30,8 @@ from typing import Any
 from .fields import bad, required_string, type_name
 
 __all__ = [
+    "TOOL_NAME",
+    "TOOL_NAME_RULE",
     "ObjectChoice",
     "allowed_tools",
     "custom_tools",
@@ -45,7 +47,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
+TOOL_NAME_RULE = "must be 1-128 characters of letters, digits, '_' and '-'"
 _TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
@@ -54,8 +57,8 @@ _TOOL_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 def tool_name(value: Any, path: str, field: str = "name") -> str:
     """A client tool's name (field `field` of the object at `path`), as Anthropic takes it."""
-    if not isinstance(value, str) or not _TOOL_NAME.fullmatch(value):
-        raise bad(f"{path}.{field}", "must be 1-128 characters of letters, digits, '_' and '-'")
+    if not isinstance(value, str) or not TOOL_NAME.fullmatch(value):
+        raise bad(f"{path}.{field}", TOOL_NAME_RULE)
     return value
 
 

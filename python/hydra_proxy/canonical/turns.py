@@ -139,7 +139,7 @@ class TurnBuilder:
             if content.strip():
                 result["content"] = content
         elif isinstance(content, list):
-            blocks = read_content(content, f"{path}.{content_field}", read_part)
+            blocks = read_content(content, path, content_field, read_part)
             if blocks:
                 result["content"] = blocks
         elif content is not None or required:
@@ -173,15 +173,19 @@ class TurnBuilder:
         return turns
 
 
-def read_content(content: Any, path: str, read_part: PartReader) -> list[Block]:
-    """A message's content: a string (a text block unless blank) or parts, as blocks."""
+def read_content(content: Any, path: str, field: str, read_part: PartReader) -> list[Block]:
+    """A message's content (field `field` of the message at `path`): a string (a text
+    block unless blank) or parts, as blocks."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content.strip() else []
     if not isinstance(content, list):
-        raise bad(path, f"must be a string or an array of content parts, got {type_name(content)}")
+        raise bad(
+            f"{path}.{field}",
+            f"must be a string or an array of content parts, got {type_name(content)}",
+        )
     blocks = []
     for j, part in enumerate(content):
-        block = read_part(part, f"{path}[{j}]")
+        block = read_part(part, f"{path}.{field}[{j}]")
         if block is not None:
             blocks.append(block)
     return blocks

@@ -123,7 +123,7 @@ class MessageReader(TurnBuilder):
         self.system.extend(text for text in texts if text.strip())
 
     def _user(self, message: dict[str, Any], path: str) -> None:
-        blocks = read_content(message.get("content"), f"{path}.content", content_block)
+        blocks = read_content(message.get("content"), path, "content", content_block)
         if blocks:
             self.user_turn().blocks.extend(blocks)
 

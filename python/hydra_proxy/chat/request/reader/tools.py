@@ -16,10 +16,11 @@ from typing import Any
 
 from ....canonical.fields import bad, type_name
 from ....canonical.tools import (
+    TOOL_NAME,
+    TOOL_NAME_RULE,
     allowed_tools,
     input_schema,
     openai_tool_choice,
-    tool_name,
 )
 
 __all__ = ["read_tool_choice", "read_tools"]
@@ -28,10 +29,10 @@ __all__ = ["read_tool_choice", "read_tools"]
 def read_tools(value: Any) -> list[dict[str, Any]]:
     if value is None:
         return []
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
     if not isinstance(value, list):
         raise bad("tools", f"must be an array, got {type_name(value)}")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for i, tool in enumerate(value):
         path = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -46,7 +47,9 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
         function = tool.get("function")
         if not isinstance(function, dict):
             raise bad(f"{path}.function", "required: an object with name and parameters")
-        name = tool_name(function.get("name"), path, "function.name")
+        name = function.get("name")  # checked inline (`tool_name`'s rule): one per tool
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise bad(f"{path}.function.name", TOOL_NAME_RULE)
         if name in seen:
             raise bad(f"{path}.function.name", f"duplicate tool name {name!r}")
         seen.add(name)

@@ -114,7 +114,7 @@ class InputReader(TurnBuilder):
             texts = read_texts(content, path, ("input_text",), role)
             self.system.extend(text for text in texts if text.strip())
         elif role == "user":
-            blocks = read_content(content, f"{path}.content", input_part)
+            blocks = read_content(content, path, "content", input_part)
             if blocks:
                 self.user_turn().blocks.extend(blocks)
         elif role == "assistant":
