@@ -157,10 +157,9 @@ def fastest_s(fn: Callable[[], object], reps: int, budget_s: float) -> float:
 
 
 def bench_context() -> tuple[Any, dict[str, Any]]:
-    """The ingress Context and request scope of a `serve` with the bench's config."""
+    """The worker and request scope of a `serve` with the bench's config."""
     from hydra_proxy.config import load
-    from hydra_proxy.server.ingress import Context
-    from hydra_proxy.transducers import select
+    from hydra_proxy.server.worker import Worker
 
     workdir = Path(tempfile.mkdtemp(prefix="long-session-"))
     try:
@@ -173,31 +172,50 @@ def bench_context() -> tuple[Any, dict[str, Any]]:
         settings = load({"config": str(config), "implementation": "native"}, {})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    ctx = Context(settings, select("native"), b"k" * 32)
+    worker = Worker.create(settings)
     headers = [(k.lower().encode(), v.encode()) for k, v in request_headers("anthropic").items()]
     scope = {"type": "http", "method": "POST", "path": MODE.path, "headers": headers,
              "query_string": b""}  # fmt: skip
-    return ctx, scope
+    return worker, scope
+
+
+def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, Any]:
+    """The Messages ingress on `body` as the server runs it: parsed, checked, read and
+    routed. Returns the exchange and the ClientRequest."""
+    from hydra_proxy.server.exchange import Exchange, require_model
+    from hydra_proxy.server.ingress import messages
+    from hydra_proxy.server.limits import parse_object
+
+    async def never(*_: Any) -> Any:
+        raise AssertionError("the in-process steps do no I/O")
+
+    exchange = Exchange(worker, scope, never, never)
+    exchange.account("anthropic")
+    request = messages.read(exchange, require_model(parse_object(body)), body)
+    exchange.decision = exchange.decide(request.traits)
+    return exchange, request
 
 
 def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     """Seconds per step of the request path on `body`, in this process (the server's own
     functions, on the settings a `serve` with the bench config has)."""
     from hydra_proxy import tokens
-    from hydra_proxy.server.ingress import messages
     from hydra_proxy.server.limits import _deeper_than
-    from hydra_proxy.server.upstreams import WRITERS, Target
+    from hydra_proxy.server.upstream_kinds import WRITERS
 
-    ctx, scope = bench_context()
+    worker, scope = bench_context()
     request = orjson.loads(body)
-    routed = messages.plan(ctx, scope, body)
-    attempt = routed.decision.attempts[0]
-    target = Target.of(attempt, ctx.signing_key)
-    chat_body = WRITERS["openai"](request, target, True)[1]
+    exchange, routed = read_request(worker, scope, body)
+    attempt = exchange.decision.attempts[0]
+    chat_body = WRITERS["openai"](request, attempt, worker.signing_key, True)[1]
+
+    def plan(decision: Any, link: Any) -> Any:
+        return routed.plan(decision, link)
 
     def whole(raw: bytes) -> None:
-        fresh = messages.plan(ctx, scope, raw)
-        built = fresh.build(fresh.decision.attempts[0])
+        fresh_exchange, fresh = read_request(worker, scope, raw)
+        decision = fresh_exchange.decision
+        built = fresh.plan(decision, decision.attempts[0])
         assert built.transducer is not None
         built.transducer()
 
@@ -216,10 +234,10 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     out = {
         "parse (orjson.loads)": parse_cost,
         "depth check": fastest_s(lambda: _deeper_than(request, 128, body), reps, budget_s),
-        "parse + route (ingress plan)": fastest_s(lambda: messages.plan(ctx, scope, body), reps, budget_s),
-        "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, target, True), reps, budget_s),
+        "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
+        "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, attempt, worker.signing_key, True), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),
-        "plan the attempt (translate + serialise)": fastest_s(lambda: routed.build(attempt), reps, budget_s),
+        "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.decision, attempt), reps, budget_s),
         # The estimate runs on a fresh parse each request: its own time is minus the parse.
         "token estimate, warm": fastest_s(warm_estimate, reps, budget_s) - parse_cost,
         "token estimate, cold": fastest_s(cold_estimate, max(3, reps // 4), budget_s) - parse_cost,
@@ -273,11 +291,9 @@ def run_client(jobs: list[dict[str, Any]], budget_s: float) -> list[dict[str, An
 def chat_twin(body: bytes) -> bytes:
     """The Chat body the proxy sends upstream for `body` (what the direct run posts, so the
     mock reads the same bytes both ways)."""
-    from hydra_proxy.server.ingress import messages
-
-    ctx, scope = bench_context()
-    routed = messages.plan(ctx, scope, body)
-    upstream: bytes = routed.build(routed.decision.attempts[0]).body
+    worker, scope = bench_context()
+    exchange, routed = read_request(worker, scope, body)
+    upstream: bytes = routed.plan(exchange.decision, exchange.decision.attempts[0]).body
     return upstream
 
 

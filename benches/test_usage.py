@@ -28,7 +28,7 @@ from hydra_proxy.server import accounting
 from hydra_proxy.server.exchange import Exchange
 from hydra_proxy.server.worker import Worker
 from hydra_proxy.transducers import select
-from hydra_proxy.usage.ledger import open_ledger
+from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
 from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.service import UsageService

@@ -25,13 +25,10 @@ from anthropic.types.message_create_params import (
 from pydantic import TypeAdapter
 
 from hydra_proxy import continuation
-from hydra_proxy.chat.request.reader import (
-    JSON_OBJECT_INSTRUCTION,
-    LEADING_USER_PLACEHOLDER,
-    MessagesTarget,
-    Translation,
-    messages_request_from_chat,
-)
+from hydra_proxy.canonical.params import JSON_OBJECT_INSTRUCTION
+from hydra_proxy.canonical.target import MessagesTarget
+from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
+from hydra_proxy.chat.request.reader import Translation, messages_request_from_chat
 from hydra_proxy.errors import ProxyError
 
 FIXTURES = Path(__file__).parent / "fixtures"

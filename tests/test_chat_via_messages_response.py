@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from openai.types.chat import ChatCompletion
 
 from hydra_proxy import continuation
+from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.chat.mapping import FINISH_REASONS, finish_reason
-from hydra_proxy.chat.request.reader import MessagesTarget, messages_request_from_chat
+from hydra_proxy.chat.request.reader import messages_request_from_chat
 from hydra_proxy.chat.response.writer import chat_completion_from_message
 from hydra_proxy.chat.usage import chat_usage
 

@@ -1,4 +1,4 @@
-"""Canonical Anthropic Messages request -> Gemini generateContent (gemini.request_writer)."""
+"""Canonical Anthropic Messages request -> Gemini generateContent (gemini.request.writer)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ import orjson
 import pytest
 
 from gemini_fixtures import collapsed_response, load_json
-from hydra_proxy.chat.request.writer import LEADING_USER_PLACEHOLDER, MISSING_TOOL_RESULT
+from hydra_proxy.canonical.parts import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.gemini.request_writer import (
+from hydra_proxy.gemini.request.writer import (
     GeminiTarget,
     gemini_headers,
     gemini_path,
     gemini_request_from_messages,
     gemini_target,
 )
-from hydra_proxy.gemini.response import message_from_gemini_response
+from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import (
     SKIP_VALIDATOR,
     same_signature,

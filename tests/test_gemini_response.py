@@ -1,4 +1,4 @@
-"""Non-streamed Gemini GenerateContentResponse -> Anthropic Message (gemini.response)."""
+"""Non-streamed Gemini GenerateContentResponse -> Anthropic Message (gemini.response.reader)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from gemini_fixtures import collapsed_response, load_json
-from hydra_proxy.chat.tool_arguments import RAW_ARGUMENTS_KEY
+from hydra_proxy.canonical.arguments import RAW_ARGUMENTS_KEY
+from hydra_proxy.canonical.message import tool_use_id
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.mapping import (
     ERROR_FINISH_REASONS,
@@ -16,7 +17,7 @@ from hydra_proxy.gemini.mapping import (
     stop_reason,
     usage,
 )
-from hydra_proxy.gemini.response import message_from_gemini_response, tool_use_id
+from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature
 from hydra_proxy.signature import verify_thinking
 

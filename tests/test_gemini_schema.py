@@ -355,6 +355,15 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ),
     ("required with no properties", {"type": "object", "required": ["x"]}, {"type": "OBJECT"}),
     (
+        "required holding objects and arrays",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "required": [{"a": 1}, ["a"], "a"],
+        },
+        {"type": "OBJECT", "properties": {"a": {"type": "STRING"}}, "required": ["a"]},
+    ),
+    (
         "type inferred from properties",
         {"properties": {"a": {"type": "boolean"}}},
         {"type": "OBJECT", "properties": {"a": {"type": "BOOLEAN"}}},

@@ -5,7 +5,7 @@ The translated recordings are fed to the official SDKs (anthropic's stream accum
 openai's chunk types), which must rebuild what the Gemini stream carried (rebuilt here
 independently from the recording); native and Python agree byte for byte on recordings and
 generated streams at random splits; a streamed reply gives the same Message as the
-non-streamed reader (hydra_proxy.gemini.response); and the thought signature of a streamed
+non-streamed reader (hydra_proxy.gemini.response.reader); and the thought signature of a streamed
 function-call turn reaches Gemini again on the next turn.
 """
 
@@ -34,8 +34,8 @@ from hydra_proxy.gemini.decoder import (
     MSG_ARGUMENTS_TOO_DEEP,
     MSG_BAD_JSON_PATH,
 )
-from hydra_proxy.gemini.request_writer import gemini_request_from_messages, gemini_target
-from hydra_proxy.gemini.response import message_from_gemini_response
+from hydra_proxy.gemini.request.writer import gemini_request_from_messages, gemini_target
+from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature, same_signature
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.stream.messages import MSG_CUT_OFF
@@ -172,7 +172,7 @@ def sdk_final_message(sse: bytes) -> anthropic.types.Message:
 
 
 def content(message: anthropic.types.Message) -> list[dict[str, Any]]:
-    """The blocks as Message dicts hold them (the fields hydra_proxy.gemini.response sets)."""
+    """The blocks as Message dicts hold them (the fields hydra_proxy.gemini.response.reader sets)."""
     keys = {
         "text": ("type", "text"),
         "thinking": ("type", "thinking", "signature"),
@@ -332,7 +332,7 @@ def test_streamed_and_non_streamed_give_the_same_message(impl: str, name: str) -
 def test_streamed_thought_signature_reaches_gemini_on_the_next_turn(impl: str) -> None:
     """pydantic-ai's gemini-3-pro recording streamed through MessagesViaGeminiStream; the
     assistant message as Claude Code replays it (thinking + signature, tool_use) and the
-    tool result, written by gemini.request_writer: the functionCall part carries the
+    tool result, written by gemini.request.writer: the functionCall part carries the
     recorded .2 request's thoughtSignature (the same bytes; the exact text Gemini sent)."""
     message = sdk_final_message(messages(impl, gemini_stream(f"{RECORDING}.1.sse"))[0])
     assistant = content(message)

@@ -1,4 +1,4 @@
-"""OpenAI Responses request -> Anthropic Messages request (hydra_proxy.responses.request_reader).
+"""OpenAI Responses request -> Anthropic Messages request (hydra_proxy.responses.request.reader).
 
 Real requests first: Codex CLI's first turn and every recorded Responses request go through
 the reader and must give a request the anthropic SDK types accept and that follows
@@ -14,16 +14,14 @@ from typing import Any
 
 import pytest
 
-from hydra_proxy.chat.request.reader import (
-    JSON_OBJECT_INSTRUCTION,
-    LEADING_USER_PLACEHOLDER,
-    MessagesTarget,
-)
+from hydra_proxy.canonical.params import JSON_OBJECT_INSTRUCTION
+from hydra_proxy.canonical.target import MessagesTarget
+from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.reasoning import CARRIER_PREFIX, encode_carrier
-from hydra_proxy.responses.request_reader import Translation, messages_request_from_responses
-from hydra_proxy.responses.response import response_from_message
+from hydra_proxy.responses.request.reader import Translation, messages_request_from_responses
+from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import CUSTOM_INPUT_SCHEMA, ToolOrigin
 from responses_fixtures import codex_first_turn, request_recordings
 from test_chat_via_messages_request import assert_valid_anthropic

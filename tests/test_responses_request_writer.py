@@ -1,4 +1,4 @@
-"""Anthropic Messages request -> Responses request (hydra_proxy.responses.request_writer).
+"""Anthropic Messages request -> Responses request (hydra_proxy.responses.request.writer).
 
 Every recorded Anthropic request (SDK recordings, Claude Code) must give a request the
 openai SDK's `ResponseCreateParams` types accept; every recorded Responses request
@@ -18,12 +18,12 @@ from openai.types.responses.response_create_params import (
 )
 from pydantic import TypeAdapter
 
-from hydra_proxy.chat.request.reader import MessagesTarget
-from hydra_proxy.chat.request.writer import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.parts import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.responses.request_reader import messages_request_from_responses
-from hydra_proxy.responses.request_writer import ResponsesTarget, responses_request_from_messages
-from hydra_proxy.responses.response import message_from_response
+from hydra_proxy.responses.request.reader import messages_request_from_responses
+from hydra_proxy.responses.request.writer import ResponsesTarget, responses_request_from_messages
+from hydra_proxy.responses.response.reader import message_from_response
 from hydra_proxy.signature import sign_thinking
 from responses_fixtures import (
     anthropic_requests,

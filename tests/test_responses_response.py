@@ -21,7 +21,7 @@ from openai.types.responses import (
     ResponseFailedEvent,
 )
 
-from hydra_proxy.chat.request.reader import MessagesTarget
+from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.errors import ProxyError, invalid_request
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.errors import (
@@ -31,16 +31,11 @@ from hydra_proxy.responses.errors import (
     response_error_code,
     upstream_failure,
 )
+from hydra_proxy.responses.items import item_id, response_status, responses_usage
 from hydra_proxy.responses.reasoning import decode_carrier, verify_upstream_item
-from hydra_proxy.responses.request_reader import messages_request_from_responses
-from hydra_proxy.responses.response import (
-    item_id,
-    message_from_response,
-    response_from_message,
-    response_status,
-    responses_usage,
-    thinking_text,
-)
+from hydra_proxy.responses.request.reader import messages_request_from_responses
+from hydra_proxy.responses.response.reader import message_from_response
+from hydra_proxy.responses.response.writer import response_from_message, thinking_text
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.tokens import text_tokens
 from responses_fixtures import (

@@ -5,7 +5,7 @@ Differential (native == Python, any split) over every recorded Anthropic and Cha
 and generated ones, each output checked by the strict grammar of responses_grammar; the
 official `openai` SDK rebuilds the Response from every translation
 (`client.responses.stream` over a mock transport), and it must equal what the
-non-streamed mapping (`responses.response.response_from_message`) makes of the message
+non-streamed mapping (`responses.response.writer.response_from_message`) makes of the message
 the official `anthropic` SDK rebuilds from the same upstream stream.
 """
 
@@ -30,7 +30,7 @@ from hydra_proxy import transducers
 from hydra_proxy.responses import reasoning
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text, name_table
-from hydra_proxy.responses.response import response_from_message
+from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import ToolNames, ToolOrigin
 
 KEY = b"responses-stream-test-key"

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy import cli
 from hydra_proxy.mock import MockServer
-from hydra_proxy.usage.ledger import open_ledger
+from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
 from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
 from servers import ProxyServer

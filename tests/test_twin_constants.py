@@ -14,7 +14,7 @@ from hydra_proxy.anthropic import decoder as anthropic_decoder
 from hydra_proxy.chat import decoder as chat_decoder
 from hydra_proxy.chat import mapping
 from hydra_proxy.responses import errors as responses_errors
-from hydra_proxy.responses import response as responses_response
+from hydra_proxy.responses import items as responses_items
 from hydra_proxy.stream import messages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def test_native_messages() -> None:
 
 def test_native_responses_tables() -> None:
     assert _native.RESPONSE_ERROR_CODES == responses_errors.RESPONSE_ERROR_CODES
-    assert _native.INCOMPLETE_REASONS == responses_response.INCOMPLETE_REASONS
+    assert _native.INCOMPLETE_REASONS == responses_items.INCOMPLETE_REASONS
 
 
 def test_mapping_functions_use_the_tables() -> None:
@@ -133,7 +133,7 @@ def test_native_gemini_tables() -> None:
 
 
 def test_gemini_rust_modules_have_python_twins() -> None:
-    # The Python package also holds the request side (request_writer, schema, ...), which
+    # The Python package also holds the request side (request/writer/, schema, ...), which
     # has no Rust twin; chunk.rs is the decoder's reader (`_read_chunk` in decoder.py).
     rust = ROOT / "rust" / "src" / "gemini"
     python = ROOT / "python" / "hydra_proxy" / "gemini"

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.dashboard import basic_auth_key, dashboard_response
-from hydra_proxy.usage.ledger import Ledger, open_ledger
+from hydra_proxy.usage.ledger import Ledger
 from hydra_proxy.usage.record import UsageRecord
 from usage_data import make_records
 

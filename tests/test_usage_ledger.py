@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hydra_proxy.usage.ledger import Ledger, LedgerError, open_ledger
+from hydra_proxy.usage.backends import open_ledger
+from hydra_proxy.usage.ledger import Ledger, LedgerError
 from hydra_proxy.usage.record import UsageRecord
 from hydra_proxy.usage.sqlite_ledger import SqliteLedger
 from usage_data import make_records

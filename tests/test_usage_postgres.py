@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hydra_proxy.usage.ledger import LedgerError, open_ledger
+from hydra_proxy.usage.backends import open_ledger
+from hydra_proxy.usage.ledger import LedgerError
 from hydra_proxy.usage.postgres_ledger import PostgresLedger
 from postgres_server import postgres_server, wait_ready, why_unavailable
 from test_usage_ledger import assert_adds_up, run_two_writers

@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.cli import main
-from hydra_proxy.usage.ledger import open_ledger
 from hydra_proxy.usage.report import aggregate, parse_since, render_table, total
 from hydra_proxy.usage.upstream_usage import tokens_from_responses
 from usage_data import FIXTURES, make_records

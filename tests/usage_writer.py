@@ -26,7 +26,7 @@ def main() -> None:
     while not go.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     if mode == "ledger":
-        from hydra_proxy.usage.ledger import open_ledger
+        from hydra_proxy.usage.backends import open_ledger
 
         ledger = open_ledger(target, batch_size=25, flush_interval=0.01, max_queue=count)
         for rec in records:

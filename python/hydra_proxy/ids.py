@@ -11,3 +11,7 @@ def message_id() -> str:
 
 def completion_id() -> str:
     return "chatcmpl-hydra" + os.urandom(12).hex()
+
+
+def response_id() -> str:
+    return "resp_hydra" + os.urandom(12).hex()

@@ -75,7 +75,8 @@ from .loading import (
     read_dotenv,
     reload,
 )
-from .providers import PROVIDER_KINDS, Provider, ProviderKind, presets
+from .presets import presets
+from .providers import PROVIDER_KINDS, Provider, ProviderKind
 from .routes import (
     Attempt,
     ChainLink,

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Problem
-from .providers import Provider, build_provider, preset_row, presets
+from .presets import preset_row, presets
+from .providers import Provider, build_provider
 from .routes import Route
 from .schema import ADMISSION, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings

@@ -1,25 +1,16 @@
 """Providers: where an upstream is, how it is authenticated, and its quirks, as data.
 
-The presets ship in ``hydra_proxy/data/providers.toml`` (one table per provider, quirks as
-columns). A config's ``[providers.NAME]`` starts from the preset of the same name or the one
-``preset = "..."`` names and overrides any column; every preset is usable by name without a
-config (``--provider deepseek``).
+The shipped presets (`presets`) are rows of the same columns. A config's
+``[providers.NAME]`` starts from the preset of the same name or the one ``preset = "..."``
+names and overrides any column.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import Any, Literal, get_args
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 ProviderKind = Literal["openai", "anthropic", "gemini", "responses"]
 PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
@@ -85,24 +76,6 @@ class Provider:
         return not self.keyless
 
 
-# Columns only the shipped table uses (the others are config.schema.PROVIDER's).
-_PRESET_ONLY = ("base_url_env", "keyless")
-
-
-@cache
-def presets() -> dict[str, dict[str, Any]]:
-    """The shipped preset table, by provider name."""
-    text = resources.files("hydra_proxy").joinpath("data/providers.toml").read_text("utf-8")
-    table = tomllib.loads(text)
-    from .schema import PROVIDER
-
-    for name, row in table.items():
-        unknown = set(row) - set(PROVIDER) - set(_PRESET_ONLY)
-        if unknown:  # a packaging bug, not a user error
-            raise RuntimeError(f"providers.toml [{name}]: unknown columns {sorted(unknown)}")
-    return table
-
-
 def key_variables(raw: Mapping[str, Any]) -> tuple[str, ...]:
     """`api_key_env` (one name or a list) and `api_keys_env` (a list), in order."""
     names: list[str] = []
@@ -142,10 +115,3 @@ def build_provider(name: str, raw: Mapping[str, Any], env: Mapping[str, str]) ->
         preset=raw.get("preset"),
         dotenv_keys=tuple((var, env[var]) for var in envs if var in env and var not in os.environ),
     )
-
-
-def preset_row(name: str) -> dict[str, Any] | None:
-    row = presets().get(name)
-    if row is None:
-        return None
-    return {**row, "preset": name, "_base_url_from_preset": True}

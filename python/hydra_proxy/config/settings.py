@@ -13,7 +13,7 @@ from typing import Any
 from .providers import Provider
 from .routes import RequestTraits, Route, RouteDecision, decide
 
-DEFAULT_LEDGER = "sqlite:~/.hydra-proxy/usage.sqlite3"  # usage.ledger.DEFAULT_SQLITE_PATH
+DEFAULT_LEDGER = "sqlite:~/.hydra-proxy/usage.sqlite3"  # usage.backends.DEFAULT_SQLITE_PATH
 DEFAULT_PORT = 3456
 
 

@@ -15,7 +15,8 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from .errors import ConfigError, Problem
-from .providers import Provider, build_provider, preset_row, presets
+from .presets import preset_row, presets
+from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
 from .schema import (
     ADMISSION,

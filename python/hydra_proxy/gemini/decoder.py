@@ -3,7 +3,7 @@ rust/src/gemini/decoder.rs).
 
 The input grammar: ``data: <GenerateContentResponse JSON>`` events (CRLF-framed as Gemini
 sends them), no end marker: the stream ends at EOF after a chunk with a ``finishReason``.
-The decisions are those of the non-streamed reader (hydra_proxy.gemini.response), so a
+The decisions are those of the non-streamed reader (hydra_proxy.gemini.response.reader), so a
 streamed and a non-streamed reply give the same Message:
 
 - Only ``candidates[0]`` is read. Parts in order: ``thought: true`` text -> a thinking
@@ -40,7 +40,8 @@ from typing import Any
 
 from orjson import dumps
 
-from ..chat.tool_arguments import RAW_ARGUMENTS_KEY
+from ..canonical.arguments import RAW_ARGUMENTS_KEY
+from ..canonical.message import tool_use_id
 from ..json_read import (
     JSON_WS,
     BadShape,
@@ -72,7 +73,6 @@ from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Emit
 from .errors import gemini_error
 from .mapping import ERROR_FINISH_REASONS, anthropic_usage, finish_error, stop_reason
-from .response import tool_use_id
 from .thought_signature import sign_thought_signature
 
 MSG_BAD_JSON_PATH = "the upstream sent a function-call argument path this proxy cannot read"
@@ -406,7 +406,7 @@ def _read_call(call: dict[str, Any]) -> _Call:
 
 
 def _other_text(part: dict[str, Any]) -> str | None:
-    """The text of a code, code-result or media part (as hydra_proxy.gemini.response)."""
+    """The text of a code, code-result or media part (as hydra_proxy.gemini.response.reader)."""
     code = opt_dict(part, "executableCode")
     source = language = output = None
     if code is not None:

@@ -247,9 +247,9 @@ class _Sanitizer:
                 out["properties"] = props
                 required = schema.get("required")
                 if isinstance(required, list):
-                    names = [
-                        n for n in dict.fromkeys(required) if isinstance(n, str) and n in props
-                    ]
+                    # Names only (a client's schema may hold anything; dict keys must hash).
+                    strings = (n for n in required if isinstance(n, str))
+                    names = [n for n in dict.fromkeys(strings) if n in props]
                     if names:
                         out["required"] = names
         if isinstance(items, dict) or items is True:

@@ -7,7 +7,7 @@ with its ``sequence_number`` (0, 1, 2...):
   failure included): the ``response`` object with the proxy's id, ``created_at`` and model,
   ``status: "in_progress"``, ``output: []``, the request echo, ``usage: null``.
 - Output items, one open at a time, numbered by ``output_index`` in the order they open,
-  grouped as the non-streamed mapping groups blocks (`responses.response`): a run of text
+  grouped as the non-streamed mapping groups blocks (`responses.response.writer`): a run of text
   blocks is one assistant ``message`` item (``msg_``) with one ``output_text`` part
   (output_item.added, content_part.added, output_text.delta..., and at the item's end
   output_text.done, content_part.done, output_item.done); a run of thinking and redacted
@@ -22,14 +22,14 @@ with its ``sequence_number`` (0, 1, 2...):
   arguments, then .done) or, for a custom tool, a ``custom_tool_call`` item (``ctc_``)
   whose ``input`` is the string the model wrote (the arguments' ``input`` member, sent as
   one custom_tool_call_input.delta and .done once the arguments are whole). Item ids are
-  `responses.response.item_id`'s. A text block's citations that carry a URL become
+  `responses.items.item_id`'s. A text block's citations that carry a URL become
   ``url_citation`` annotations spanning the block (output_text.annotation.added when the
   block ends, as the non-streamed mapping makes them); server-tool blocks have no form
   here (their findings are in the text).
 - The end: ``response.completed``, or ``response.incomplete`` with
-  ``incomplete_details.reason`` for a token limit (`responses.response.response_status`;
+  ``incomplete_details.reason`` for a token limit (`responses.items.response_status`;
   the last message item then has ``status: "incomplete"``), the ``response`` with every
-  item as output_item.done sent it and ``usage`` (`responses.response.responses_usage`:
+  item as output_item.done sent it and ``usage`` (`responses.items.responses_usage`:
   input counts cached and cache-written tokens). A failure after the first byte ends the
   stream with ``response.failed`` (what Codex reads; ``error.code`` from
   `responses.errors.response_error_code`), whose output holds the finished items; no
@@ -65,8 +65,8 @@ from ..stream.events import (
 from . import output as out
 from .context import ResponsesContext
 from .errors import response_error_code
+from .items import item_id, reasoning_item, response_status, responses_usage
 from .reasoning import Block
-from .response import item_id, reasoning_item, response_status, responses_usage
 from .tools import CUSTOM_INPUT_KEY, ToolNames, ToolOrigin
 
 __all__ = ["NameTable", "ResponsesEncoder", "echo_text", "name_table"]

@@ -24,10 +24,10 @@ from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
 from ..config.routes import Attempt, ClientProtocol
 from ..errors import ProxyError, invalid_request
-from ..gemini.request_writer import gemini_path, gemini_request_from_messages, gemini_target
-from ..gemini.response import message_from_gemini_response
-from ..responses.request_writer import ResponsesTarget, responses_request_from_messages
-from ..responses.response import message_from_response
+from ..gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
+from ..gemini.response.reader import message_from_gemini_response
+from ..responses.request.writer import ResponsesTarget, responses_request_from_messages
+from ..responses.response.reader import message_from_response
 from ..signature import is_proxy_signature
 from ..transducers import Implementation, StreamTransducer
 
@@ -98,7 +98,7 @@ DIALECTS: dict[ProviderKind, Dialect] = {
         passthrough_query=False,
         strips_proxy_signatures=False,
     ),
-    # The path is the model's (gemini.request_writer.gemini_path): the writer supplies it.
+    # The path is the model's (gemini.request.writer.gemini_path): the writer supplies it.
     "gemini": Dialect(
         kind="gemini",
         path="",

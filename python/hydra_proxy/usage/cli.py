@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import orjson
 
-from .ledger import DEFAULT_SQLITE_PATH, LedgerError, open_ledger
+from .backends import DEFAULT_SQLITE_PATH, open_ledger
+from .ledger import LedgerError
 from .report import GROUPINGS, aggregate, parse_since, render_table, total
 
 __all__ = ["LEDGER_ENV", "main", "parser", "run"]

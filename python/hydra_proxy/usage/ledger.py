@@ -35,15 +35,12 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from .record import UsageRecord
 
-__all__ = ["DEFAULT_SQLITE_PATH", "Ledger", "LedgerError", "open_ledger"]
+__all__ = ["COLUMNS", "Ledger", "LedgerError"]
 
 log = logging.getLogger("hydra_proxy.usage")
-
-DEFAULT_SQLITE_PATH = Path("~/.hydra-proxy/usage.sqlite3")
 
 # One table, the same columns on every backend: UsageRecord's fields, in order (a record
 # is its own row).
@@ -252,23 +249,3 @@ class Ledger(ABC):
 
         Reads through its own connection: safe from any thread while the writer runs.
         """
-
-
-def open_ledger(url: str, *, start: bool = True, **options: object) -> Ledger:
-    """A ledger for ``sqlite:PATH`` (or a bare path) or ``postgresql://...``.
-
-    ``start=False`` makes a reader (the report, a dashboard elsewhere): nothing is created
-    or written, :meth:`Ledger.query` of a ledger that does not exist yet returns no rows.
-    """
-    if url.startswith(("postgresql://", "postgres://")):
-        from .postgres_ledger import PostgresLedger
-
-        ledger: Ledger = PostgresLedger(url, **options)  # type: ignore[arg-type]
-    else:
-        from .sqlite_ledger import SqliteLedger
-
-        path = url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
-        ledger = SqliteLedger(Path(path).expanduser(), **options)  # type: ignore[arg-type]
-    if start:
-        ledger.start()
-    return ledger

@@ -27,8 +27,9 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .backends import open_ledger
 from .dashboard import dashboard_response
-from .ledger import Ledger, open_ledger
+from .ledger import Ledger
 from .metrics import Metrics, render
 from .pricing import PriceTable, default_table
 from .record import ClientProtocol, Tokens, UsageRecord, client_key_id

@@ -20,7 +20,7 @@ Pure translation, no I/O. Decisions (all covered by tests):
   of parts is joined. A refusal (``message.refusal``) is shown as the text when there is
   no content; the stop reason still follows ``finish_reason`` (an OpenAI refusal is the
   model's answer, not Anthropic's policy-classifier ``refusal``).
-- Tool call ``arguments`` -> ``input`` by `tool_arguments.tool_input_from_arguments` (nothing is
+- Tool call ``arguments`` -> ``input`` by `canonical.arguments.tool_input_from_arguments` (nothing is
   lost: what does not parse is kept under ``RAW_ARGUMENTS_KEY``). A call without an id
   gets ``toolu_<message id>_<n>``. The legacy ``function_call`` field is read too.
 - ``stop_reason`` from `mapping.stop_reason` (tool calls win over a plain stop);
@@ -33,10 +33,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...canonical.arguments import tool_input_from_arguments
+from ...canonical.message import anthropic_message, not_an_object, tool_use_id
 from ...errors import ProxyError, anthropic_error_type, status_for_anthropic_type
 from ...signature import sign_thinking
 from ..mapping import stop_reason
-from ..tool_arguments import tool_input_from_arguments
 from ..usage import anthropic_usage
 
 __all__ = ["message_from_chat_completion"]
@@ -53,9 +54,7 @@ def message_from_chat_completion(
     """Translate a non-streaming Chat completion into an Anthropic Message."""
     del replay_reasoning  # signing does not depend on it; see the module docstring
     if not isinstance(completion, dict):
-        raise ProxyError(
-            500, "upstream returned a response that is not a JSON object", error_type="api_error"
-        )
+        raise not_an_object()
     error = completion.get("error")
     if error is not None:
         raise _upstream_error(error)
@@ -63,27 +62,26 @@ def message_from_chat_completion(
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ProxyError(500, "upstream response has no choices", error_type="api_error")
     choice = choices[0]
-    message = choice.get("message")
-    if not isinstance(message, dict):
-        message = {}
+    reply = choice.get("message")
+    if not isinstance(reply, dict):
+        reply = {}
 
     content: list[dict[str, Any]] = []
-    reasoning = _reasoning(message)
+    reasoning = _reasoning(reply)
     if reasoning:
         signature = sign_thinking(reasoning, signing_key) if signing_key else ""
         content.append({"type": "thinking", "thinking": reasoning, "signature": signature})
-    text = _text(message.get("content"))
+    text = _text(reply.get("content"))
     if not text.strip():
-        refusal = message.get("refusal")
+        refusal = reply.get("refusal")
         text = refusal if isinstance(refusal, str) else ""
     if text.strip():
         content.append({"type": "text", "text": text})
-    suffix = message_id.removeprefix("msg_")
-    for n, (call_id, name, arguments) in enumerate(_tool_calls(message)):
+    for n, (call_id, name, arguments) in enumerate(_tool_calls(reply)):
         content.append(
             {
                 "type": "tool_use",
-                "id": call_id or f"toolu_{suffix}_{n}",
+                "id": call_id or tool_use_id(message_id, n),
                 "name": name,
                 "input": tool_input_from_arguments(arguments),
             }
@@ -91,16 +89,13 @@ def message_from_chat_completion(
 
     has_tool_calls = any(block["type"] == "tool_use" for block in content)
     finish = choice.get("finish_reason")
-    return {
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": content,
-        "stop_reason": stop_reason(finish if isinstance(finish, str) else None, has_tool_calls),
-        "stop_sequence": None,
-        "usage": anthropic_usage(completion.get("usage")),
-    }
+    return anthropic_message(
+        message_id,
+        model,
+        content,
+        stop_reason(finish if isinstance(finish, str) else None, has_tool_calls),
+        anthropic_usage(completion.get("usage")),
+    )
 
 
 def _upstream_error(error: Any) -> ProxyError:

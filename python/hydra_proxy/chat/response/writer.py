@@ -2,7 +2,7 @@
 OpenAI `chat.completion` (a Chat client's reply, whatever the upstream).
 
 Pure translation, no I/O. The field maps it uses are shared: `chat.mapping.finish_reason`,
-`chat.usage.chat_usage`, `chat.tool_arguments.tool_arguments`. Decisions (each covered by
+`chat.usage.chat_usage`, `canonical.arguments.tool_arguments`. Decisions (each covered by
 a test):
 
 - One choice, index 0. ``message``: ``role: "assistant"``, ``content`` = the text blocks
@@ -39,11 +39,12 @@ from __future__ import annotations
 from typing import Any
 
 from ... import continuation
+from ...canonical.arguments import tool_arguments
+from ...canonical.message import typed_objects, url_citations
 from ..mapping import finish_reason
-from ..tool_arguments import tool_arguments
 from ..usage import chat_usage
 
-__all__ = ["chat_completion_from_message", "url_citations"]
+__all__ = ["chat_completion_from_message"]
 
 
 def chat_completion_from_message(
@@ -61,16 +62,23 @@ def chat_completion_from_message(
     reasoning: list[str] = []
     carried: list[continuation.Block] = []
     tool_calls: list[dict[str, Any]] = []
-    content = message.get("content")
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        btype = block.get("type")
+    for btype, block in typed_objects(message.get("content")):
         if btype == "text":
             text = block.get("text")
             if not isinstance(text, str):
                 continue
-            annotations.extend(url_citations(block.get("citations"), offset, offset + len(text)))
+            annotations.extend(
+                {
+                    "type": "url_citation",
+                    "url_citation": {
+                        "start_index": offset,
+                        "end_index": offset + len(text),
+                        "url": url,
+                        "title": title,
+                    },
+                }
+                for url, title in url_citations(block.get("citations"))
+            )
             texts.append(text)
             offset += len(text)
         elif btype == "thinking":
@@ -132,29 +140,3 @@ def chat_completion_from_message(
 
 def _string(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-def url_citations(citations: Any, start: int, end: int) -> list[dict[str, Any]]:
-    """A text block's citations that carry a URL, as Chat `url_citation` annotations."""
-    if not isinstance(citations, list):
-        return []
-    out = []
-    for citation in citations:
-        if not isinstance(citation, dict):
-            continue
-        url = citation.get("url")
-        if not isinstance(url, str) or not url:
-            continue
-        title = citation.get("title")
-        out.append(
-            {
-                "type": "url_citation",
-                "url_citation": {
-                    "start_index": start,
-                    "end_index": end,
-                    "url": url,
-                    "title": title if isinstance(title, str) else "",
-                },
-            }
-        )
-    return out

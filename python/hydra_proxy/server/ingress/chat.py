@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 
 from ... import ids
-from ...chat.request.reader import MessagesTarget, messages_request_from_chat
+from ...canonical.target import MessagesTarget
+from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
 from ...tokens import estimate_input_tokens

@@ -15,12 +15,13 @@ from typing import Any
 
 import orjson
 
-from ...chat.request.reader import MessagesTarget
+from ...canonical.target import MessagesTarget
 from ...config.routes import Attempt, RouteDecision, request_traits
+from ...ids import response_id as new_response_id
 from ...responses.encoder import echo_text, name_table
 from ...responses.reasoning import CARRIER_PREFIX, is_carrier
-from ...responses.request_reader import Translation, messages_request_from_responses
-from ...responses.response import new_response_id, response_from_message
+from ...responses.request.reader import Translation, messages_request_from_responses
+from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange

@@ -1,54 +1,26 @@
-"""User and tool content parts -> Anthropic content blocks.
+"""User and tool content parts -> canonical content blocks.
 
 A string -> one text block (in `messages`); parts: ``text`` -> text; ``image_url`` (an
-object with ``url``; a bare string is accepted too) with a ``data:`` URL -> base64 image
-(jpeg, png, gif, webp; ``image/jpg`` is read as jpeg, and when the bytes' magic number
-names another of the four types that one is used, since Anthropic rejects a mismatch);
-with an ``http(s)`` URL -> a URL image source; ``file`` with ``file_data`` (a ``data:``
-URL, or bare base64 of a PDF) -> a PDF document (base64), a ``text/plain`` document
-(decoded UTF-8 text) or an image; ``filename`` -> the document ``title``. Whitespace-only
+object with ``url``; a bare string is accepted too) -> an image (`canonical.media`: a
+``data:`` URL as base64, an ``http(s)`` URL as a URL source); ``file`` (``file_data``,
+``filename``) -> a document or an image (`canonical.media.file_block`). Whitespace-only
 text parts are dropped (Anthropic rejects whitespace-only text blocks). ``input_audio``
 and ``file_id`` are refused (see `validation`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 from typing import Any
 
-from .validation import bad, type_name
+from ....canonical.content import Block
+from ....canonical.fields import bad, part_text, part_type
+from ....canonical.media import file_block, image_block_from_url
 
-__all__ = ["Block", "content_block", "file_block", "image_block_from_url", "part_text", "part_type"]
-
-Block = dict[str, Any]
-
-
-_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-_MEDIA_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
-_BASE64 = re.compile(r"[A-Za-z0-9+/]+")
-_WHITESPACE = re.compile(r"\s+")
-
-
-def part_type(part: Any, path: str) -> str:
-    if not isinstance(part, dict):
-        raise bad(path, f"must be an object, got {type_name(part)}")
-    ptype = part.get("type")
-    if not isinstance(ptype, str) or not ptype:
-        raise bad(f"{path}.type", "required")
-    return ptype
-
-
-def part_text(part: dict[str, Any], path: str, key: str) -> str:
-    text = part.get(key)
-    if not isinstance(text, str):
-        raise bad(f"{path}.{key}", f"must be a string, got {type_name(text)}")
-    return text
+__all__ = ["content_block"]
 
 
 def content_block(part: Any, path: str) -> Block | None:
-    """A user (or tool) content part as an Anthropic block; None for whitespace-only text."""
+    """A user (or tool) content part as a canonical block; None for whitespace-only text."""
     ptype = part_type(part, path)
     if ptype == "text":
         text = part_text(part, path, "text")
@@ -65,112 +37,3 @@ def content_block(part: Any, path: str) -> Block | None:
     if ptype == "input_audio":
         raise bad(f"{path}.type", "Claude does not accept audio input")
     raise bad(f"{path}.type", f"unsupported content part type {ptype!r}")
-
-
-def _data_url(url: str, path: str) -> tuple[str, str]:
-    """(media type, base64 data) of a base64 data: URL."""
-    header, comma, data = url[5:].partition(",")
-    params = [p.strip().lower() for p in header.split(";")]
-    if not comma or "base64" not in params[1:]:
-        raise bad(path, "a data: URL must be base64: data:<media type>;base64,<data>")
-    clean = _base64(data)
-    if clean is None:
-        raise bad(path, "the data: URL does not hold valid base64")
-    media = params[0]
-    return _MEDIA_ALIASES.get(media, media), clean
-
-
-def _base64(data: str) -> str | None:
-    """Standard base64 without whitespace and with its padding, or None when it is not."""
-    data = _WHITESPACE.sub("", data).rstrip("=")
-    if not data or not _BASE64.fullmatch(data) or len(data) % 4 == 1:
-        return None
-    return data + "=" * (-len(data) % 4)
-
-
-def _sniff(data: str) -> str | None:
-    try:
-        head = base64.b64decode(data[:24] + "=" * (-len(data[:24]) % 4))
-    except (binascii.Error, ValueError):
-        return None
-    if head.startswith(b"\x89PNG"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith(b"GIF8"):
-        return "image/gif"
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "image/webp"
-    if head.startswith(b"%PDF"):
-        return "application/pdf"
-    return None
-
-
-def image_block_from_url(url: str, path: str) -> Block:
-    """An image block from a ``data:`` URL (base64) or an ``http(s)`` URL (URL source)."""
-    scheme = url.split(":", 1)[0].lower()
-    if scheme in ("http", "https"):
-        return {"type": "image", "source": {"type": "url", "url": url}}
-    if scheme != "data":
-        raise bad(path, "must be a data: URL or an http(s) URL")
-    media, data = _data_url(url, path)
-    return _image_block(media, data, path)
-
-
-def _image_block(media: str, data: str, path: str) -> Block:
-    if media not in _IMAGE_TYPES:
-        raise bad(path, f"unsupported image type {media!r}; Claude accepts jpeg, png, gif and webp")
-    sniffed = _sniff(data)
-    if sniffed in _IMAGE_TYPES:
-        media = sniffed
-    return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
-
-
-def file_block(value: Any, path: str) -> Block:
-    """A Chat ``file`` object (``file_data``, ``filename``) as a document or image block."""
-    if not isinstance(value, dict):
-        raise bad(path, "required: an object with file_data")
-    if value.get("file_id") is not None and value.get("file_data") is None:
-        raise bad(
-            f"{path}.file_id",
-            "uploaded OpenAI files cannot be read through this proxy; send file_data instead",
-        )
-    data_path = f"{path}.file_data"
-    file_data = value.get("file_data")
-    if not isinstance(file_data, str) or not file_data:
-        raise bad(data_path, "required: a data: URL (data:application/pdf;base64,...)")
-    filename = value.get("filename")
-    if filename is not None and not isinstance(filename, str):
-        raise bad(f"{path}.filename", "must be a string")
-    if file_data[:5].lower() == "data:":
-        media, data = _data_url(file_data, data_path)
-    else:
-        bare = _base64(file_data)
-        if bare is None or _sniff(bare) != "application/pdf":
-            raise bad(data_path, "must be a data: URL (data:application/pdf;base64,...)")
-        media, data = "application/pdf", bare
-    block: Block
-    if media == "application/pdf":
-        block = {
-            "type": "document",
-            "source": {"type": "base64", "media_type": "application/pdf", "data": data},
-        }
-    elif media == "text/plain":
-        try:
-            text = base64.b64decode(data).decode("utf-8")
-        except (binascii.Error, ValueError):
-            raise bad(data_path, "a text/plain file must be UTF-8") from None
-        block = {
-            "type": "document",
-            "source": {"type": "text", "media_type": "text/plain", "data": text},
-        }
-    elif media in _IMAGE_TYPES:
-        return _image_block(media, data, data_path)
-    else:
-        raise bad(
-            data_path,
-            f"unsupported file type {media!r}; Claude accepts PDF, plain text and images",
-        )
-    if filename:
-        block["title"] = filename
-    return block

@@ -10,64 +10,60 @@ whitespace-only user messages too).
 
 Assistant content: the restored thinking blocks (`replay`), then ``content`` (string, or
 ``text``/``refusal`` parts) -> text blocks, then the message's ``refusal`` string -> a
-text block, then ``tool_calls`` -> ``tool_use`` blocks (ids and arguments: `tools`; the
-same id for the call and its tool message; an id that an earlier message already used
-(clients that number calls per turn) gets a hashed id too, since Anthropic wants ids
-unique in the request; the same id twice in one message is a 400). An assistant message
-left with no content is dropped.
+text block, then ``tool_calls`` -> ``tool_use`` blocks (``arguments``:
+`canonical.arguments.read_arguments`; the same id for the call and its tool message; the
+same id twice in one message is a 400). An assistant message left with no content is
+dropped.
 
 Sequence: consecutive ``tool`` messages -> one user turn of ``tool_result`` blocks
 (content: the string, or text/image/file parts as blocks; empty content omitted); user
-messages that follow are merged into the same turn after the results (Anthropic requires
-the ``tool_result`` blocks first, so results that arrive after such user text still go
-before it); consecutive same-role turns are merged. A ``tool`` message must answer a call
-of the latest assistant message, once, and every call must be answered before the next
-assistant message (OpenAI enforces both; Anthropic rejects the translation otherwise):
-400 naming ``tool_call_id`` / the unanswered call's ``id``. A conversation that starts
-with an assistant turn gets a user turn `LEADING_USER_PLACEHOLDER` before it (Anthropic:
-"first message must use the user role"). Trailing whitespace is removed from a final
-assistant turn (prefill; Anthropic rejects it) and thinking blocks at the end of any
-assistant turn are removed ("The final block in an assistant message cannot be
-thinking").
+messages that follow join the same turn. A ``tool`` message must answer a call of the
+latest assistant message, once, and every call must be answered before the next
+assistant message: a 400 naming ``tool_call_id`` / the unanswered call's ``id``. The rest
+(ids unique in the request, results first, merged turns, the leading user turn, no
+trailing whitespace or thinking) is `canonical.turns`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..common import LEADING_USER_PLACEHOLDER
-from .content import Block, content_block, part_text, part_type
+from ....canonical.arguments import read_arguments
+from ....canonical.content import Block
+from ....canonical.fields import (
+    bad,
+    each_object,
+    part_text,
+    part_type,
+    required_string,
+    type_name,
+    unknown_role,
+)
+from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning
-from .thinking import THINKING_TYPES
-from .tools import hashed_id, read_arguments, tool_id
-from .validation import bad, type_name
 
-__all__ = ["Turn", "TurnBuilder", "finish_turns", "strip_final_whitespace"]
+__all__ = ["MessageReader"]
 
-
-@dataclass
-class Turn:
-    role: str  # "user" or "assistant"
-    blocks: list[Block] = field(default_factory=list)
-    results: list[Block] = field(default_factory=list)  # tool_result blocks (user turns)
-
-    def content(self) -> list[Block]:
-        return self.results + self.blocks
+CALL_WORDS = CallWords(
+    no_id="required: the id of the tool call it answers",
+    repeated="answers this tool call a second time",
+    stray="does not answer a tool call of the preceding assistant message",
+    unanswered="tool call {call_id!r} has no tool message answering it "
+    "(each tool call needs a tool message before the next assistant message)",
+)
 
 
-class TurnBuilder:
-    """Reads the messages in order into system texts and turns (`finish` merges them)."""
+class MessageReader(TurnBuilder):
+    """Reads the Chat messages in order into system texts and turns (`finish` merges them)."""
+
+    conversation_field = "messages"
+    system_separator = "\n"  # as Anthropic's compatibility layer joins them
 
     def __init__(self, key: bytes | None) -> None:
+        super().__init__(CALL_WORDS)
         self.key = key
-        self.system: list[str] = []
-        self.turns: list[Turn] = []
         self.skipped = 0  # assistant messages whose reasoning did not verify
-        # Calls of the last assistant message not answered yet: id -> (path, sent id).
-        self.pending: dict[str, tuple[str, str]] = {}
-        self.answered: set[str] = set()
-        self.sent_ids: set[str] = set()
 
     # -- entry points
 
@@ -97,32 +93,9 @@ class TurnBuilder:
                     "role 'function' (deprecated function calling) is not supported; "
                     "use tool messages",
                 )
-            elif role is None:
-                raise bad(f"{path}.role", "required")
             else:
-                raise bad(
-                    f"{path}.role",
-                    f"unknown role {role!r}; expected system, developer, user, assistant or tool",
-                )
-        self._check_answered()
-
-    def finish(self) -> list[Turn]:
-        turns: list[Turn] = []
-        for turn in self.turns:
-            if turn.role == "assistant":
-                while turn.blocks and turn.blocks[-1]["type"] in THINKING_TYPES:
-                    turn.blocks.pop()
-            if not turn.blocks and not turn.results:
-                continue
-            if turns and turns[-1].role == turn.role:
-                turns[-1].blocks.extend(turn.blocks)
-                turns[-1].results.extend(turn.results)
-            else:
-                turns.append(turn)
-        if turns and turns[0].role == "assistant":
-            placeholder = Turn("user", [{"type": "text", "text": LEADING_USER_PLACEHOLDER}])
-            turns.insert(0, placeholder)
-        return turns
+                raise unknown_role(role, path, "system, developer, user, assistant or tool")
+        self.check_answered()
 
     # -- roles
 
@@ -150,60 +123,15 @@ class TurnBuilder:
         self.system.extend(text for text in texts if text.strip())
 
     def _user(self, message: dict[str, Any], path: str) -> None:
-        content = message.get("content")
-        blocks: list[Block]
-        if isinstance(content, str):
-            blocks = [{"type": "text", "text": content}] if content.strip() else []
-        elif isinstance(content, list):
-            blocks = []
-            for j, part in enumerate(content):
-                block = content_block(part, f"{path}.content[{j}]")
-                if block is not None:
-                    blocks.append(block)
-        else:
-            raise bad(
-                f"{path}.content",
-                f"must be a string or an array of content parts, got {type_name(content)}",
-            )
+        blocks = read_content(message.get("content"), path, "content", content_block)
         if blocks:
-            self._user_turn().blocks.extend(blocks)
+            self.user_turn().blocks.extend(blocks)
 
     def _tool(self, message: dict[str, Any], path: str) -> None:
-        call_id = message.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise bad(f"{path}.tool_call_id", "required: the id of the tool call it answers")
-        if call_id not in self.pending:
-            problem = (
-                "answers this tool call a second time"
-                if call_id in self.answered
-                else "does not answer a tool call of the preceding assistant message"
-            )
-            raise bad(f"{path}.tool_call_id", f"{call_id!r} {problem}")
-        _, sent_id = self.pending.pop(call_id)
-        self.answered.add(call_id)
-        result: Block = {"type": "tool_result", "tool_use_id": sent_id}
-        content = message.get("content")
-        if isinstance(content, str):
-            if content.strip():
-                result["content"] = content
-        elif isinstance(content, list):
-            blocks = []
-            for j, part in enumerate(content):
-                block = content_block(part, f"{path}.content[{j}]")
-                if block is not None:
-                    blocks.append(block)
-            if blocks:
-                result["content"] = blocks
-        elif content is not None:
-            raise bad(
-                f"{path}.content",
-                f"must be a string or an array of content parts, got {type_name(content)}",
-            )
-        self._user_turn().results.append(result)
+        self.add_result(message, path, "tool_call_id", "content", content_block, required=False)
 
     def _assistant(self, message: dict[str, Any], path: str) -> None:
-        self._check_answered()
-        self.answered = set()
+        self.begin_assistant_turn()
         if message.get("function_call") is not None:
             raise bad(
                 f"{path}.function_call",
@@ -237,7 +165,6 @@ class TurnBuilder:
         if refusal and refusal.strip():
             blocks.append({"type": "text", "text": refusal})
 
-        self.pending = {}
         blocks.extend(self._tool_calls(message.get("tool_calls"), path))
         if replay.skipped:
             self.skipped += 1
@@ -272,76 +199,25 @@ class TurnBuilder:
     def _tool_calls(self, calls: Any, path: str) -> list[Block]:
         if calls is None:
             return []
-        if not isinstance(calls, list):
-            raise bad(f"{path}.tool_calls", f"must be an array, got {type_name(calls)}")
         blocks: list[Block] = []
-        for k, call in enumerate(calls):
-            call_path = f"{path}.tool_calls[{k}]"
-            if not isinstance(call, dict):
-                raise bad(call_path, f"must be an object, got {type_name(call)}")
+        for call_path, call in each_object(calls, f"{path}.tool_calls"):
             ctype = call.get("type", "function")
             if ctype != "function":
                 raise bad(
                     f"{call_path}.type", f"only function tool calls are supported, not {ctype!r}"
                 )
-            call_id = call.get("id")
-            if not isinstance(call_id, str) or not call_id:
-                raise bad(f"{call_path}.id", "required: a non-empty string")
+            call_id = required_string(
+                call.get("id"), call_path, "id", "required: a non-empty string"
+            )
             if call_id in self.pending:
                 raise bad(f"{call_path}.id", f"duplicate tool call id {call_id!r} in one message")
             function = call.get("function")
             if not isinstance(function, dict):
                 raise bad(f"{call_path}.function", "required: an object with name and arguments")
-            name = function.get("name")
-            if not isinstance(name, str) or not name:
-                raise bad(f"{call_path}.function.name", "required: a non-empty string")
+            name = required_string(
+                function.get("name"), call_path, "function.name", "required: a non-empty string"
+            )
             arguments = read_arguments(function.get("arguments"), f"{call_path}.function.arguments")
-            sent_id = tool_id(call_id)
-            if sent_id in self.sent_ids:
-                # An id reused by a later message (some clients number calls per turn):
-                # Anthropic wants unique ids, so this occurrence and its result get a new one.
-                sent_id = hashed_id(f"{call_id}\x00{call_path}")
-            self.sent_ids.add(sent_id)
-            self.pending[call_id] = (f"{call_path}.id", sent_id)
+            sent_id = self.open_call(call_id, f"{call_path}.id", call_path)
             blocks.append({"type": "tool_use", "id": sent_id, "name": name, "input": arguments})
         return blocks
-
-    def _user_turn(self) -> Turn:
-        if not self.turns or self.turns[-1].role != "user":
-            self.turns.append(Turn("user"))
-        return self.turns[-1]
-
-    def _check_answered(self) -> None:
-        if self.pending:
-            call_path, _ = next(iter(self.pending.values()))
-            call_id = next(iter(self.pending))
-            raise bad(
-                call_path,
-                f"tool call {call_id!r} has no tool message answering it "
-                "(each tool call needs a tool message before the next assistant message)",
-            )
-
-
-def strip_final_whitespace(turns: list[Turn]) -> None:
-    final = next((t for t in reversed(turns) if t.blocks or t.results), None)
-    if final is None or final.role != "assistant":
-        return
-    while final.blocks and final.blocks[-1]["type"] == "text":
-        text = final.blocks[-1]["text"].rstrip()
-        if text:
-            final.blocks[-1] = {**final.blocks[-1], "text": text}
-            return
-        final.blocks.pop()
-
-
-def finish_turns(turns: list[Turn]) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    for turn in turns:
-        content = turn.content()
-        if not content:
-            continue
-        if messages and messages[-1]["role"] == turn.role:
-            messages[-1]["content"].extend(content)
-        else:
-            messages.append({"role": turn.role, "content": content})
-    return messages

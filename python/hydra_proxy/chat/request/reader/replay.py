@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from .... import continuation
-from .content import Block
+from ....canonical.content import Block
 
 __all__ = ["Replay", "restore_from_content", "restore_from_reasoning"]
 
@@ -35,7 +35,7 @@ trace = logging.getLogger("hydra_proxy.continuation")
 _MARKER = re.compile(re.escape(continuation.PREFIX) + r"[A-Za-z0-9_.\-]*(?:\]\])?")
 
 
-@dataclass
+@dataclass(slots=True)
 class Replay:
     """What one assistant message's replayed reasoning restores."""
 
@@ -83,7 +83,7 @@ def restore_from_content(
     return _cut(texts, scan.spans)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Scan:
     blocks: list[continuation.Block] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)

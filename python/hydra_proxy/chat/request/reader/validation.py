@@ -24,12 +24,11 @@ not read: the route decides the upstream model (`MessagesTarget.model`).
 from __future__ import annotations
 
 import logging
-import math
 from typing import Any
 
-from ..common import bad
+from ....canonical.fields import bad, is_int, is_number, type_name
 
-__all__ = ["bad", "is_int", "is_number", "refuse_unsupported", "type_name"]
+__all__ = ["refuse_unsupported"]
 
 log = logging.getLogger(__name__)
 
@@ -54,32 +53,32 @@ _DROPPED_FIELDS = frozenset(
 )
 
 
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value)
+# Every field this reader reads or refuses (what is left is unknown: dropped, logged).
+_KNOWN_FIELDS = _DROPPED_FIELDS | {
+    "n",
+    "logprobs",
+    "top_logprobs",
+    "audio",
+    "modalities",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "web_search_options",
+    "functions",
+    "function_call",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "temperature",
+    "top_p",
+    "top_k",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning_effort",
+    "thinking",
+    "response_format",
+}
 
 
 def refuse_unsupported(body: dict[str, Any]) -> None:
@@ -131,31 +130,6 @@ def refuse_unsupported(body: dict[str, Any]) -> None:
         value = body.get(name)
         if value is not None and not isinstance(value, bool):
             raise bad(name, f"must be a boolean, got {type_name(value)}")
-    known = _DROPPED_FIELDS | {
-        "n",
-        "logprobs",
-        "top_logprobs",
-        "audio",
-        "modalities",
-        "presence_penalty",
-        "frequency_penalty",
-        "logit_bias",
-        "web_search_options",
-        "functions",
-        "function_call",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-        "temperature",
-        "top_p",
-        "top_k",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "reasoning_effort",
-        "thinking",
-        "response_format",
-    }
-    unknown = [name for name in body if name not in known]
+    unknown = [name for name in body if name not in _KNOWN_FIELDS]
     if unknown:
         log.debug("dropped unknown request fields: %s", ", ".join(sorted(unknown)))

@@ -1,5 +1,5 @@
 """The Chat request writer's entry: the canonical request (an Anthropic Messages request)
--> an OpenAI Chat Completions request (SPEC section 3).
+-> an OpenAI Chat Completions request.
 
 Pure translation, no I/O. `chat_request_from_messages` either returns the Chat request
 body or raises `ProxyError` (400 invalid_request_error) whose message starts with the
@@ -8,47 +8,42 @@ offending field path, e.g. ``messages.3.content.1.source: ...`` (the same path i
 schemas, response format schema), so copy before mutating those.
 
 Each job has its module, whose docstring lists the decisions it makes where the two
-protocols leave room (all covered by tests): `messages` (system text, turns, tool
-results, sequence), `content` (blocks -> parts), `tools`, `params` (limits, stop, user,
-response format) and `thinking` (reasoning effort, reasoning replay). Here:
-``temperature``/``top_p`` are passed unless the target has ``sampling=False`` (o-series/
-GPT-5 reasoning models reject non-default values); ``top_k`` is dropped;
-``cache_control``, ``context_management``, ``service_tier``, ``container`` and unknown
-fields are dropped; streaming asks for the usage chunk when ``target.include_usage``.
+protocols leave room (all covered by tests): `messages` (turns, tool results, sequence),
+`content` (blocks -> parts), `tools` and `thinking` (reasoning replay); what every
+writer reads the same way (system text, content blocks, limits, stop sequences, user id,
+effort) is `canonical`'s. Here: ``max_tokens`` -> ``target.max_tokens_field``;
+``stop_sequences`` -> ``stop`` (at most `MAX_STOP_SEQUENCES`); ``temperature``/``top_p``
+are passed unless the target has ``sampling=False`` (o-series/GPT-5 reasoning models
+reject non-default values); ``top_k`` is dropped; ``reasoning_effort`` for a
+``reasoning`` target; ``output_config.format`` (or the older top-level
+``output_format``) json_schema -> ``response_format`` json_schema named ``output``
+without ``strict`` (OpenAI strict mode requires a schema subset Anthropic does not);
+``metadata.user_id`` -> ``user``; ``cache_control``, ``context_management``,
+``service_tier``, ``container`` and unknown fields are dropped; streaming asks for the
+usage chunk when ``target.include_usage``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from ....canonical.params import (
+    max_tokens,
+    openai_user,
+    output_schema,
+    sampling,
+    stop_sequences,
+    user_id,
+)
+from ....canonical.thinking import thinking_effort
+from ....canonical.tools import refuse_mcp_servers
 from ....errors import invalid_request
-from ..common import bad
+from ..limits import MAX_STOP_SEQUENCES
 from .messages import MessagesWriter
-from .params import user_field, write_max_tokens, write_response_format, write_stop
-from .thinking import reasoning_effort
-from .tools import refuse_mcp_servers, write_tool_choice, write_tools
+from .target import ChatTarget
+from .tools import UPSTREAM, write_tool_choice, write_tools
 
-__all__ = ["ChatTarget", "chat_request_from_messages"]
-
-
-@dataclass(frozen=True)
-class ChatTarget:
-    """What the upstream model accepts (from the route/provider configuration)."""
-
-    model: str
-    # o-series and GPT-5 take only max_completion_tokens.
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    max_tokens_limit: int | None = None
-    # The model takes `reasoning_effort`.
-    reasoning: bool = False
-    # DeepSeek/Kimi-style: needs `reasoning_content` back on assistant turns.
-    replay_reasoning: bool = False
-    # Key for hydra_proxy.signature.
-    signing_key: bytes = b""
-    include_usage: bool = True
-    # The model accepts temperature/top_p (o-series/GPT-5 reasoning models reject them).
-    sampling: bool = True
+__all__ = ["chat_request_from_messages"]
 
 
 def chat_request_from_messages(
@@ -57,27 +52,21 @@ def chat_request_from_messages(
     """Translate an Anthropic Messages request body into a Chat Completions request body."""
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")
-    max_tokens = write_max_tokens(body, target)
-    translator = MessagesWriter(target)
-    translator.system(body.get("system"))
-    translator.messages(body.get("messages"))
+    limit = max_tokens(body, target.max_tokens_limit)
+    writer = MessagesWriter(target)
+    writer.write(body)
     tools = write_tools(body.get("tools"))
-    refuse_mcp_servers(body.get("mcp_servers"))
+    refuse_mcp_servers(body.get("mcp_servers"), UPSTREAM)
 
-    out: dict[str, Any] = {"model": target.model, "messages": translator.finish()}
-    out[target.max_tokens_field] = max_tokens
+    out: dict[str, Any] = {"model": target.model, "messages": writer.finish()}
+    out[target.max_tokens_field] = limit
 
-    stop = write_stop(body.get("stop_sequences"))
+    stop = stop_sequences(body.get("stop_sequences"), MAX_STOP_SEQUENCES)
     if stop:
         out["stop"] = stop
-    for name in ("temperature", "top_p"):
-        value = body.get(name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise bad(name, "must be a number")
-        if target.sampling:
-            out[name] = value
+    numbers = sampling(body)
+    if target.sampling:
+        out.update(numbers)
 
     choice, parallel = write_tool_choice(body.get("tool_choice"), tools)
     if tools:
@@ -88,19 +77,20 @@ def chat_request_from_messages(
             out["parallel_tool_calls"] = parallel
 
     if target.reasoning:
-        effort = reasoning_effort(body)
+        effort = thinking_effort(body)
         if effort is not None:
             out["reasoning_effort"] = effort
 
-    response_format = write_response_format(body)
-    if response_format is not None:
-        out["response_format"] = response_format
+    schema = output_schema(body)
+    if schema is not None:
+        out["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": schema},
+        }
 
-    metadata = body.get("metadata")
-    if isinstance(metadata, dict):
-        user_id = metadata.get("user_id")
-        if isinstance(user_id, str) and user_id:
-            out["user"] = user_field(user_id)
+    user = user_id(body)
+    if user is not None:
+        out["user"] = openai_user(user)
 
     if stream:
         out["stream"] = True

@@ -1,4 +1,5 @@
-"""Gemini ``GenerateContentResponse`` (non-streamed) -> Anthropic ``Message``.
+"""The Gemini response reader: a ``GenerateContentResponse`` (non-streamed) -> the
+canonical Anthropic ``Message``.
 
 Pure translation, no I/O. Decisions (all covered by tests):
 
@@ -17,7 +18,7 @@ Pure translation, no I/O. Decisions (all covered by tests):
   ``codeExecutionResult`` -> text; ``inlineData``/``fileData`` (model output media an
   Anthropic message cannot hold) -> a text note naming the MIME type.
 - Tool ids: Gemini's ``functionCall.id`` when it is a valid Anthropic id, else
-  `tool_use_id` (message id + the part's index): the same reply always gets the same ids.
+  `canonical.message.tool_use_id` (message id + the part's index): the same reply always gets the same ids.
 - ``stop_reason`` and ``usage`` from hydra_proxy.gemini.mapping (the table the stream
   decoder uses); the finish reasons that mean a lost tool call raise its error.
   ``stop_sequence`` is null (Gemini does not say which one matched).
@@ -30,21 +31,17 @@ from typing import Any
 
 import orjson
 
-from ..chat.tool_arguments import RAW_ARGUMENTS_KEY
-from ..errors import ProxyError
-from ..signature import sign_thinking
-from .errors import gemini_error
-from .mapping import finish_error, stop_reason, usage
-from .thought_signature import thought_signature_block
+from ...canonical.arguments import RAW_ARGUMENTS_KEY
+from ...canonical.message import anthropic_message, not_an_object, tool_use_id
+from ...errors import ProxyError
+from ...signature import sign_thinking
+from ..errors import gemini_error
+from ..mapping import finish_error, stop_reason, usage
+from ..thought_signature import thought_signature_block
 
-__all__ = ["message_from_gemini_response", "tool_use_id"]
+__all__ = ["message_from_gemini_response"]
 
 _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-
-
-def tool_use_id(message_id: str, index: int) -> str:
-    """The deterministic tool_use id for the function call at part `index` of a reply."""
-    return f"toolu_{message_id.removeprefix('msg_')}_{index}"
 
 
 def message_from_gemini_response(
@@ -52,9 +49,7 @@ def message_from_gemini_response(
 ) -> dict[str, Any]:
     """Translate a non-streamed Gemini response into an Anthropic Message."""
     if not isinstance(response, dict):
-        raise ProxyError(
-            500, "Gemini returned a response that is not a JSON object", error_type="api_error"
-        )
+        raise not_an_object("Gemini")
     if isinstance(response.get("error"), dict):
         code = response["error"].get("code")
         status = code if isinstance(code, int) and 400 <= code <= 599 else 500
@@ -84,16 +79,7 @@ def message_from_gemini_response(
 def _message(
     message_id: str, model: str, blocks: list[dict[str, Any]], stop: str, response: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": blocks,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": usage(response.get("usageMetadata")),
-    }
+    return anthropic_message(message_id, model, blocks, stop, usage(response.get("usageMetadata")))
 
 
 def _blocks(parts: list[Any], message_id: str, key: bytes) -> list[dict[str, Any]]:

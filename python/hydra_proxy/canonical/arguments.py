@@ -1,4 +1,11 @@
-"""Tool call arguments between Chat (a JSON string) and Anthropic (an `input` object)."""
+"""Tool call arguments (a JSON object as a string, as both OpenAI APIs carry them) and the
+canonical ``tool_use`` ``input`` object, both ways.
+
+`tool_arguments` writes an input as arguments. Two readers go the other way:
+`read_arguments`, for a client's own history, is strict (what is not a JSON object is a
+400, so the client learns of it); `tool_input_from_arguments`, for what an upstream model
+produced, loses nothing (see there).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["RAW_ARGUMENTS_KEY", "tool_arguments", "tool_input_from_arguments"]
+from .fields import bad, type_name
+
+__all__ = ["RAW_ARGUMENTS_KEY", "read_arguments", "tool_arguments", "tool_input_from_arguments"]
 
 # The key under which unparseable tool call arguments are kept (see below).
 RAW_ARGUMENTS_KEY = "_raw_arguments"
@@ -52,3 +61,23 @@ def tool_input_from_arguments(arguments: Any) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     return {RAW_ARGUMENTS_KEY: arguments}
+
+
+def read_arguments(value: Any, path: str) -> dict[str, Any]:
+    """A client's tool call `arguments` (at `path`) as an input: a JSON object string,
+    ``""``/whitespace -> ``{}``, or an object given directly."""
+    if value is None:
+        raise bad(path, "required: a JSON object as a string")
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise bad(path, f"must be a string holding a JSON object, got {type_name(value)}")
+    if not value.strip():
+        return {}
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise bad(path, f"is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise bad(path, f"must be a JSON object, got {type_name(parsed)}")
+    return parsed

@@ -1,0 +1,27 @@
+"""What a Chat upstream model accepts (from the route and provider configuration)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ChatTarget"]
+
+
+@dataclass(frozen=True)
+class ChatTarget:
+    """What the upstream model accepts (from the route/provider configuration)."""
+
+    model: str
+    # o-series and GPT-5 take only max_completion_tokens.
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_limit: int | None = None
+    # The model takes `reasoning_effort`.
+    reasoning: bool = False
+    # DeepSeek/Kimi-style: needs `reasoning_content` back on assistant turns.
+    replay_reasoning: bool = False
+    # Key for hydra_proxy.signature.
+    signing_key: bytes = b""
+    include_usage: bool = True
+    # The model accepts temperature/top_p (o-series/GPT-5 reasoning models reject them).
+    sampling: bool = True

@@ -1,0 +1,2 @@
+"""Non-streamed Gemini replies: the reader (upstream ``GenerateContentResponse`` -> the
+canonical Anthropic Message)."""

@@ -1,0 +1,2 @@
+"""Responses API requests: the reader (client Responses request -> canonical request) and
+the writer (canonical request -> upstream Responses request)."""

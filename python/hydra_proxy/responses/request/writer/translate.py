@@ -1,0 +1,115 @@
+"""The Responses request writer's entry: the canonical request (an Anthropic Messages
+request) -> an OpenAI Responses request (the ``responses`` provider kind).
+
+For models that only serve the Responses API (the gpt-5.x-codex family). Pure
+translation, no I/O. `responses_request_from_messages` returns the Responses body or
+raises `ProxyError` (400 ``invalid_request_error``) whose message starts with the
+offending field path in Anthropic's notation (``messages.3.content.1.source``); what every
+writer reads the same way (system text, content blocks, tools, tool choice, effort,
+output format) is `canonical`'s, so every writer accepts and refuses the same things.
+`input` writes the turns, `content` the parts. Here (each covered by a test):
+
+- ``store: false`` always (the proxy keeps no state, and neither should the upstream);
+  ``stream`` as asked. For a ``reasoning`` target ``include:
+  ["reasoning.encrypted_content"]`` and ``reasoning: {effort, summary: "auto"}`` (effort
+  as `canonical.thinking.thinking_effort` reads it, omitted when there is none), so the
+  reasoning comes back replayable and readable.
+- Tools -> ``{"type": "function", name, description, parameters, strict: false}``
+  (Anthropic server tools are a 400); ``tool_choice`` auto/any/tool/none ->
+  ``"auto"``/``"required"``/``{"type": "function", name}``/``"none"``,
+  ``disable_parallel_tool_use`` -> ``parallel_tool_calls: false``, only with tools.
+- ``max_tokens`` -> ``max_output_tokens`` (clamped to the target's limit);
+  ``temperature``/``top_p`` passed unless ``sampling=False``; ``stop_sequences`` are
+  dropped (the Responses API has no stop parameter; debug log); ``output_config.format``
+  json_schema -> ``text.format`` ``{type: json_schema, name: "output", schema, strict:
+  false}``; ``metadata.user_id`` -> ``safety_identifier`` as the Chat writer shapes
+  ``user``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
+from ....canonical.thinking import thinking_effort
+from ....canonical.tools import custom_tools, read_tool_choice
+from ....errors import invalid_request
+from ...context import ENCRYPTED_REASONING
+from .input import InputWriter
+from .target import ResponsesTarget
+
+__all__ = ["SYSTEM_SEPARATOR", "responses_request_from_messages"]
+
+log = logging.getLogger(__name__)
+
+SYSTEM_SEPARATOR = "\n\n"
+UPSTREAM = "the target model"  # how a refusal names a Responses upstream
+_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
+def responses_request_from_messages(
+    body: dict[str, Any], target: ResponsesTarget, *, stream: bool
+) -> dict[str, Any]:
+    """Translate an Anthropic Messages request body into a Responses request body."""
+    if not isinstance(body, dict):
+        raise invalid_request("request body must be a JSON object")
+    limit = max_tokens(body, target.max_tokens_limit)
+    writer = InputWriter(target)
+    writer.write(body)
+    tools = [
+        _function_tool(name, description, schema)
+        for name, description, schema, _ in custom_tools(body.get("tools"), UPSTREAM)
+    ]
+    choice = body.get("tool_choice")
+    ctype, name, parallel_off = (
+        read_tool_choice(choice, {tool["name"] for tool in tools})
+        if choice is not None
+        else (None, None, False)
+    )
+
+    out: dict[str, Any] = {"model": target.model}
+    if writer.system_texts:
+        out["instructions"] = SYSTEM_SEPARATOR.join(writer.system_texts)
+    out["input"] = writer.finish()
+    out["max_output_tokens"] = limit
+    if tools:
+        out["tools"] = tools
+        if ctype == "tool":
+            out["tool_choice"] = {"type": "function", "name": name}
+        elif ctype is not None:
+            out["tool_choice"] = _CHOICES[ctype]
+        if parallel_off:
+            out["parallel_tool_calls"] = False
+    if body.get("stop_sequences"):
+        log.debug("stop_sequences dropped: the Responses API has no stop parameter")
+    numbers = sampling(body)
+    if target.sampling:
+        out.update(numbers)
+    if target.reasoning:
+        effort = thinking_effort(body)
+        reasoning: dict[str, Any] = {"summary": "auto"}
+        if effort is not None:
+            reasoning["effort"] = effort
+        out["reasoning"] = reasoning
+        out["include"] = [ENCRYPTED_REASONING]
+    schema = output_schema(body)
+    if schema is not None:
+        out["text"] = {
+            "format": {"type": "json_schema", "name": "output", "schema": schema, "strict": False}
+        }
+    user = user_id(body)
+    if user is not None:
+        out["safety_identifier"] = openai_user(user)
+    out["store"] = False
+    out["stream"] = stream
+    return out
+
+
+def _function_tool(name: str, description: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"type": "function", "name": name}
+    if isinstance(description, str):
+        tool["description"] = description
+    tool["parameters"] = schema
+    tool["strict"] = False
+    return tool

@@ -1,0 +1,144 @@
+"""The Responses response writer: the canonical Anthropic Message (non-streamed) -> a
+client Responses ``response`` object.
+
+Pure translation, no I/O; ids are passed in (or derived from the ones passed in), so the
+output is reproducible. ``id`` as given (``resp_...``), ``object: "response"``,
+``created_at``, ``model``, the request echo of `ResponsesContext.echo`, ``error: null``,
+``status``, ``usage`` and the items as `items` builds them (the stream encoder builds the
+same). ``output`` in block order: a run of thinking blocks -> one ``reasoning`` item, a
+run of text blocks -> one assistant ``message`` item (``msg_``; one ``output_text`` with
+the texts joined, ``annotations`` one ``url_citation`` per text citation with a URL,
+spanning its text block, ``logprobs: []``; ``status: "incomplete"`` when it is the last
+item of an incomplete response), each ``tool_use`` -> a call item. Server-tool blocks ran
+at Anthropic and are left out (their findings are in the text).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...canonical.content import THINKING_TYPES
+from ...canonical.message import typed_objects, url_citations
+from ..context import ResponsesContext
+from ..items import (
+    call_item,
+    call_item_prefix,
+    item_id,
+    reasoning_item,
+    response_status,
+    responses_usage,
+)
+
+__all__ = ["response_from_message", "thinking_text"]
+
+Block = dict[str, Any]
+Item = dict[str, Any]
+
+
+def response_from_message(
+    message: dict[str, Any],
+    context: ResponsesContext,
+    *,
+    response_id: str,
+    created_at: int,
+    key: bytes | None,
+    model: str | None = None,
+    reasoning_tokens: int = 0,
+) -> dict[str, Any]:
+    """Translate a non-streamed Anthropic Message into a Responses ``response`` object."""
+    status, incomplete = response_status(message.get("stop_reason"))
+    output: list[Item] = []
+    thinking: list[Block] = []
+    texts: list[Block] = []
+
+    def flush_thinking() -> None:
+        if thinking:
+            rs = item_id("rs", response_id, len(output))
+            output.append(reasoning_item(list(thinking), rs, context, key))
+            thinking.clear()
+
+    def flush_texts() -> None:
+        if texts:
+            output.append(_message_item(texts, item_id("msg", response_id, len(output))))
+            texts.clear()
+
+    for btype, block in typed_objects(message.get("content")):
+        if btype in THINKING_TYPES:
+            flush_texts()
+            thinking.append(block)
+        elif btype == "text" and isinstance(block.get("text"), str):
+            flush_thinking()
+            texts.append(block)
+        elif btype == "tool_use":
+            flush_thinking()
+            flush_texts()
+            prefix = call_item_prefix(block, context.tool_names)
+            output.append(
+                call_item(block, item_id(prefix, response_id, len(output)), context.tool_names)
+            )
+    flush_thinking()
+    flush_texts()
+    if status == "incomplete" and output and output[-1]["type"] == "message":
+        output[-1]["status"] = "incomplete"
+
+    usage = message.get("usage")
+    out: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": incomplete,
+        "model": model if model is not None else context.model,
+        "output": output,
+    }
+    out.update(context.echo())
+    out["usage"] = responses_usage(usage, reasoning_tokens)
+    return out
+
+
+def thinking_text(message: dict[str, Any]) -> str:
+    """The thinking text of a Message (what a reasoning-token estimate counts)."""
+    content = message.get("content")
+    return "".join(
+        block["thinking"]
+        for block in (content if isinstance(content, list) else [])
+        if isinstance(block, dict)
+        and block.get("type") == "thinking"
+        and isinstance(block.get("thinking"), str)
+    )
+
+
+def _message_item(blocks: list[Block], item: str) -> Item:
+    annotations: list[dict[str, Any]] = []
+    pieces: list[str] = []
+    offset = 0
+    for block in blocks:
+        text = block["text"]
+        for url, title in url_citations(block.get("citations")):
+            annotations.append(
+                {
+                    "type": "url_citation",
+                    "start_index": offset,
+                    "end_index": offset + len(text),
+                    "url": url,
+                    "title": title,
+                }
+            )
+        pieces.append(text)
+        offset += len(text)
+    return {
+        "id": item,
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [
+            {
+                "type": "output_text",
+                "text": "".join(pieces),
+                "annotations": annotations,
+                "logprobs": [],
+            }
+        ],
+    }
