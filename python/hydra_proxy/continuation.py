@@ -28,9 +28,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 from dataclasses import dataclass
 
 import orjson
+
+from .signing_key import verifying_keys
 
 PREFIX = "\n\n[[hydra-continuation:v1:"
 SUFFIX_END = "]]"
@@ -94,38 +97,83 @@ class Found:
     end: int
 
 
+# What follows the marker in a well-formed suffix: base64url blocks, ".", the 24 characters
+# of the MAC, "]]". Neither alphabet holds a character of the marker, so each run this
+# matches is read from one marker only: finding every suffix in a text is linear.
+_BODY = re.compile(r"([A-Za-z0-9_-]*)\.([A-Za-z0-9_-]{24})\]\]")
+# A marker and what looks like its body, cut out when it does not verify.
+MARKER = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.\-]*(?:\]\])?")
+# MACs that may fail in one search: each hashes up to the whole text before its suffix, so
+# a text of forged suffixes would otherwise cost its length times their number.
+MAX_FAILED_MACS = 8
+
+
+class _Tries:
+    """The MAC checks that may still fail in one search (shared by a whole scan)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_FAILED_MACS
+
+
 def find(text: str, key: bytes, start: int = 0) -> Found | bool | None:
-    """Look for a suffix in `text[start:]`.
+    """Look for a suffix in `text[start:]` (its reasoning must begin at `start` or later).
 
     Returns Found for the first suffix that verifies, False when one is present but none
     verifies (tampered, another key, reasoning edited), None when there is none. Every
     occurrence of the opening marker is tried: the reasoning before a real suffix may itself
-    contain the marker's text (say, a conversation about this proxy).
+    contain the marker's text (say, a conversation about this proxy); after
+    `MAX_FAILED_MACS` well-formed suffixes that do not verify, the rest count as not
+    verifying.
     """
+    return _find(text, key, start, _Tries())
+
+
+def _find(text: str, key: bytes, start: int, tries: _Tries) -> Found | bool | None:
     at = text.find(PREFIX, start)
     if at < 0:
         return None
-    while at >= 0:
-        found = _verify_at(text, at, key)
+    while at >= 0 and tries.left > 0:
+        found = _verify_at(text, at, key, start, tries)
         if found is not None:
             return found
-        at = text.find(PREFIX, at + 1)
+        at = text.find(PREFIX, at + len(PREFIX))
     return False
 
 
-def _verify_at(text: str, at: int, key: bytes) -> Found | None:
-    close = text.find(SUFFIX_END, at + len(PREFIX))
-    if close < 0:
+def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
+    """Every suffix in `text`, in order: a Found for each that verifies (searching on after
+    it), then, once the rest holds none that does, the span of each marker left (to cut).
+    Linear in the length of `text`."""
+    out: list[Found | tuple[int, int]] = []
+    tries = _Tries()
+    pos = 0
+    while True:
+        at = text.find(PREFIX, pos)
+        if at < 0:
+            return out
+        found = _find(text, key, pos, tries) if key is not None else False
+        if isinstance(found, Found):
+            out.append(found)
+            pos = found.end
+            continue
+        out.extend(marker.span() for marker in MARKER.finditer(text, at))
+        return out
+
+
+def _verify_at(text: str, at: int, key: bytes, start: int, tries: _Tries) -> Found | None:
+    shape = _BODY.match(text, at + len(PREFIX))
+    if shape is None:
         return None
-    body = text[at + len(PREFIX) : close]
-    encoded_b64, dot, mac_b64 = body.partition(".")
+    encoded_b64, mac_b64 = shape.groups()
     try:
         encoded = _unb64(encoded_b64)
         mac = _unb64(mac_b64)
         raw = orjson.loads(encoded)
     except (ValueError, orjson.JSONDecodeError):
         return None
-    if not dot or not isinstance(raw, list):
+    if not isinstance(raw, list):
         return None
     lengths: list[int] = []
     shapes: list[tuple[str, str]] = []
@@ -139,11 +187,16 @@ def _verify_at(text: str, at: int, key: bytes) -> Found | None:
             shapes.append(("redacted", item["redacted"]))
         else:
             return None
+    if any(n < 0 for n in lengths):
+        return None
     begin = at - sum(lengths)
-    if begin < 0 or any(n < 0 for n in lengths):
+    if begin < start:
         return None
     reasoning = text[begin:at]
-    if not hmac.compare_digest(_mac(key, encoded, reasoning), mac):
+    if not any(
+        hmac.compare_digest(_mac(k, encoded, reasoning), mac) for k in verifying_keys(key)
+    ):
+        tries.left -= 1
         return None
     blocks: list[Block] = []
     offset = 0
@@ -155,4 +208,4 @@ def _verify_at(text: str, at: int, key: bytes) -> Found | None:
             offset += n
         else:
             blocks.append(Redacted(value))
-    return Found(blocks, begin, close + len(SUFFIX_END))
+    return Found(blocks, begin, shape.end())
