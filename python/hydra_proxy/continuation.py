@@ -193,9 +193,7 @@ def _verify_at(text: str, at: int, key: bytes, start: int, tries: _Tries) -> Fou
     if begin < start:
         return None
     reasoning = text[begin:at]
-    if not any(
-        hmac.compare_digest(_mac(k, encoded, reasoning), mac) for k in verifying_keys(key)
-    ):
+    if not any(hmac.compare_digest(_mac(k, encoded, reasoning), mac) for k in verifying_keys(key)):
         tries.left -= 1
         return None
     blocks: list[Block] = []

@@ -90,7 +90,7 @@ from urllib.parse import urlparse
 from ..chat.request.common import LEADING_USER_PLACEHOLDER
 from ..chat.request.writer.messages import BILLING_HEADER_PREFIX, MISSING_TOOL_RESULT
 from ..errors import ProxyError, invalid_request
-from .schema import SchemaTooLarge, function_parameters, gemini_schema
+from .schema import NodeBudget, SchemaTooLarge, function_parameters, gemini_schema
 from .thought_signature import SKIP_VALIDATOR, carried_thought_signature
 
 __all__ = [
@@ -654,6 +654,7 @@ def _function_declarations(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise _bad("tools", "must be a list of tools")
     declarations: list[dict[str, Any]] = []
+    budget = NodeBudget([t.get("input_schema") for t in value if isinstance(t, dict)])
     for i, tool in enumerate(value):
         path = f"tools.{i}"
         if not isinstance(tool, dict):
@@ -676,7 +677,7 @@ def _function_declarations(value: Any) -> list[dict[str, Any]]:
         if isinstance(description, str) and description:
             declaration["description"] = description
         try:
-            parameters = function_parameters(schema)
+            parameters = function_parameters(schema, budget)
         except SchemaTooLarge as exc:
             raise _bad(f"{path}.input_schema", f"tool {name!r}: {exc}") from exc
         if parameters is not None:

@@ -19,22 +19,22 @@ from typing import Any
 import orjson
 
 from .. import __version__, ids, tokens
-from ..config import Settings, key_pools, models_listing, request_traits
+from ..config import Settings, client_keys, key_pools, models_listing, request_traits
 from ..errors import ProxyError, invalid_request
-from ..signing_key import load_signing_key
+from ..signing_key import for_client, load_signing_key
 from ..tokens import estimate_input_tokens
 from ..transducers import select
 from ..usage.dashboard import AUTHENTICATE, basic_auth_key
 from ..usage.record import Protocol
 from ..usage.service import UsageService
-from . import attempts
+from . import attempts, browser_guard
 from .accounting import SCOPE_KEY, Account, account_of
 from .admission import Admission, limits_of
 from .asgi import JSON, ClientGone, Receive, Scope, Send, header, respond
 from .dialects import DIALECTS
 from .exchange import UpstreamUnreachable
 from .ingress import Context, Routed, chat, decide, messages, parse_request, responses
-from .limits import check_content_type, closes_connection, read_json_body
+from .limits import check_content_type, closes_connection, read_json_body, read_telemetry
 from .plan import Plan
 from .secrets import SCOPE_KEY as REDACT_KEY
 from .secrets import provider_secrets, redactor
@@ -73,10 +73,9 @@ class App:
         self.impl = select(settings.implementation)
         self.signing_key = load_signing_key(settings.signing_key_file)
         self.context = Context(settings, self.impl, self.signing_key)
-        self.proxy_keys = tuple(
-            k.strip().encode()
-            for k in os.environ.get("HYDRA_PROXY_KEYS", "").split(",")
-            if k.strip()
+        self.proxy_keys = client_keys(os.environ)  # checked at start: no empty entries
+        self.browser = browser_guard.Policy.for_settings(
+            settings, client_keys=bool(self.proxy_keys) or settings.key_passthrough
         )
         self.started = time.time()
         self.usage: UsageService | None = None
@@ -155,6 +154,7 @@ class App:
         method: str = scope["method"]
         path: str = scope["path"]
         try:
+            send = browser_guard.check(self.browser, scope, send)  # Host, Origin, CORS
             if method == "POST":
                 ingress = _INGRESS.get(path)
                 if ingress is not None and self.shutdown.draining:
@@ -165,7 +165,7 @@ class App:
                     if account is not None and not self.settings.key_passthrough:
                         account.key = key  # a proxy key (its id is recorded, never itself)
                     body = await self.read_json(scope, receive)
-                    routed = ingress(self.context, scope, body)
+                    routed = ingress(self.context_for(key), scope, body)
                     if self.settings.key_passthrough:
                         assert key is not None
                         routed = with_client_key(routed, key)
@@ -175,8 +175,10 @@ class App:
                     body = await self.read_json(scope, receive)
                     await self.count_tokens(scope, send, body)
                 elif path == "/api/event_logging/batch":
-                    # Claude Code telemetry: accepted and dropped.
-                    await self.read_json(scope, receive)
+                    # Claude Code telemetry: accepted and dropped (read within its bound).
+                    if self.proxy_keys:
+                        self.authorize(scope)
+                    await read_telemetry(scope, receive, self.settings.body_timeout)
                     await respond(scope, send, 200, b"{}")
                 else:
                     raise ProxyError(404, f"no endpoint POST {path}", error_type="not_found_error")
@@ -199,6 +201,8 @@ class App:
                     raise ProxyError(
                         404, f"no endpoint {method} {path}", error_type="not_found_error"
                     )
+            elif method == "OPTIONS" and await browser_guard.preflight(self.browser, scope, send):
+                return
             else:
                 raise ProxyError(
                     405, f"method {method} not allowed", error_type="invalid_request_error"
@@ -243,6 +247,12 @@ class App:
         return await read_json_body(
             scope, receive, self.settings.max_body_bytes, self.settings.body_timeout
         )
+
+    def context_for(self, key: bytes | None) -> Context:
+        """With client keys, the context whose signing key is that client's own."""
+        if not self.proxy_keys or key is None:
+            return self.context
+        return dataclasses.replace(self.context, signing_key=for_client(self.signing_key, key))
 
     def authorize(self, scope: Scope) -> bytes | None:
         """With HYDRA_PROXY_KEYS set, a client must present one of them (returned); in

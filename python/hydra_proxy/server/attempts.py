@@ -70,11 +70,11 @@ class _Reporter:
     ) -> None:
         self.name, self.pool, self.key, self.tried, self.log = name, pool, key, tried, log
 
-    def __call__(self, status: int | None, retry_after: str | None) -> None:
+    def __call__(self, status: int | None, retry_after: str | None, body: bytes = b"") -> None:
         self.tried.append(f"{self.name}:{status if status is not None else 'unreachable'}")
         self.log["attempts"] = ",".join(self.tried)
         if self.pool is not None and self.key is not None:
-            self.pool.report(self.key, status, retry_after, time.monotonic())
+            self.pool.report(self.key, status, retry_after, time.monotonic(), body)
 
 
 async def run(
@@ -174,7 +174,7 @@ async def _run(
         try:
             response = await upstream.post(plan.url, plan.headers, plan.body, retries=0)
         except UpstreamHTTPError as exc:
-            report(exc.status, exc.retry_after)
+            report(exc.status, exc.retry_after, exc.body)
             if should_fall_back(exc.status):
                 continue
             await exchange.answer_http_error(plan, exc, scope, send)

@@ -9,7 +9,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -27,9 +27,13 @@ from .upstream import Upstream, UpstreamHTTPError, UpstreamUnavailable
 _SSE_HEADERS = [(b"content-type", SSE), (b"cache-control", b"no-cache")]
 log = logging.getLogger("hydra_proxy.upstream")
 
+
 # What an upstream failure reports to the exchange: its HTTP status (None: not reached or
-# no answer in time) and its retry-after.
-Report = Callable[[int | None, str | None], None]
+# no answer in time), its retry-after, and its error body (which may say the key is bad).
+class Report(Protocol):
+    def __call__(self, status: int | None, retry_after: str | None, body: bytes = b"") -> None: ...
+
+
 # After a 429: puts the pool's next resting-free key on the plan and returns the reporter
 # for that key, or None when no other key is free.
 Rekey = Callable[[Plan], Report | None]
@@ -51,7 +55,7 @@ async def _send(
             response = await upstream.post(plan.url, plan.headers, plan.body, attempt)
         except UpstreamHTTPError as exc:
             if report is not None:
-                report(exc.status, exc.retry_after)
+                report(exc.status, exc.retry_after, exc.body)
             next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
             if next_report is None:
                 raise

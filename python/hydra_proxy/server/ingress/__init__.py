@@ -21,7 +21,7 @@ from ...config import (
 )
 from ...errors import ProxyError, invalid_request
 from ...transducers import Implementation
-from ..limits import DEFAULT_MAX_JSON_DEPTH, parse_object
+from ..limits import DEFAULT_MAX_JSON_DEPTH, check_model_name, parse_object
 from ..plan import Plan, Target
 
 
@@ -41,6 +41,7 @@ def parse_request(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[
     model = request.get("model")
     if not isinstance(model, str) or not model:
         raise invalid_request("model: a model name (string) is required", "model")
+    check_model_name(model)
     return request
 
 
