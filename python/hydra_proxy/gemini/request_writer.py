@@ -654,7 +654,7 @@ def _function_declarations(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise _bad("tools", "must be a list of tools")
     declarations: list[dict[str, Any]] = []
-    budget = NodeBudget([t.get("input_schema") for t in value if isinstance(t, dict)])
+    budget = NodeBudget()  # one for every tool: a bomb in each costs no more than one
     for i, tool in enumerate(value):
         path = f"tools.{i}"
         if not isinstance(tool, dict):

@@ -85,12 +85,12 @@ class SchemaTooLarge(ValueError):
 
 
 class NodeBudget:
-    """The schema nodes one request's sanitising may visit: its schemas' own nodes (counted
-    once, linearly) plus `MAX_REF_REUSE`, so expanding refs costs at most that much more
+    """The nodes one request's schemas may visit beyond their own (refs inlined more than
+    once), shared by all of them: expanding refs costs at most `MAX_REF_REUSE` nodes more
     than reading the schemas, however many tools carry a bomb."""
 
-    def __init__(self, schemas: list[Any]) -> None:
-        self.left = sum(_count_nodes(s) for s in schemas) + MAX_REF_REUSE
+    def __init__(self) -> None:
+        self.left = MAX_REF_REUSE
 
 
 def _count_nodes(schema: Any) -> int:
@@ -109,7 +109,7 @@ def _count_nodes(schema: Any) -> int:
 def gemini_schema(schema: Any, budget: NodeBudget | None = None) -> dict[str, Any]:
     """`schema` (JSON Schema, any draft) as a Gemini ``Schema`` object. Never mutates input.
     `budget`: shared by every schema of one request (default: this schema's own)."""
-    return _Sanitizer(schema, budget or NodeBudget([schema])).node(schema, ())
+    return _Sanitizer(schema, budget or NodeBudget()).node(schema, ())
 
 
 def function_parameters(schema: Any, budget: NodeBudget | None = None) -> dict[str, Any] | None:
@@ -148,6 +148,7 @@ class _Sanitizer:
         self.root = root
         self.nodes = 0
         self.budget = budget
+        self.own = _count_nodes(root)  # visited past these, a node is a ref's reuse
         self.depth = 0
 
     # -- $ref
@@ -180,7 +181,8 @@ class _Sanitizer:
 
     def node(self, schema: Any, refs: tuple[str, ...]) -> dict[str, Any]:
         self.nodes += 1
-        self.budget.left -= 1
+        if self.nodes > self.own:
+            self.budget.left -= 1
         if self.nodes > MAX_NODES:
             raise SchemaTooLarge(f"schema expands to more than {MAX_NODES} nodes")
         if self.budget.left < 0:
