@@ -202,49 +202,59 @@ class MacCounter:
         monkeypatch.setattr(continuation, "_mac", counted)
 
 
-def test_a_text_of_bare_markers_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("where", ["reasoning", "carrier"])
+def test_a_text_of_megabytes_of_markers_is_refused_unread(
+    monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
     macs = MacCounter(monkeypatch)
     text = continuation.PREFIX * (8 * MB // len(continuation.PREFIX))
-    found = continuation.scan(text, KEY)
-    assert len(found) == text.count(continuation.PREFIX)
-    assert all(isinstance(span, tuple) for span in found)
-    assert macs.calls == 0  # none is well-formed: no MAC is computed
+    with pytest.raises(ProxyError) as refused:
+        if where == "reasoning":
+            continuation.scan(text, KEY)
+        else:
+            continuation.find(text, KEY)
+    assert refused.value.status == 400
+    assert f"at most {continuation.MAX_MARKERS}" in refused.value.message
+    assert macs.calls == 0
 
 
 def test_forged_suffixes_cost_a_bounded_number_of_macs(monkeypatch: pytest.MonkeyPatch) -> None:
-    forged = continuation.encode([continuation.Thinking("x" * 1000, "sig")], b"another key" * 3)
-    reasoning = "x" * 1000
-    text = (reasoning + forged) * (8 * MB // (len(reasoning) + len(forged)))
+    # Each forged suffix claims all the text before it as its reasoning: a MAC over up to
+    # 8 MB, once for each of them unless bounded.
+    filler = "x" * (8 * MB // continuation.MAX_MARKERS)
+    parts = []
+    for i in range(continuation.MAX_MARKERS):
+        claimed = (len(filler) + 1) * i + len(filler)
+        parts.append(filler)
+        parts.append(continuation.encode([continuation.Thinking("?" * claimed, "sig")], KEY))
+    text = "".join(parts)
     macs = MacCounter(monkeypatch)
     assert continuation.find(text, KEY) is False
     assert macs.calls == continuation.MAX_FAILED_MACS
     macs.calls = macs.hashed = 0
     found = continuation.scan(text, KEY)
-    assert len(found) == text.count(continuation.PREFIX)  # every marker cut as broken
+    assert len(found) == continuation.MAX_MARKERS  # every marker cut as broken
+    assert all(isinstance(span, tuple) for span in found)
     assert macs.calls == continuation.MAX_FAILED_MACS
-    assert macs.hashed <= continuation.MAX_FAILED_MACS * 1000
+    assert macs.hashed <= continuation.MAX_FAILED_MACS * len(text)
 
 
 def test_valid_suffixes_one_after_another_are_each_verified_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    unit = "some reasoning " + continuation.encode(
-        [continuation.Thinking("some reasoning ", "sig")], KEY
-    )
-    text = unit * (2 * MB // len(unit))
+    reasoning = "some reasoning " * 8000  # 120 kB each
+    unit = reasoning + continuation.encode([continuation.Thinking(reasoning, "sig")], KEY)
+    text = unit * continuation.MAX_MARKERS  # about 8 MB
     macs = MacCounter(monkeypatch)
     found = continuation.scan(text, KEY)
-    assert len(found) == text.count(continuation.PREFIX)
+    assert len(found) == continuation.MAX_MARKERS
     assert all(isinstance(f, continuation.Found) for f in found)
-    assert macs.calls == len(found) and macs.hashed == len(found) * len("some reasoning ")
+    assert macs.calls == len(found) and macs.hashed == len(found) * len(reasoning)
 
 
-def test_a_chat_request_replaying_megabytes_of_markers_is_read_in_one_pass(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_chat_request_replaying_megabytes_of_markers_is_a_400() -> None:
     forged = continuation.encode([continuation.Thinking("r" * 50, "sig")], b"x" * 32)
     content = ("r" * 50 + forged) * (4 * MB // (50 + len(forged)))
-    macs = MacCounter(monkeypatch)
     request = {
         "model": "m",
         "messages": [
@@ -253,11 +263,11 @@ def test_a_chat_request_replaying_megabytes_of_markers_is_read_in_one_pass(
             {"role": "user", "content": "again"},
         ],
     }
-    translation = messages_request_from_chat(
-        request, MessagesTarget(model="m", continuation_key=KEY), stream=False
-    )
-    assert translation.skipped_reasoning == 1
-    assert macs.calls <= 2 * continuation.MAX_FAILED_MACS
+    with pytest.raises(ProxyError) as refused:
+        messages_request_from_chat(
+            request, MessagesTarget(model="m", continuation_key=KEY), stream=False
+        )
+    assert refused.value.status == 400 and "continuation suffix markers" in refused.value.message
 
 
 # --- tool schemas (Gemini) -------------------------------------------------------------
@@ -375,3 +385,16 @@ def test_nesting_is_measured_without_recursion() -> None:
     for _ in range(100_000):
         deep = [deep]
     assert nested_deeper_than(deep, 128) and not nested_deeper_than(deep, 100_001)
+
+
+# --- what the request fuzz found (tests/test_fuzz_requests.py) -----------------------------
+
+
+def test_a_schemas_required_list_holding_lists_and_objects_keeps_its_names() -> None:
+    # A 500 before (unhashable entries), on every route to Gemini.
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+        "required": [["a"], "a", {"b": 1}, "a", 7, "b"],
+    }
+    assert gemini_schema.gemini_schema(schema)["required"] == ["a", "b"]

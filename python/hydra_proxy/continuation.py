@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from .errors import invalid_request
 from .signing_key import verifying_keys
 
 PREFIX = "\n\n[[hydra-continuation:v1:"
@@ -97,19 +98,22 @@ class Found:
     end: int
 
 
-# What follows the marker in a well-formed suffix: base64url blocks, ".", the 24 characters
-# of the MAC, "]]". Neither alphabet holds a character of the marker, so each run this
-# matches is read from one marker only: finding every suffix in a text is linear.
-_BODY = re.compile(r"([A-Za-z0-9_-]*)\.([A-Za-z0-9_-]{24})\]\]")
+# A well-formed suffix: the marker, base64url blocks, ".", the 24 characters of the MAC,
+# "]]". Neither alphabet holds a character of the marker, so the engine reads each run from
+# one marker only: finding every suffix in a text is linear, and done in C.
+_SUFFIX = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_-]*)\.([A-Za-z0-9_-]{24})\]\]")
 # A marker and what looks like its body, cut out when it does not verify.
 MARKER = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.\-]*(?:\]\])?")
-# MACs that may fail in one search: each hashes up to the whole text before its suffix, so
-# a text of forged suffixes would otherwise cost its length times their number.
-MAX_FAILED_MACS = 8
+# Markers one text may hold: a replayed message carries one suffix, a conversation about
+# this proxy a few more. Past this the request is refused (each costs a parse and a cut).
+MAX_MARKERS = 64
+# Well-formed suffixes whose MAC may fail in one text: each hashes up to the whole text
+# before it, so forged ones would otherwise cost the text's length that many times.
+MAX_FAILED_MACS = 2
 
 
 class _Tries:
-    """The MAC checks that may still fail in one search (shared by a whole scan)."""
+    """The MAC checks that may still fail in one text (shared by a whole scan)."""
 
     __slots__ = ("left",)
 
@@ -117,36 +121,49 @@ class _Tries:
         self.left = MAX_FAILED_MACS
 
 
+def _check_markers(text: str, start: int) -> bool:
+    """Whether `text[start:]` holds a marker; a 400 past MAX_MARKERS of them."""
+    count = text.count(PREFIX, start)
+    if count > MAX_MARKERS:
+        raise invalid_request(
+            f"a message holds {count} continuation suffix markers; at most {MAX_MARKERS} "
+            "are read (a replayed message carries one)"
+        )
+    return count > 0
+
+
 def find(text: str, key: bytes, start: int = 0) -> Found | bool | None:
     """Look for a suffix in `text[start:]` (its reasoning must begin at `start` or later).
 
     Returns Found for the first suffix that verifies, False when one is present but none
     verifies (tampered, another key, reasoning edited), None when there is none. Every
-    occurrence of the opening marker is tried: the reasoning before a real suffix may itself
-    contain the marker's text (say, a conversation about this proxy); after
-    `MAX_FAILED_MACS` well-formed suffixes that do not verify, the rest count as not
-    verifying.
+    well-formed suffix is tried: the reasoning before a real suffix may itself contain the
+    marker's text (say, a conversation about this proxy); after `MAX_FAILED_MACS` that do
+    not verify, the rest count as not verifying. A 400 (ProxyError) for a text of more
+    than `MAX_MARKERS` markers.
     """
+    if not _check_markers(text, start):
+        return None
     return _find(text, key, start, _Tries())
 
 
-def _find(text: str, key: bytes, start: int, tries: _Tries) -> Found | bool | None:
-    at = text.find(PREFIX, start)
-    if at < 0:
-        return None
-    while at >= 0 and tries.left > 0:
-        found = _verify_at(text, at, key, start, tries)
+def _find(text: str, key: bytes, start: int, tries: _Tries) -> Found | bool:
+    for shape in _SUFFIX.finditer(text, start):
+        if tries.left <= 0:
+            break
+        found = _verify(text, shape, key, start, tries)
         if found is not None:
             return found
-        at = text.find(PREFIX, at + len(PREFIX))
     return False
 
 
 def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
     """Every suffix in `text`, in order: a Found for each that verifies (searching on after
     it), then, once the rest holds none that does, the span of each marker left (to cut).
-    Linear in the length of `text`."""
+    Linear in the length of `text`; a 400 (ProxyError) past `MAX_MARKERS` markers."""
     out: list[Found | tuple[int, int]] = []
+    if not _check_markers(text, 0):
+        return out
     tries = _Tries()
     pos = 0
     while True:
@@ -162,10 +179,7 @@ def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
         return out
 
 
-def _verify_at(text: str, at: int, key: bytes, start: int, tries: _Tries) -> Found | None:
-    shape = _BODY.match(text, at + len(PREFIX))
-    if shape is None:
-        return None
+def _verify(text: str, shape: re.Match[str], key: bytes, start: int, tries: _Tries) -> Found | None:
     encoded_b64, mac_b64 = shape.groups()
     try:
         encoded = _unb64(encoded_b64)
@@ -189,13 +203,15 @@ def _verify_at(text: str, at: int, key: bytes, start: int, tries: _Tries) -> Fou
             return None
     if any(n < 0 for n in lengths):
         return None
+    at = shape.start()
     begin = at - sum(lengths)
     if begin < start:
         return None
     reasoning = text[begin:at]
+    tries.left -= 1  # given back when it verifies
     if not any(hmac.compare_digest(_mac(k, encoded, reasoning), mac) for k in verifying_keys(key)):
-        tries.left -= 1
         return None
+    tries.left += 1
     blocks: list[Block] = []
     offset = 0
     lengths_iter = iter(lengths)

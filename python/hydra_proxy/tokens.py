@@ -316,6 +316,9 @@ _PDF_SCAN_BYTES = 1 << 19
 _PDF_PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
 _PDF_PAGES_TYPE = re.compile(rb"/Type\s*/Pages(?![A-Za-z0-9_])")
 _PDF_COUNT = re.compile(rb"/Count\s+(\d{1,9})(?!\d)")
+# Page tree nodes read: a 10,000-page file has a few hundred; the root (the largest count)
+# is among the first a file's start or end holds.
+_PDF_MAX_TREE_NODES = 512
 # Text sent as a base64 document: at most this much is decoded, the rest scaled by size.
 _DOCUMENT_SCAN_B64_CHARS = 1 << 18
 
@@ -435,17 +438,20 @@ def _image_tokens(source: Any, budget: Budget | None = None) -> int:
 def _page_tree_count(pdf: bytes) -> int:
     """The largest ``/Count`` of a ``/Type /Pages`` dictionary (0: none): both in one run of
     bytes between two ``>``, as a dictionary without nested ones has them. Each byte is read
-    a bounded number of times however many markers the file repeats."""
+    a bounded number of times however many markers the file repeats (a search starts after
+    the run the last one read), and at most ``_PDF_MAX_TREE_NODES`` runs are read."""
     best = 0
     end = 0  # every byte before this has been read
-    for match in _PDF_PAGES_TYPE.finditer(pdf):
-        if match.start() < end:
-            continue  # inside the run already read
+    for _ in range(_PDF_MAX_TREE_NODES):
+        match = _PDF_PAGES_TYPE.search(pdf, end)
+        if match is None:
+            return best
         start = pdf.rfind(b">", end, match.start()) + 1 or end
         close = pdf.find(b">", match.end())
         end = len(pdf) if close < 0 else close
-        for count in _PDF_COUNT.finditer(pdf, start, end):
-            best = max(best, int(count.group(1)))
+        counts = _PDF_COUNT.findall(pdf, start, end)
+        if counts:
+            best = max(best, *map(int, counts))
     return best
 
 

@@ -300,8 +300,10 @@ class _Sanitizer:
                 out["properties"] = props
                 required = schema.get("required")
                 if isinstance(required, list):
-                    names = [
-                        n for n in dict.fromkeys(required) if isinstance(n, str) and n in props
+                    names = [  # strings first: a list or object in it cannot be a key
+                        n
+                        for n in dict.fromkeys(n for n in required if isinstance(n, str))
+                        if n in props
                     ]
                     if names:
                         out["required"] = names
