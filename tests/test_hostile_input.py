@@ -21,6 +21,7 @@ from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini import schema as gemini_schema
 from hydra_proxy.gemini.request_writer import gemini_request_from_messages, gemini_target
 from hydra_proxy.json_depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
+from hydra_proxy.responses.request_reader import messages_request_from_responses
 
 MB = 1 << 20
 KEY = b"k" * 32
@@ -398,3 +399,64 @@ def test_a_schemas_required_list_holding_lists_and_objects_keeps_its_names() -> 
         "required": [["a"], "a", {"b": 1}, "a", 7, "b"],
     }
     assert gemini_schema.gemini_schema(schema)["required"] == ["a", "b"]
+
+
+# --- lists of distinct entries: looked up, never scanned ---------------------------------
+
+
+class CountedStr(str):
+    """A string that counts the comparisons made with it (a list scan makes one per
+    element; a dict or set lookup by hash about one)."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        CountedStr.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+@pytest.fixture()
+def counted() -> type[CountedStr]:
+    CountedStr.compared = 0
+    return CountedStr
+
+
+def test_distinct_unknown_responses_tools_and_items_are_counted_once_each(
+    counted: type[CountedStr],
+) -> None:
+    n = 20_000
+    body = {
+        "model": "m",
+        "input": [{"type": counted(f"hosted_{i}")} for i in range(n)]
+        + [{"role": "user", "content": "hi"}],
+        "tools": [{"type": counted(f"server_tool_{i}")} for i in range(n)],
+    }
+    translation = messages_request_from_responses(body, MessagesTarget(model="m"))
+    assert len(translation.dropped_items) == n and len(translation.dropped_tools) == n
+    assert counted.compared <= 20 * n  # a list scan: n * n / 2 = 200 million
+
+
+def test_allowed_tools_are_looked_up_not_scanned(counted: type[CountedStr]) -> None:
+    n = 20_000
+    names = [counted(f"tool_{i}") for i in range(n)]
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [
+            {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+            for name in names
+        ],
+        "tool_choice": {
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": "auto",
+                "tools": [{"type": "function", "function": {"name": n}} for n in names],
+            },
+        },
+    }
+    counted.compared = 0
+    translation = messages_request_from_chat(body, MessagesTarget(model="m"), stream=False)
+    assert len(translation.body["tools"]) == n
+    assert counted.compared <= 20 * n

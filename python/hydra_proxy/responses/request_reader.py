@@ -430,6 +430,7 @@ class _Builder:
         self.turns: list[Turn] = []
         self.skipped = 0
         self.dropped: list[str] = []
+        self.dropped_seen: set[str] = set()
         # Calls of the latest assistant turn not answered yet: call_id -> (path, sent id).
         self.pending: dict[str, tuple[str, str]] = {}
         self.answered: set[str] = set()
@@ -492,7 +493,8 @@ class _Builder:
         else:
             # Hosted-tool calls and their outputs, compaction items...: they ran at OpenAI.
             log.debug("%s: %s input item skipped (not replayable here)", path, itype)
-            if itype not in self.dropped:
+            if itype not in self.dropped_seen:  # a set: distinct types by the thousand
+                self.dropped_seen.add(itype)
                 self.dropped.append(itype)
 
     def _message(self, item: dict[str, Any], path: str) -> None:

@@ -148,7 +148,7 @@ def _allowed_tools(
     if not isinstance(allowed, list):
         raise bad(f"{path}.tools", "must be an array")
     by_name = {tool["name"]: tool for tool in tools}
-    keep: list[str] = []
+    keep: dict[str, None] = {}  # ordered; looked up once per allowed tool and per tool
     for i, entry in enumerate(allowed):
         function = entry.get("function") if isinstance(entry, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
@@ -156,8 +156,7 @@ def _allowed_tools(
             raise bad(f"{path}.tools[{i}].function.name", "required")
         if name not in by_name:
             raise bad(f"{path}.tools[{i}].function.name", f"no tool named {name!r} in tools")
-        if name not in keep:
-            keep.append(name)
+        keep.setdefault(name)
     kept = [tool for tool in tools if tool["name"] in keep]
     return kept, {"type": "auto" if mode == "auto" else "any"}
 
