@@ -460,3 +460,40 @@ def test_allowed_tools_are_looked_up_not_scanned(counted: type[CountedStr]) -> N
     translation = messages_request_from_chat(body, MessagesTarget(model="m"), stream=False)
     assert len(translation.body["tools"]) == n
     assert counted.compared <= 20 * n
+
+
+def test_thousands_of_forged_reasoning_carriers_cost_a_bounded_number_of_macs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hydra_proxy.responses import request_reader
+    from hydra_proxy.responses.reasoning import encode_carrier
+
+    forged = encode_carrier(
+        [{"type": "thinking", "thinking": "t" * 300, "signature": "s"}], b"x" * 32
+    )
+    valid = encode_carrier([{"type": "thinking", "thinking": "mine", "signature": "s"}], KEY)
+    items: list[dict[str, Any]] = [
+        {"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": forged}
+        for i in range(10_000)
+    ]
+    body = {"model": "m", "input": [*items, {"role": "user", "content": "hi"}]}
+    macs = MacCounter(monkeypatch)
+    translation = messages_request_from_responses(
+        body, MessagesTarget(model="m", continuation_key=KEY)
+    )
+    assert translation.skipped_reasoning == 10_000
+    assert macs.calls == request_reader.MAX_FORGED
+    # Carriers that verify are never capped.
+    body = {
+        "model": "m",
+        "input": [
+            {"role": "user", "content": "hi"},
+            *({"type": "reasoning", "id": f"rs_{i}", "summary": [], "encrypted_content": valid}
+              for i in range(500)),
+            {"role": "user", "content": "again"},
+        ],
+    }  # fmt: skip
+    translation = messages_request_from_responses(
+        body, MessagesTarget(model="m", continuation_key=KEY)
+    )
+    assert translation.skipped_reasoning == 0

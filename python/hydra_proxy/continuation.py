@@ -26,6 +26,7 @@ removed before anything is forwarded.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import re
@@ -60,8 +61,13 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
 def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # binascii directly: a reply may replay thousands of suffixes (base64 module: 4x slower).
+    data = text.encode("ascii").translate(_FROM_URLSAFE)
+    return binascii.a2b_base64(data + b"=" * (-len(data) % 4))
 
 
 def blocks_json(blocks: list[Block]) -> bytes:
@@ -78,7 +84,7 @@ def blocks_json(blocks: list[Block]) -> bytes:
 
 def _mac(key: bytes, encoded_blocks: bytes, reasoning: str) -> bytes:
     message = _DOMAIN + encoded_blocks + b"\x00" + reasoning.encode("utf-8", "surrogatepass")
-    return hmac.new(key, message, hashlib.sha256).digest()[:_MAC_BYTES]
+    return hmac.digest(key, message, hashlib.sha256)[:_MAC_BYTES]
 
 
 def encode(blocks: list[Block], key: bytes) -> str:
@@ -185,7 +191,7 @@ def _verify(text: str, shape: re.Match[str], key: bytes, start: int, tries: _Tri
         encoded = _unb64(encoded_b64)
         mac = _unb64(mac_b64)
         raw = orjson.loads(encoded)
-    except (ValueError, orjson.JSONDecodeError):
+    except (ValueError, binascii.Error, orjson.JSONDecodeError):
         return None
     if not isinstance(raw, list):
         return None
