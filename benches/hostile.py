@@ -136,6 +136,20 @@ def _ref_bomb() -> dict[str, Any]:
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
+def _plain_schema() -> dict[str, Any]:
+    """As many objects as `_ref_bomb`, no $ref: what parsing that many objects costs."""
+    return {
+        "type": "object",
+        "properties": {
+            f"p{i}": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            }
+            for i in range(17)
+        },
+    }
+
+
 def _replayed(content: str) -> dict[str, Any]:
     return {
         "model": "claude-sonnet-4-5",
@@ -190,7 +204,7 @@ def cases() -> list[Case]:
         Case("suffix-forged", "4 MB of well-formed suffixes signed with another key",
              "/v1/chat/completions",
              _replayed(forged_unit * (2 * MB // len(forged_unit))), _chat),
-        Case("reasoning-carriers", "10,000 forged Responses reasoning carriers (7 MB)",
+        Case("reasoning-carriers", "10,000 forged Responses reasoning carriers",
              "/v1/responses",
              {"model": "gpt-4o", "store": False, "input": [
                  *({"type": "reasoning", "id": f"rs_{i}", "summary": [],
@@ -209,6 +223,11 @@ def cases() -> list[Case]:
              {**_messages({"type": "text", "text": "hi"}, model=GEMINI_MODEL),
               "tools": [{"name": f"t{i}", "description": "d", "input_schema": _ref_bomb()}
                         for i in range(5000)]}, _gemini),
+        Case("control-objects", "control: 8 MB of small JSON objects (count_tokens)",
+             "/v1/messages/count_tokens",
+             {**_messages({"type": "text", "text": "hi"}),
+              "tools": [{"name": f"t{i}", "description": "d", "input_schema": _plain_schema()}
+                        for i in range(5000)]}, _estimate),
         Case("deep-arguments", "tool call arguments nested 300 deep, 2,000 times (Chat)",
              "/v1/chat/completions",
              {"model": "claude-sonnet-4-5", "messages": [

@@ -336,6 +336,24 @@ def test_a_schema_whose_refs_nest_past_what_can_be_written_is_a_400() -> None:
     assert refused.value.status == 400 and "deeper than" in refused.value.message
 
 
+def test_tools_of_more_schema_nodes_than_a_request_may_hold_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            f"p{i}": {"type": "object", "properties": {"a": {"type": "string"}}} for i in range(17)
+        },
+    }  # 35 nodes, no $ref: 5,000 tools hold 175,000 (7 MB)
+    tools = [{"name": f"t{i}", "description": "d", "input_schema": schema} for i in range(5000)]
+    nodes = NodeCounter(monkeypatch)
+    with pytest.raises(ProxyError) as refused:
+        gemini_request_from_messages(gemini_body(tools), gemini_target("gemini-2.5-pro"))
+    assert refused.value.status == 400
+    assert f"more than {gemini_schema.MAX_NODES} nodes" in refused.value.message
+    assert nodes.visited == gemini_schema.MAX_NODES + 1
+
+
 def test_many_ordinary_tools_fit_the_budget() -> None:
     # 300 MCP-sized tools (a few $refs each, used once): no amplification, no refusal.
     tool = {
