@@ -12,10 +12,12 @@ Two numbers each, measured in one run:
 - scan CPU: ``time.process_time`` around the function the server runs on that request
   (the token estimate, the Chat/Responses reader, the Gemini writer), in this process,
   the median of ``--repeat`` runs on a cold cache; the target is under 50 ms;
-- worker CPU: the proxy worker's utime + stime (/proc) per request, its own median over
-  ``--repeat`` requests, minus the same for a small plain request of the same endpoint:
+- worker CPU: the proxy worker's utime + stime (/proc, 10 ms ticks) for the first such
+  request (cold caches), and the median over ``--repeat`` more (texts counted before come
+  from the token cache), minus the same for a small plain request of the same endpoint:
   what the request cost the worker, receiving and parsing its megabytes included. The
-  first row (``control-8mb``: ordinary prose) is that cost for any 8 MB body.
+  ``control-`` rows (ordinary prose, ordinary small objects) are that cost for a body of
+  that size and shape.
 
 While each hostile request runs, a second thread asks ``GET /health`` every 20 ms: the
 table gives how many answered and the slowest answer. ``--python-dir`` serves another
@@ -125,14 +127,16 @@ def _gemini(body: dict[str, Any]) -> object:
 
 
 def _ref_bomb() -> dict[str, Any]:
+    """A tool schema that expands to 16,383 nodes through $ref: just under the 20,000 nodes
+    one schema was allowed before, so each tool of the request is expanded in full."""
     defs: dict[str, Any] = {
         f"d{i}": {
             "type": "object",
             "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}},
         }
-        for i in range(16)
+        for i in range(12)
     }
-    defs["d16"] = {"type": "string"}
+    defs["d12"] = {"type": "string"}
     return {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}
 
 
@@ -219,7 +223,7 @@ def cases() -> list[Case]:
                  {"role": "user", "content": [
                      {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]},
              _gemini),
-        Case("schema-bombs", "5,000 tools, each a $ref bomb (8 MB), to Gemini", "/v1/messages",
+        Case("schema-bombs", "5,000 tools, each a $ref bomb, to Gemini", "/v1/messages",
              {**_messages({"type": "text", "text": "hi"}, model=GEMINI_MODEL),
               "tools": [{"name": f"t{i}", "description": "d", "input_schema": _ref_bomb()}
                         for i in range(5000)]}, _gemini),
@@ -290,7 +294,10 @@ def worker_cpu(
 def health_during(
     proxy: ProxyServer, path: str, body: bytes, timeout: float
 ) -> tuple[int, float, float, int | None]:
-    """(health answers, slowest one in ms, the request's wall time in s, its status)."""
+    """(health answers, slowest one in ms, the worker's CPU seconds, the request's status)."""
+    assert proxy.process is not None
+    pids = proc.tree(proxy.process.pid)
+    before = proc.cpu_seconds(pids)
     done = threading.Event()
     answers: list[float] = []
 
@@ -309,21 +316,16 @@ def health_during(
 
     prober = threading.Thread(target=probe)
     prober.start()
-    start = time.monotonic()
     status: int | None
     try:
         status = post(proxy.port, path, body, timeout)
     except OSError:
         status = None
-    wall = time.monotonic() - start
     done.set()
     prober.join()
-    return (
-        len([a for a in answers if a != float("inf")]),
-        max(answers, default=0.0) * 1000,
-        wall,
-        status,
-    )
+    cpu = proc.cpu_delta(before, proc.cpu_seconds(pids))
+    answered = [a for a in answers if a != float("inf")]
+    return len(answered), max(answers, default=0.0) * 1000, cpu, status
 
 
 @contextmanager
@@ -350,7 +352,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=20.0)
     parser.add_argument("--python-dir", help="serve this python/ directory instead")
     parser.add_argument("--only", help="comma-separated case names")
-    parser.add_argument("--write", action="store_true", help="write benches/results/hostile.md")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="write benches/results/hostile.md (hostile.before.md with --python-dir)",
+    )
     args = parser.parse_args()
     chosen = [c for c in cases() if not args.only or c.name in args.only.split(",")]
     rows = []
@@ -365,44 +371,52 @@ def main() -> None:
             for case in chosen:
                 raw = orjson.dumps(case.body)
                 scan = scan_cpu(case, args.repeat) if not args.python_dir else float("nan")
-                answers, slowest, wall, status = health_during(proxy, case.path, raw, args.timeout)
+                answers, slowest, cold, status = health_during(proxy, case.path, raw, args.timeout)
                 if status is None:  # frozen: restart, report the timeout
                     proxy_cm.__exit__(None, None, None)
                     proxy_cm = running(mock, args.python_dir)
                     proxy = proxy_cm.__enter__()
-                    rows.append((case, len(raw), scan, None, None, answers, slowest, wall))
+                    rows.append((case, len(raw), scan, None, None, None, answers, slowest))
                     print(f"{case.name}: no answer in {args.timeout:g} s", flush=True)
                     continue
                 cpu, status = worker_cpu(proxy, case.path, raw, args.repeat, args.timeout)
                 cpu -= baseline[case.path]
-                rows.append((case, len(raw), scan, cpu, status, answers, slowest, wall))
+                cold -= baseline[case.path]
+                rows.append((case, len(raw), scan, cold, cpu, status, answers, slowest))
                 print(
-                    f"{case.name}: scan {scan * 1000:.1f} ms, worker {cpu * 1000:.0f} ms, "
+                    f"{case.name}: scan {scan * 1000:.1f} ms, worker {cold * 1000:.0f} ms first, "
+                    f"{cpu * 1000:.0f} ms again, "
                     f"HTTP {status}, health {answers} answers (slowest {slowest:.0f} ms)",
                     flush=True,
                 )
         finally:
             proxy_cm.__exit__(None, None, None)
     table = [
-        "| input | body | scan CPU | worker CPU | status | /health during it |",
+        "| input | body | scan CPU | worker CPU, first / again | status | /health meanwhile |",
         "|---|---|---|---|---|---|",
     ]
-    for case, size, scan, cpu, status, answers, slowest, _wall in rows:
+    for case, size, scan, cold, cpu, status, answers, slowest in rows:
         scan_text = "-" if scan != scan else f"{scan * 1000:.1f} ms"
-        cpu_text = f"no answer in {args.timeout:g} s" if cpu is None else f"{cpu * 1000:.0f} ms"
+        if cold is None or cpu is None:
+            cpu_text = f"no answer in {args.timeout:g} s"
+            health = f"{answers} answered before it, then none"
+        else:
+            cpu_text = f"{cold * 1000:.0f} / {cpu * 1000:.0f} ms"
+            health = f"{answers} answers, slowest {slowest:.0f} ms"
         table.append(
             f"| {case.name}: {case.what} | {size / MB:.1f} MB | {scan_text} | {cpu_text} | "
-            f"{status or '-'} | {answers} answers, slowest {slowest:.0f} ms |"
+            f"{status or '-'} | {health} |"
         )
     text = "\n".join(table)
     print(text)
     if args.write:
-        out = REPO / "benches" / "results" / "hostile.md"
+        name = "hostile.before.md" if args.python_dir else "hostile.md"
+        out = REPO / "benches" / "results" / name
+        served = f", serving {args.python_dir}" if args.python_dir else ""
         head = (
-            "# Hostile requests: CPU per input, /health meanwhile\n\n"
-            f"`python benches/hostile.py --repeat {args.repeat}` on {os.cpu_count()} cores; scan "
-            "CPU is the in-process median, worker CPU the proxy worker's median per request "
-            "minus a plain request's (10 ms /proc ticks).\n\n"
+            f"# Hostile requests: CPU per input, /health meanwhile{served}\n\n"
+            f"`python benches/hostile.py --repeat {args.repeat}` on {os.cpu_count()} cores "
+            "(the module's docstring says what each column measures).\n\n"
         )
         out.write_text(head + text + "\n")
 

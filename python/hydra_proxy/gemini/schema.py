@@ -64,8 +64,8 @@ MAX_REF_DEPTH = 16
 # A request's schema nodes in all (about 0.2 s of sanitising; Claude Code's tools hold 66).
 MAX_NODES = 20_000
 # Nodes one request may visit beyond those its schemas hold (refs inlined more than once):
-# about 40 ms of work, and a hundred times what Claude Code's tools need.
-MAX_REF_REUSE = 4096
+# about 20 ms of work, and thirty times all that Claude Code's tools hold.
+MAX_REF_REUSE = 2048
 # Schema nodes within schema nodes; each adds one or two levels to the request's JSON.
 MAX_DEPTH = 100
 
