@@ -314,7 +314,9 @@ def test_bad_requests_get_anthropic_errors(
 )
 def test_housekeeping_endpoints(proxy: ProxyServer, method: str, path: str, status: int) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
-    body, headers = (b"{}", {"content-type": "application/json"}) if method == "POST" else (None, {})
+    body, headers = (
+        (b"{}", {"content-type": "application/json"}) if method == "POST" else (None, {})
+    )
     conn.request(method, path, body, headers)
     assert conn.getresponse().status == status
 
