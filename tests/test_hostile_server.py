@@ -3,7 +3,9 @@ the transducers matter): a request that froze a worker, a web page driving the l
 proxy, one member resting the whole key pool, holes in the exposure guard and the reload,
 weak signing keys, unbounded names, telemetry and nesting, forged log lines.
 
-Each test names the attack; each failed on the code before these defences (0a31bb3).
+Each test names the attack, and failed on the code before these defences; the two that
+check real clients are still served (loopback names, a Host behind client keys) passed
+there too.
 """
 
 from __future__ import annotations
