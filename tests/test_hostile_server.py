@@ -28,6 +28,7 @@ import pytest
 
 from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.mock import MockServer
+from hydra_proxy.mock.server import free_port
 from raw_upstream import RawUpstream, Reply, chat_json
 from servers import PYTHON_DIR, ProxyServer
 
@@ -233,12 +234,21 @@ def test_a_model_the_account_may_not_use_does_not_rest_the_key_pool(tmp_path: Pa
 
 
 def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hydra_proxy", "serve", "--port", "1", "--no-mock", *args],
+    """`hydra-proxy serve` expected to refuse to start; one that starts anyway is stopped
+    after 20 s, workers and all, and fails the test."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "hydra_proxy", "serve", "--port", str(free_port()), "--no-mock",
+         *args],
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(PYTHON_DIR),
              "OPENAI_API_KEY": "sk-test-key-0000", **env},
-        capture_output=True, text=True, timeout=60,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
+    try:
+        out, err = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 @pytest.mark.parametrize("keys", [",", " , ", "team-key-1,,team-key-2", "team-key-1,", ""])
