@@ -182,9 +182,9 @@ def bench_context() -> tuple[Any, dict[str, Any]]:
 def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, Any]:
     """The Messages ingress on `body` as the server runs it: parsed, checked, read and
     routed. Returns the exchange and the ClientRequest."""
-    from hydra_proxy.server.exchange import Exchange, require_model
+    from hydra_proxy.server.exchange import Exchange
     from hydra_proxy.server.ingress import messages
-    from hydra_proxy.server.limits import parse_object
+    from hydra_proxy.server.limits import parse_object, require_model
 
     async def never(*_: Any) -> Any:
         raise AssertionError("the in-process steps do no I/O")
@@ -200,7 +200,7 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     """Seconds per step of the request path on `body`, in this process (the server's own
     functions, on the settings a `serve` with the bench config has)."""
     from hydra_proxy import tokens
-    from hydra_proxy.server.limits import _deeper_than
+    from hydra_proxy.json_depth import nested_deeper_than
     from hydra_proxy.server.upstream_kinds import WRITERS
 
     worker, scope = bench_context()
@@ -233,7 +233,7 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     tokens.estimate_input_tokens(request)  # the warm cache holds this session's texts
     out = {
         "parse (orjson.loads)": parse_cost,
-        "depth check": fastest_s(lambda: _deeper_than(request, 128, body), reps, budget_s),
+        "depth check": fastest_s(lambda: nested_deeper_than(request, 128), reps, budget_s),
         "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
         "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, attempt, worker.signing_key, True), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),

@@ -292,7 +292,7 @@ def open_and_drop(proxy: ProxyServer, tag: str, *, read_first: bool) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
     body = orjson.dumps(anthropic_body(tag))
     sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"anthropic-version: 2023-06-01\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
     )
     if read_first:
@@ -578,7 +578,7 @@ def test_claude_code_waits_out_the_429_and_retries(mock: MockServer) -> None:
         holder = socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
         body = orjson.dumps(anthropic_body("holder"))
         holder.sendall(
-            b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
             b"anthropic-version: 2023-06-01\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
         )
         assert holder.recv(65536).startswith(b"HTTP/1.1 200")

@@ -16,7 +16,15 @@ import pytest
 
 from hydra_proxy.config import Settings
 from hydra_proxy.server.attempts import post, start
-from hydra_proxy.server.http1 import MAX_HEAD_BYTES, H1Client, H1Error, H1Response
+from hydra_proxy.server.http1 import (
+    INFLATE_ALLOWANCE,
+    INFLATE_RATIO,
+    INFLATE_STEP,
+    MAX_HEAD_BYTES,
+    H1Client,
+    H1Error,
+    H1Response,
+)
 from hydra_proxy.server.reply import UpstreamHTTPError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -372,3 +380,57 @@ def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
 
     exc = asyncio.run(run())
     assert exc.status == 502 and "broke off" in str(exc)
+
+
+def _gzip_server(packed: bytes) -> Handler:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-encoding: gzip\r\n"
+            b"content-length: %d\r\n\r\n" % len(packed)
+        )
+        for i in range(0, len(packed), 16384):
+            writer.write(packed[i : i + 16384])
+            await writer.drain()
+        writer.close()
+
+    return handler
+
+
+def _stream_from(handler: Handler) -> tuple[list[int], BaseException | None]:
+    """The sizes of the pieces a streamed response delivered, and how it ended."""
+
+    async def run() -> tuple[list[int], BaseException | None]:
+        server = await serve(handler)
+        client = H1Client(connect_timeout=5)
+        try:
+            response = await client.send(
+                client.prepare(f"http://127.0.0.1:{port(server)}/", {}, b"{}")
+            )
+            await response.head
+            sizes: list[int] = []
+            ended: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+            response.stream(lambda piece: sizes.append(len(piece)), ended.set_result)
+            return sizes, await ended
+        finally:
+            client.close()
+            server.close()
+
+    return asyncio.run(run())
+
+
+def test_a_gzip_bomb_is_inflated_in_pieces_and_dropped_past_its_bound() -> None:
+    packed = gzip.compress(bytes(64 * 1024 * 1024), compresslevel=1)  # 64 MiB in 280 kB
+    sizes, ended = _stream_from(_gzip_server(packed))
+    assert isinstance(ended, H1Error) and "inflates more than 100 times" in str(ended)
+    assert max(sizes) <= INFLATE_STEP
+    assert sum(sizes) <= INFLATE_ALLOWANCE + INFLATE_RATIO * len(packed)
+
+
+def test_a_compressed_stream_of_ordinary_events_arrives_whole() -> None:
+    events = b"".join(
+        b'data: {"choices":[{"index":0,"delta":{"content":"word %d "}}]}\n\n' % i
+        for i in range(100_000)
+    )  # 6 MB of SSE, which gzip shrinks about 15 times
+    sizes, ended = _stream_from(_gzip_server(gzip.compress(events, compresslevel=6)))
+    assert ended is None and sum(sizes) == len(events)

@@ -143,7 +143,7 @@ def test_a_body_over_max_body_bytes_gets_413_in_the_clients_protocol(
 def test_a_chunked_body_is_refused_once_it_passes_the_bound(proxy: ProxyServer) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     sock.sendall(
-        b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"transfer-encoding: chunked\r\n\r\n"
     )
     piece = b"a" * 8192
@@ -159,7 +159,7 @@ def test_a_chunked_body_is_refused_once_it_passes_the_bound(proxy: ProxyServer) 
 def test_expect_100_continue_is_refused_before_the_body_is_sent(proxy: ProxyServer) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"expect: 100-continue\r\ncontent-length: %d\r\n\r\n" % (MAX_BODY * 100)
     )
     status, payload = read_response(sock)  # no byte of the body was sent
@@ -217,13 +217,15 @@ def test_nesting_at_the_bound_is_accepted_and_one_level_more_is_not(proxy: Proxy
     assert_error("/v1/messages", payload, "invalid_request_error", "max_json_depth")
 
 
-def test_a_request_without_content_type_is_read_as_json(proxy: ProxyServer) -> None:
+@pytest.mark.parametrize("path", ENDPOINTS)
+def test_a_request_without_content_type_is_refused(proxy: ProxyServer, path: str) -> None:
+    # A web page can send a body of no declared type to any address (fetch, no-cors).
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
-    conn.request("POST", "/v1/chat/completions", orjson.dumps(model_request("x")))
+    conn.request("POST", path, orjson.dumps(model_request(path)))
     response = conn.getresponse()
     payload = orjson.loads(response.read())
-    assert response.status == 200
-    assert payload["choices"][0]["message"]["content"] == "hi"
+    assert response.status == 400
+    assert_error(path, payload, "invalid_request_error", "no Content-Type", "application/json")
 
 
 # -- heads ------------------------------------------------------------------------------
@@ -239,7 +241,7 @@ def test_a_request_without_content_type_is_read_as_json(proxy: ProxyServer) -> N
 )
 def test_oversized_heads_get_431(proxy: ProxyServer, head: bytes) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
-    sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n" + head + b"\r\n")
+    sock.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n" + head + b"\r\n")
     answer = read_to_eof(sock)  # and that connection is closed
     assert answer.startswith(b"HTTP/1.1 431 ")
     assert b"\r\nconnection: close\r\n" in answer.lower()
@@ -248,7 +250,7 @@ def test_oversized_heads_get_431(proxy: ProxyServer, head: bytes) -> None:
 def test_a_head_just_under_the_bounds_is_served(proxy: ProxyServer) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     fields = b"".join(b"x-field-%d: %s\r\n" % (i, b"v" * 500) for i in range(98))
-    sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n" + fields + b"\r\n")
+    sock.sendall(b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n" + fields + b"\r\n")
     assert sock.recv(100).startswith(b"HTTP/1.1 200 ")
 
 
@@ -261,7 +263,7 @@ def test_a_slow_loris_upload_gets_408_and_its_connection_closed(
 ) -> None:
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=15)
     sock.sendall(
-        b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b'content-length: 1000\r\n\r\n{"model": ' % path.encode()
     )
     status, payload = read_response(sock)  # the rest never comes
@@ -298,7 +300,7 @@ def test_a_client_that_stops_reading_pauses_the_upstream_then_its_stream_ends(
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=15)
     body = orjson.dumps(model_request("/v1/messages", model="gpt-endless", stream=True))
     sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (len(body), body)
     )
     assert b"200 OK" in sock.recv(200)
@@ -344,7 +346,7 @@ def test_a_client_that_leaves_cancels_the_upstream_and_closes_its_connection(
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=15)
     body = orjson.dumps(model_request(path, model=model, stream=stream))
     sock.sendall(
-        b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (path.encode(), len(body), body)
     )
     assert upstream.wait_for(lambda: upstream.requests_count() > before)

@@ -252,7 +252,7 @@ def test_client_disconnect_cancels_the_upstream(proxy: ProxyServer, mock: MockSe
     sock = socket.create_connection(("127.0.0.1", proxy.port))
     body = orjson.dumps(ask(client(proxy), stream=True))
     sock.sendall(
-        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (len(body), body)
     )
     assert b"text_delta" in _read_until(sock, b"text_delta")
@@ -314,7 +314,10 @@ def test_bad_requests_get_anthropic_errors(
 )
 def test_housekeeping_endpoints(proxy: ProxyServer, method: str, path: str, status: int) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
-    conn.request(method, path, b"{}" if method == "POST" else None)
+    body, headers = (
+        (b"{}", {"content-type": "application/json"}) if method == "POST" else (None, {})
+    )
+    conn.request(method, path, body, headers)
     assert conn.getresponse().status == status
 
 

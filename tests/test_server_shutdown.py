@@ -55,7 +55,7 @@ def start_stream(port: int, path: str, model: str) -> socket.socket:
     body = orjson.dumps(request)
     sock = socket.create_connection(("127.0.0.1", port), timeout=20)
     sock.sendall(
-        b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         b"content-length: %d\r\n\r\n%s" % (path.encode(), len(body), body)
     )
     return sock

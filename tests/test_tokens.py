@@ -373,7 +373,7 @@ def test_lru_is_bounded() -> None:
 def test_huge_texts_are_sampled_close_to_the_full_count() -> None:
     enc = tokens.load_encoding()
     words = ("alpha beta gamma delta epsilon 12345 {json: [1, 2]} " * 8 + "\n") * 4000
-    assert len(words) > tokens._SAMPLE_ABOVE_CHARS
+    assert len(words) > tokens._EXACT_CHARS
     full = len(enc.encode_ordinary(words))
     sampled = tokens._tokenize(words)
     assert abs(sampled - full) / full < 0.02

@@ -11,18 +11,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import ipaddress
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
 
-from . import __version__
+from . import __version__, logs
 from .config import (
-    PROXY_KEYS_ENV,
     ConfigError,
     Settings,
     check_port_free,
+    check_startup,
     describe,
     environment,
     load,
@@ -31,15 +30,6 @@ from .config import (
 from .transducers import select
 
 log = logging.getLogger("hydra_proxy")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _workers(text: str) -> int:
@@ -166,9 +156,7 @@ def _mock_if_needed(
 def _serve(args: argparse.Namespace) -> int:
     import os
 
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(args.log_level)  # every line escaped: clients' text cannot forge one
     flags = {
         k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level", "run")
     }
@@ -177,36 +165,12 @@ def _serve(args: argparse.Namespace) -> int:
         settings = load(flags, env)
     except ConfigError as exc:
         return _config_error(exc)
-    # The server reads client keys from the process environment (config.PROXY_KEYS_ENV).
-    if settings.key_passthrough and os.environ.get(PROXY_KEYS_ENV):
-        print(
-            f"hydra-proxy: key_passthrough and {PROXY_KEYS_ENV} exclude each other (the key a "
-            "client sends would be both a proxy key and its provider key); use one",
-            file=sys.stderr,
-        )
-        return 2
-    # With key passthrough a client reaches an upstream only with its own key.
-    if (
-        not _is_loopback(settings.host)
-        and not os.environ.get(PROXY_KEYS_ENV)
-        and not settings.insecure_no_auth
-        and not settings.key_passthrough
-    ):
-        print(
-            f"hydra-proxy: refusing to listen on {settings.host} without HYDRA_PROXY_KEYS "
-            "(clients would reach your provider keys); set keys or pass --insecure-no-auth",
-            file=sys.stderr,
-        )
-        return 2
+    # Every check a SIGHUP reload runs too: client keys, exposure, signing key, transducers.
     try:
-        impl = select(settings.implementation)
-    except ImportError as exc:
-        print(
-            f"hydra-proxy: the native transducers cannot load ({exc}); use --impl python "
-            "or HYDRA_PROXY_IMPL=auto",
-            file=sys.stderr,
-        )
-        return 2
+        check_startup(settings, os.environ)
+    except ConfigError as exc:
+        return _config_error(exc)
+    impl = select(settings.implementation)
     busy = check_port_free(settings.host, settings.port)
     if busy is not None:
         print(f"hydra-proxy: {busy}", file=sys.stderr)

@@ -18,7 +18,8 @@ signatures handles both), told apart by what follows it:
   payload, not the block's text. Kinds: ``gts`` = a Gemini ``thoughtSignature`` exactly as
   Gemini sent it (standard or URL-safe base64); see hydra_proxy.gemini.thought_signature.
 
-Integrity-checked by the MAC, never accepted from anyone but this proxy. The native
+Integrity-checked by the MAC, never accepted from anyone but this proxy; verified with each
+of the signing keys (hydra_proxy.signing_key: a rotation keeps the previous key verifying). The native
 transducer (rust/src/signature.rs) computes the same bytes for the reasoning-text kind.
 Signatures with this prefix are never forwarded to Anthropic.
 """
@@ -29,6 +30,8 @@ import base64
 import hashlib
 import hmac
 import re
+
+from .signing_key import verifying_keys
 
 PREFIX = "hydra1."
 _DOMAIN = b"hydra1\x00"
@@ -55,7 +58,9 @@ def verify_thinking(thinking: str, signature: str, key: bytes) -> bool:
     """True when `signature` is this proxy's signature of exactly `thinking`."""
     if not is_proxy_signature(signature):
         return False
-    return hmac.compare_digest(sign_thinking(thinking, key), signature)
+    return any(
+        hmac.compare_digest(sign_thinking(thinking, k), signature) for k in verifying_keys(key)
+    )
 
 
 def _carrier_mac(kind: str, payload: str, key: bytes) -> str:
@@ -92,6 +97,8 @@ def open_carried(signature: object, kind: str, key: bytes) -> str | None:
     payload, dot, mac = tail.rpartition(".")
     if not dot or len(mac) != _MAC_CHARS or not _PAYLOAD.fullmatch(payload):
         return None
-    if not hmac.compare_digest(_carrier_mac(kind, payload, key), mac):
+    if not any(
+        hmac.compare_digest(_carrier_mac(kind, payload, k), mac) for k in verifying_keys(key)
+    ):
         return None
     return payload

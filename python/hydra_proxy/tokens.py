@@ -32,6 +32,18 @@ What is counted, and the constants used (calibrated against real Anthropic answe
 Texts are tokenized through a bounded LRU keyed by the text's length and Python hash, so
 the system prompt, tool definitions and earlier messages, which repeat on every request of
 a session, are tokenized once.
+
+The work one request can cause is bounded whatever it holds (a client picks the bytes):
+
+* a text longer than ``_EXACT_CHARS`` is counted on ``_WINDOWS`` evenly spaced windows and
+  scaled by its length; one request tokenizes at most ``REQUEST_BUDGET_CHARS`` characters
+  that the cache does not already know, and estimates the texts past that at the
+  tokens-per-character of what it did count (`Budget`);
+* a PDF is read from its first and last ``_PDF_SCAN_BYTES`` (page objects there, scaled to
+  the whole file, unless the page tree's ``/Count`` is among them); an image header from at
+  most ``_IMAGE_SCAN_B64_CHARS`` of base64 and ``_JPEG_MAX_SEGMENTS`` JPEG segments; a
+  base64 text document from at most ``_DOCUMENT_SCAN_B64_CHARS``;
+* every scan is linear: no regular expression here backtracks.
 """
 
 from __future__ import annotations
@@ -51,7 +63,14 @@ import orjson
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["count_tokens", "estimate_input_tokens", "load_encoding", "warm_up"]
+__all__ = [
+    "REQUEST_BUDGET_CHARS",
+    "Budget",
+    "count_tokens",
+    "estimate_input_tokens",
+    "load_encoding",
+    "warm_up",
+]
 
 log = logging.getLogger("hydra_proxy")
 
@@ -131,14 +150,53 @@ def warm_up() -> None:
 
 # --- text, through the cache ----------------------------------------------------------
 
-# Shorter texts are tokenized directly. Every text is cached: a lookup (its hash) costs
-# well under a microsecond, tokenizing even a tool's name a few.
+# Every text is cached: a lookup (its hash) costs well under a microsecond, tokenizing even
+# a tool's name a few.
 _CACHE_MIN_CHARS = 1
 _CACHE_ENTRIES = 32768  # digest (16 bytes) -> count: about 6 MB when full
-# Texts longer than this are counted on a sample (head, middle, tail) and scaled by length,
-# which bounds the time one pathological text can hold the event loop.
-_SAMPLE_ABOVE_CHARS = 1 << 20
-_SAMPLE_CHARS = 1 << 17
+# Texts longer than this are counted on windows (start, evenly spaced, end) and scaled by
+# length: o200k costs up to ~0.4 us a character on text made to be slow (one long run of
+# letters, spaces or emoji is one BPE piece), so one text must not decide the request's time.
+_EXACT_CHARS = 16384
+_WINDOWS = 4
+_WINDOW_CHARS = _EXACT_CHARS // _WINDOWS
+# Characters one request may tokenize that the cache does not already know: about 25 ms on
+# the slowest text, and more than the whole first request of a Claude Code session.
+REQUEST_BUDGET_CHARS = 65536
+# Tokens per character assumed before a request has counted anything.
+_DEFAULT_RATIO = 0.25
+
+
+class Budget:
+    """What one count may still tokenize afresh, and what it examined (for the tests and
+    the benchmark): characters tokenized, characters estimated without it, bytes of
+    documents and images read."""
+
+    __slots__ = (
+        "counted_chars",
+        "counted_tokens",
+        "estimated_chars",
+        "left",
+        "limit",
+        "scanned_bytes",
+    )
+
+    def __init__(self, chars: int = REQUEST_BUDGET_CHARS) -> None:
+        self.limit = self.left = chars
+        self.counted_chars = 0  # characters of the texts counted (their full length)
+        self.counted_tokens = 0
+        self.estimated_chars = 0  # characters of the texts estimated from the ratio
+        self.scanned_bytes = 0  # decoded document and image bytes read
+
+    @property
+    def examined_chars(self) -> int:
+        """Characters handed to the tokenizer (a sampled text counts its windows only)."""
+        return self.limit - self.left
+
+    def ratio(self) -> float:
+        if self.counted_chars == 0:
+            return _DEFAULT_RATIO
+        return self.counted_tokens / self.counted_chars
 
 
 # A text's (length, hash(text)), or a digest (PDF page counts).
@@ -179,23 +237,27 @@ class _Lru:
 _cache = _Lru(_CACHE_ENTRIES)
 
 
+def _tokenize_cost(length: int) -> int:
+    """Characters `_tokenize` hands to the tokenizer for a text of `length`."""
+    return length if length <= _EXACT_CHARS else _WINDOWS * _WINDOW_CHARS
+
+
 def _tokenize(text: str) -> int:
     enc = load_encoding()
     n = len(text)
-    if n <= _SAMPLE_ABOVE_CHARS:
+    if n <= _EXACT_CHARS:
         return len(enc.encode_ordinary(text))
-    mid = n // 2 - _SAMPLE_CHARS // 2
-    sample = (
-        text[:_SAMPLE_CHARS],
-        text[mid : mid + _SAMPLE_CHARS],
-        text[n - _SAMPLE_CHARS :],
-    )
-    counted = sum(len(enc.encode_ordinary(s)) for s in sample)
-    return math.ceil(counted * n / (3 * _SAMPLE_CHARS))
+    step = (n - _WINDOW_CHARS) / (_WINDOWS - 1)
+    counted = 0
+    for i in range(_WINDOWS):
+        start = round(i * step)
+        counted += len(enc.encode_ordinary(text[start : start + _WINDOW_CHARS]))
+    return math.ceil(counted * n / (_WINDOWS * _WINDOW_CHARS))
 
 
-def text_tokens(text: str) -> int:
-    """o200k tokens in ``text`` (special-token strings count as ordinary text)."""
+def text_tokens(text: str, budget: Budget | None = None) -> int:
+    """o200k tokens in ``text`` (special-token strings count as ordinary text); within
+    `budget` when one is given (past it: estimated at the ratio counted so far)."""
     if not text:
         return 0
     if len(text) < _CACHE_MIN_CHARS:
@@ -205,9 +267,19 @@ def text_tokens(text: str) -> int:
     # against 200 us for the 48 kB of text in a Claude Code request).
     key = (len(text), hash(text))
     count = _cache.get(key)
-    if count is None:
-        count = _tokenize(text)
-        _cache.put(key, count)
+    if count is not None:
+        return count
+    cost = _tokenize_cost(len(text))
+    if budget is not None:
+        if cost > budget.left:
+            budget.estimated_chars += len(text)
+            return max(1, math.ceil(len(text) * budget.ratio()))
+        budget.left -= cost
+    count = _tokenize(text)
+    if budget is not None:
+        budget.counted_chars += len(text)
+        budget.counted_tokens += count
+    _cache.put(key, count)
     return count
 
 
@@ -215,6 +287,8 @@ def _json_text(value: Any) -> str:
     try:
         return orjson.dumps(value).decode()
     except TypeError:  # not JSON-serializable (cannot come from a parsed body)
+        return str(value)
+    except orjson.JSONEncodeError:  # nested past orjson's 254 levels: its size will do
         return str(value)
 
 
@@ -225,6 +299,10 @@ _IMAGE_PIXELS_PER_TOKEN = 750
 _IMAGE_MAX_TOKENS = 1600  # ~1.15-1.2 megapixels, Anthropic's resize target
 _IMAGE_DEFAULT_TOKENS = 1600  # size unknown: most screenshots reach the cap
 _IMAGE_HEADER_B64_CHARS = 1 << 16  # decode this much base64 first (JPEG may need more)
+# At most this much base64 is decoded to find a JPEG's frame header (past EXIF, ICC and
+# thumbnail segments), and at most this many segments are stepped over.
+_IMAGE_SCAN_B64_CHARS = 1 << 20
+_JPEG_MAX_SEGMENTS = 1024
 
 # Anthropic's PDF guide: each page costs its text, "typically 1,500-3,000 tokens", plus the
 # page as an image. Dense pages reach ~4,600 and sparse ones far less; 2,000 is a middle
@@ -232,10 +310,17 @@ _IMAGE_HEADER_B64_CHARS = 1 << 16  # decode this much base64 first (JPEG may nee
 # guessed at one page per 50 kB of PDF.
 _PDF_TOKENS_PER_PAGE = 2000
 _PDF_BYTES_PER_PAGE = 50_000
+# A larger PDF is read at its start and its end only (each this many decoded bytes).
+_PDF_SCAN_BYTES = 1 << 19
+# Linear patterns: a literal start, then runs that stop at the first byte outside them.
 _PDF_PAGE_OBJECT = re.compile(rb"/Type\s*/Page(?![A-Za-z])")
-_PDF_PAGES_COUNT = re.compile(
-    rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages\b"
-)
+_PDF_PAGES_TYPE = re.compile(rb"/Type\s*/Pages(?![A-Za-z0-9_])")
+_PDF_COUNT = re.compile(rb"/Count\s+(\d{1,9})(?!\d)")
+# Page tree nodes read: a 10,000-page file has a few hundred; the root (the largest count)
+# is among the first a file's start or end holds.
+_PDF_MAX_TREE_NODES = 512
+# Text sent as a base64 document: at most this much is decoded, the rest scaled by size.
+_DOCUMENT_SCAN_B64_CHARS = 1 << 18
 
 
 def image_tokens_for_size(width: int, height: int) -> int:
@@ -279,16 +364,19 @@ def _webp_size(data: bytes) -> tuple[int, int] | None:
 
 # Start-of-frame markers carry the size; C4 (DHT), C8 (JPG) and CC (DAC) do not.
 _JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_FILL = re.compile(rb"\xff+")
 
 
 def _jpeg_size(data: bytes) -> tuple[int, int] | None:
     i, n = 2, len(data)
-    while i + 4 <= n:
-        if data[i] != 0xFF:
+    for _ in range(_JPEG_MAX_SEGMENTS):  # real files reach the frame in a few dozen
+        if i + 4 > n or data[i] != 0xFF:
             return None
         marker = data[i + 1]
-        if marker == 0xFF:  # fill byte
-            i += 1
+        if marker == 0xFF:  # fill bytes: step over the whole run at once
+            fill = _JPEG_FILL.match(data, i + 1)
+            assert fill is not None
+            i = fill.end() - 1
             continue
         if marker == 0x01 or 0xD0 <= marker <= 0xD9:  # no length
             i += 2
@@ -313,6 +401,15 @@ def _b64_prefix(data: str, chars: int) -> bytes:
         return b""
 
 
+def _b64_slice(data: str, start: int, chars: int) -> bytes:
+    """The bytes of base64 `data[start:start + chars]` (both rounded down to whole quads)."""
+    start -= start % 4
+    try:
+        return binascii.a2b_base64(data[start : start + chars - chars % 4])
+    except (binascii.Error, ValueError):
+        return b""
+
+
 def _b64_payload(data: Any) -> str | None:
     if not isinstance(data, str):
         return None
@@ -322,33 +419,70 @@ def _b64_payload(data: Any) -> str | None:
     return data
 
 
-def _image_tokens(source: Any) -> int:
+def _image_tokens(source: Any, budget: Budget | None = None) -> int:
     if not isinstance(source, dict) or source.get("type") != "base64":
         return _IMAGE_DEFAULT_TOKENS
     data = _b64_payload(source.get("data"))
     if not data:
         return _IMAGE_DEFAULT_TOKENS
-    size = image_size(_b64_prefix(data, _IMAGE_HEADER_B64_CHARS))
-    if size is None and len(data) > _IMAGE_HEADER_B64_CHARS:
-        size = image_size(_b64_prefix(data, len(data)))  # a JPEG with a long EXIF block
+    head = _b64_prefix(data, _IMAGE_HEADER_B64_CHARS)
+    size = image_size(head)
+    if size is None and len(data) > _IMAGE_HEADER_B64_CHARS and head[:2] == b"\xff\xd8":
+        head = _b64_prefix(data, _IMAGE_SCAN_B64_CHARS)  # a JPEG with a long EXIF block
+        size = image_size(head)
+    if budget is not None:
+        budget.scanned_bytes += len(head)
     return _IMAGE_DEFAULT_TOKENS if size is None else image_tokens_for_size(*size)
 
 
-def pdf_pages(pdf: bytes) -> int:
-    """Pages in a PDF: page objects, else the page tree's /Count, else a guess by size."""
-    pages = len(_PDF_PAGE_OBJECT.findall(pdf))
-    if pages:
-        return pages
-    counts = [int(a or b) for a, b in _PDF_PAGES_COUNT.findall(pdf)]
-    if counts:
-        return max(1, max(counts))
-    return max(1, round(len(pdf) / _PDF_BYTES_PER_PAGE))
+def _page_tree_count(pdf: bytes) -> int:
+    """The largest ``/Count`` of a ``/Type /Pages`` dictionary (0: none): both in one run of
+    bytes between two ``>``, as a dictionary without nested ones has them. Each byte is read
+    a bounded number of times however many markers the file repeats (a search starts after
+    the run the last one read), and at most ``_PDF_MAX_TREE_NODES`` runs are read."""
+    best = 0
+    end = 0  # every byte before this has been read
+    for _ in range(_PDF_MAX_TREE_NODES):
+        match = _PDF_PAGES_TYPE.search(pdf, end)
+        if match is None:
+            return best
+        start = pdf.rfind(b">", end, match.start()) + 1 or end
+        close = pdf.find(b">", match.end())
+        end = len(pdf) if close < 0 else close
+        counts = _PDF_COUNT.findall(pdf, start, end)
+        if counts:
+            best = max(best, *map(int, counts))
+    return best
+
+
+def pdf_pages(pdf: bytes, size: int | None = None) -> int:
+    """Pages in a PDF: page objects, else the page tree's /Count, else a guess by size.
+
+    `pdf` may be the file's start and end only (`size`: the whole file's bytes): then the
+    page tree's /Count wins if either holds it, else the page objects found are scaled to
+    the whole file."""
+    total = len(pdf) if size is None else size
+    if total <= len(pdf):
+        pages = len(_PDF_PAGE_OBJECT.findall(pdf))
+        if pages:
+            return pages
+        counted = _page_tree_count(pdf)
+        if counted:
+            return counted
+    else:
+        counted = _page_tree_count(pdf)
+        if counted:
+            return counted
+        pages = len(_PDF_PAGE_OBJECT.findall(pdf))
+        if pages:
+            return max(1, round(pages * total / len(pdf)))
+    return max(1, round(total / _PDF_BYTES_PER_PAGE))
 
 
 _PDF_KEY_EDGE_CHARS = 4096
 
 
-def _cached_pdf_pages(payload: str) -> int:
+def _cached_pdf_pages(payload: str, budget: Budget | None = None) -> int:
     # A PDF is re-sent with every later request of the conversation: remember its page count
     # under its length, head and tail rather than decode (and hash) megabytes each time.
     edge = _PDF_KEY_EDGE_CHARS
@@ -358,37 +492,55 @@ def _cached_pdf_pages(payload: str) -> int:
     ).digest()
     pages = _cache.get(key)
     if pages is None:
-        pages = pdf_pages(_b64_prefix(payload, len(payload)))
+        scan = _PDF_SCAN_BYTES * 4 // 3  # base64 characters of one end
+        if len(payload) <= 2 * scan:
+            data = _b64_prefix(payload, len(payload))
+            pages = pdf_pages(data)
+        else:
+            tail = len(payload) - scan
+            data = _b64_prefix(payload, scan) + b"\n" + _b64_slice(payload, tail, scan)
+            pages = pdf_pages(data, size=len(payload) * 3 // 4)
+        if budget is not None:
+            budget.scanned_bytes += len(data)
         _cache.put(key, pages)
     return pages
 
 
-def _document_tokens(block: dict[str, Any]) -> int:
+def _base64_text_tokens(payload: str, budget: Budget | None) -> int:
+    """A text document sent as base64: its text's tokens, from at most
+    ``_DOCUMENT_SCAN_B64_CHARS`` of it scaled to the whole."""
+    sample = _b64_prefix(payload, min(len(payload), _DOCUMENT_SCAN_B64_CHARS))
+    if budget is not None:
+        budget.scanned_bytes += len(sample)
+    text = sample.decode("utf-8", "replace")
+    counted = text_tokens(text, budget)
+    if len(payload) <= _DOCUMENT_SCAN_B64_CHARS or not sample:
+        return counted
+    return math.ceil(counted * (len(payload) * 3 / 4) / len(sample))
+
+
+def _document_tokens(block: dict[str, Any], budget: Budget | None = None) -> int:
     total = 0
     for key in ("title", "context"):
         value = block.get(key)
         if isinstance(value, str):
-            total += text_tokens(value)
+            total += text_tokens(value, budget)
     source = block.get("source")
     if not isinstance(source, dict):
         return total + _PDF_TOKENS_PER_PAGE
     kind = source.get("type")
     if kind == "text":
         data = source.get("data")
-        return total + (text_tokens(data) if isinstance(data, str) else 0)
+        return total + (text_tokens(data, budget) if isinstance(data, str) else 0)
     if kind == "content":
-        return total + _content_tokens(source.get("content"))
+        return total + _content_tokens(source.get("content"), budget)
     if kind == "base64":
         payload = _b64_payload(source.get("data"))
         media = source.get("media_type")
         if payload and media not in (None, "application/pdf"):  # plain text sent as base64
-            try:
-                text = binascii.a2b_base64(payload).decode("utf-8", "replace")
-            except (binascii.Error, ValueError):
-                text = ""
-            return total + text_tokens(text)
+            return total + _base64_text_tokens(payload, budget)
         if payload:
-            return total + _PDF_TOKENS_PER_PAGE * _cached_pdf_pages(payload)
+            return total + _PDF_TOKENS_PER_PAGE * _cached_pdf_pages(payload, budget)
     return total + _PDF_TOKENS_PER_PAGE  # url or file: the size is unknown, say one page
 
 
@@ -410,28 +562,28 @@ _BUILTIN_TOOL_TOKENS = (("bash_", 245), ("text_editor_", 700), ("computer_", 735
 _NOT_TEXT = frozenset({"type", "cache_control", "id", "tool_use_id", "signature", "citations"})
 
 
-def _content_tokens(content: Any) -> int:
+def _content_tokens(content: Any, budget: Budget | None = None) -> int:
     if isinstance(content, str):
-        return text_tokens(content)
+        return text_tokens(content, budget)
     if isinstance(content, list):
-        return sum(_block_tokens(block) for block in content)
+        return sum(_block_tokens(block, budget) for block in content)
     if isinstance(content, dict):
-        return _block_tokens(content)
+        return _block_tokens(content, budget)
     return 0
 
 
-def _block_tokens(block: Any) -> int:
+def _block_tokens(block: Any, budget: Budget | None = None) -> int:
     if isinstance(block, str):
-        return text_tokens(block)
+        return text_tokens(block, budget)
     if not isinstance(block, dict):
         return 0
     kind = block.get("type")
     if kind == "text":
         text = block.get("text")
-        return _BLOCK_OVERHEAD + (text_tokens(text) if isinstance(text, str) else 0)
+        return _BLOCK_OVERHEAD + (text_tokens(text, budget) if isinstance(text, str) else 0)
     if kind == "thinking":
         text = block.get("thinking")
-        return _BLOCK_OVERHEAD + (text_tokens(text) if isinstance(text, str) else 0)
+        return _BLOCK_OVERHEAD + (text_tokens(text, budget) if isinstance(text, str) else 0)
     if kind == "redacted_thinking":
         data = block.get("data")
         return _BLOCK_OVERHEAD + (len(data) * 3 // 16 if isinstance(data, str) else 0)
@@ -439,29 +591,29 @@ def _block_tokens(block: Any) -> int:
         name = block.get("name")
         return (
             _TOOL_USE_OVERHEAD
-            + (text_tokens(name) if isinstance(name, str) else 0)
-            + text_tokens(_json_text(block.get("input", {})))
+            + (text_tokens(name, budget) if isinstance(name, str) else 0)
+            + text_tokens(_json_text(block.get("input", {})), budget)
         )
     if kind in ("tool_result", "mcp_tool_result"):
-        return _TOOL_RESULT_OVERHEAD + _content_tokens(block.get("content"))
+        return _TOOL_RESULT_OVERHEAD + _content_tokens(block.get("content"), budget)
     if kind == "image":
-        return _image_tokens(block.get("source"))
+        return _image_tokens(block.get("source"), budget)
     if kind == "document":
-        return _document_tokens(block)
+        return _document_tokens(block, budget)
     if kind == "search_result":
-        total = _TOOL_RESULT_OVERHEAD + _content_tokens(block.get("content"))
+        total = _TOOL_RESULT_OVERHEAD + _content_tokens(block.get("content"), budget)
         for key in ("source", "title"):
             value = block.get(key)
             if isinstance(value, str):
-                total += text_tokens(value)
+                total += text_tokens(value, budget)
         return total
     # Anything else (web search results, container uploads, future block types): the
     # compact JSON of what is left once the bookkeeping keys are dropped.
     rest = {k: v for k, v in block.items() if k not in _NOT_TEXT}
-    return _BLOCK_OVERHEAD + (text_tokens(_json_text(rest)) if rest else 0)
+    return _BLOCK_OVERHEAD + (text_tokens(_json_text(rest), budget) if rest else 0)
 
 
-def _tool_tokens(tool: Any) -> int:
+def _tool_tokens(tool: Any, budget: Budget | None = None) -> int:
     if not isinstance(tool, dict) or tool.get("defer_loading") is True:
         return 0
     kind = tool.get("type")
@@ -470,17 +622,17 @@ def _tool_tokens(tool: Any) -> int:
         for key in ("name", "description"):
             value = tool.get(key)
             if isinstance(value, str):
-                total += text_tokens(value)
+                total += text_tokens(value, budget)
         schema = tool.get("input_schema")
         if schema is not None:
-            total += text_tokens(_json_text(schema))
+            total += text_tokens(_json_text(schema), budget)
         return total
     if isinstance(kind, str):
         for prefix, size in _BUILTIN_TOOL_TOKENS:
             if kind.startswith(prefix):
                 return size
     rest = {k: v for k, v in tool.items() if k != "cache_control"}
-    return _TOOL_OVERHEAD + text_tokens(_json_text(rest))
+    return _TOOL_OVERHEAD + text_tokens(_json_text(rest), budget)
 
 
 def _tool_prompt_tokens(tool_choice: Any) -> int:
@@ -489,22 +641,25 @@ def _tool_prompt_tokens(tool_choice: Any) -> int:
     return _TOOL_PROMPT_AUTO
 
 
-def count_tokens(body: dict[str, Any]) -> int:
-    """Estimated input tokens of an Anthropic Messages (or count_tokens) request body.
+def count_tokens(body: dict[str, Any], budget: Budget | None = None) -> int:
+    """Estimated input tokens of an Anthropic Messages (or count_tokens) request body,
+    tokenizing at most what `budget` allows (default: a fresh `Budget`).
 
     Raises if the tokenizer cannot be loaded; ``estimate_input_tokens`` never does.
     """
-    total = _REQUEST_OVERHEAD + _content_tokens(body.get("system"))
+    if budget is None:
+        budget = Budget()
+    total = _REQUEST_OVERHEAD + _content_tokens(body.get("system"), budget)
     messages = body.get("messages")
     if isinstance(messages, list):
         for message in messages:
             total += _MESSAGE_OVERHEAD
             if isinstance(message, dict):
-                total += _content_tokens(message.get("content"))
+                total += _content_tokens(message.get("content"), budget)
     tools = body.get("tools")
     if isinstance(tools, list) and tools:
         total += _tool_prompt_tokens(body.get("tool_choice"))
-        total += sum(_tool_tokens(tool) for tool in tools)
+        total += sum(_tool_tokens(tool, budget) for tool in tools)
     return max(1, total)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ..json_depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
 from .fields import bad, type_name
 
 __all__ = ["RAW_ARGUMENTS_KEY", "read_arguments", "tool_arguments", "tool_input_from_arguments"]
@@ -80,4 +81,6 @@ def read_arguments(value: Any, path: str) -> dict[str, Any]:
         raise bad(path, f"is not valid JSON ({exc})") from None
     if not isinstance(parsed, dict):
         raise bad(path, f"must be a JSON object, got {type_name(parsed)}")
+    if nested_deeper_than(parsed, MAX_EMBEDDED_DEPTH):  # its answer could not be written
+        raise bad(path, f"is nested deeper than {MAX_EMBEDDED_DEPTH} levels")
     return parsed

@@ -4,19 +4,23 @@ Modules by job:
 
 - `providers`: `Provider` and the shipped presets (``hydra_proxy/data/providers.toml``).
 - `routes`: `Route`, `RequestTraits` (`request_traits`), `RouteDecision` (`decide`).
-- `keys`: `KeyPool` (round-robin, cooldowns after 429 and 401/403).
+- `keys`: `KeyPool` (round-robin, rests by cause: a rejected key long, a 429 its
+  retry-after or a short growing backoff, a refused model or request never).
 - `schema`: every table and key of the config file; `validate` checks a file against it;
   `source` finds the line of a table or key; `errors`: `ConfigError` of `Problem` s.
 - `settings`: `Settings`, the validated configuration; `loading`: `load`, `reload`,
   `environment` (the process environment over ``~/.hydramcp/.env``).
-- `check`: `require_keys`, `check_port_free`, `models_listing`, `not_found_message`,
-  `describe` (what ``hydra-proxy config check`` prints).
+- `check`: `require_keys`, `client_keys` (HYDRA_PROXY_KEYS), `startup_problems` /
+  `check_startup` (every check a start and a reload run), `check_port_free`,
+  `models_listing`, `not_found_message`, `describe` (what ``hydra-proxy config check``
+  prints).
+- `web`: the syntax of ``allowed_hosts`` and ``allowed_origins``.
 
 What the server calls (all pure but `check_port_free` and the loaders):
 
-- CLI, before serving: ``settings = load(flags, environment())``; ``require_keys(settings)``
-  (raises ConfigError; returns warnings to log); ``check_port_free(host, port)`` (None or
-  the message to print, exit 2).
+- CLI, before serving: ``settings = load(flags, environment())``; ``check_startup(settings,
+  os.environ)`` and ``require_keys(settings)`` (raise ConfigError; the latter returns
+  warnings to log); ``check_port_free(host, port)`` (None or the message to print, exit 2).
 - Per worker, at startup: ``pools = key_pools(settings.providers)`` (mutable, one per
   process).
 - Per request: ``traits = request_traits(canonical_request, client="anthropic" | "chat" |
@@ -31,8 +35,8 @@ What the server calls (all pure but `check_port_free` and the loaders):
   sent to the client. ``decision.label`` names the route in the access log.
 - ``GET /v1/models``: ``models_listing(settings)`` (id, provider, context_window,
   max_output), shaped per client.
-- SIGHUP: ``new = reload(None, settings)`` (ConfigError: log it, keep the old settings),
-  then swap atomically and rebuild the key pools of providers whose keys changed.
+- SIGHUP: ``new = reload(None, settings)`` (every startup check again; ConfigError: log
+  it, keep the old settings), then swap atomically; the workers respawn with new pools.
 - The usage ledger: ``settings.pricing`` is the ``pricing_overrides`` of
   ``UsageService.start``.
 
@@ -57,11 +61,14 @@ from __future__ import annotations
 from .check import (
     ModelInfo,
     check_port_free,
+    check_startup,
+    client_keys,
     describe,
     models_listing,
     needed_providers,
     not_found_message,
     require_keys,
+    startup_problems,
 )
 from .errors import ConfigError, Problem
 from .keys import Key, KeyPool, key_pools, mask, parse_retry_after
@@ -112,6 +119,8 @@ __all__ = [
     "Settings",
     "builtin_providers",
     "check_port_free",
+    "check_startup",
+    "client_keys",
     "default_dotenv_path",
     "describe",
     "environment",
@@ -128,4 +137,5 @@ __all__ = [
     "request_traits",
     "require_keys",
     "should_fall_back",
+    "startup_problems",
 ]

@@ -1,15 +1,24 @@
-"""What a running server needs checked and listed: provider keys, the port, the routable
-model names, and the report `hydra-proxy config check` prints. All pure but the port test.
+"""What a running server needs checked and listed: provider keys, client keys, the
+exposure of the bind address, the signing key, the port, the routable model names, and the
+report `hydra-proxy config check` prints. All pure but the port test and the signing key
+(read, or created on first use).
+
+`startup_problems` is every check a start runs besides the port: `hydra-proxy serve` runs
+it before binding, and a SIGHUP reload runs it on the new settings (one failing keeps the
+running settings).
 """
 
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import ConfigError, Problem
 from .keys import mask
+from .loading import PROXY_KEYS_ENV
 from .providers import Provider
 from .settings import Settings
 
@@ -83,6 +92,88 @@ def require_keys(settings: Settings) -> list[str]:
     if problems:
         raise ConfigError(problems)
     return warnings
+
+
+def client_keys(environ: Mapping[str, str]) -> tuple[bytes, ...]:
+    """The client keys of HYDRA_PROXY_KEYS (comma-separated; none when unset). An entry that
+    is empty (``","``, or ``"$A,$B"`` with a variable unset) is a ConfigError: the server
+    would otherwise run with fewer keys than meant, or none, and answer without a key."""
+    raw = environ.get(PROXY_KEYS_ENV)
+    if raw is None:
+        return ()
+    entries = [entry.strip() for entry in raw.split(",")]
+    empty = [str(i + 1) for i, entry in enumerate(entries) if not entry]
+    if empty:
+        where = "it is empty" if len(entries) == 1 else f"entry {', '.join(empty)} is empty"
+        raise ConfigError(
+            Problem(
+                f"{PROXY_KEYS_ENV} is set but {where} (of {len(entries)}, comma-separated)",
+                hint=f"give every client key, e.g. {PROXY_KEYS_ENV}=key-one,key-two; unset "
+                "the variable to run without client keys (loopback only)",
+            )
+        )
+    return tuple(entry.encode() for entry in entries)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Problem]:
+    """Every problem that stops a start (the port aside): client keys, key passthrough
+    beside them, a public bind without them, the signing key, the transducers."""
+    from ..signing_key import SigningKeyError, load_signing_key
+    from ..transducers import select
+
+    problems: list[Problem] = []
+    try:
+        keys = client_keys(environ)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        keys = ()
+    if settings.key_passthrough and keys:
+        problems.append(
+            Problem(
+                f"key_passthrough and {PROXY_KEYS_ENV} exclude each other (the key a client "
+                "sends would be both a proxy key and its provider key); use one"
+            )
+        )
+    # With key passthrough a client reaches an upstream only with its own key.
+    exposed = not is_loopback(settings.host) and not settings.key_passthrough
+    if exposed and not keys and not settings.insecure_no_auth and not problems:
+        problems.append(
+            Problem(
+                f"refusing to listen on {settings.host} without {PROXY_KEYS_ENV} (clients "
+                "would reach your provider keys)",
+                hint="set client keys, or pass --insecure-no-auth",
+            )
+        )
+    try:
+        load_signing_key(settings.signing_key_file)
+    except SigningKeyError as exc:
+        problems.append(Problem(str(exc), hint="signing_key_file / HYDRA_SIGNING_KEY_FILE"))
+    try:
+        select(settings.implementation)
+    except ImportError as exc:
+        problems.append(
+            Problem(
+                f"the native transducers cannot load ({exc})",
+                hint="use --impl python or HYDRA_PROXY_IMPL=auto",
+            )
+        )
+    return problems
+
+
+def check_startup(settings: Settings, environ: Mapping[str, str]) -> None:
+    """ConfigError listing `startup_problems`, if any."""
+    problems = startup_problems(settings, environ)
+    if problems:
+        raise ConfigError(problems)
 
 
 def check_port_free(host: str, port: int) -> str | None:

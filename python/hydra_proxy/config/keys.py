@@ -3,6 +3,17 @@
 Pure and clock-injected (``now`` is any monotonic clock in seconds): the server keeps one
 pool per provider per worker process and calls ``acquire`` before each attempt and
 ``report`` after it. A key never appears in a repr or a log line: `Key.masked` does.
+
+A rest follows its cause, so one client's request cannot take the pool down:
+
+- the key is rejected (HTTP 401, or an error body of the provider's authentication type,
+  such as Gemini's 400 ``API_KEY_INVALID``): ``AUTH_COOLDOWN``, retried now and then;
+- a 429 with a retry hint (``retry-after``, Gemini's RetryInfo): that long, bounded; one
+  without: a short backoff that grows with each 429 in a row (``BACKOFF_FIRST`` doubling
+  up to ``BACKOFF_MAX``), never an invented long pause that would stall every request;
+- a 403 or 404 about a model or a request ("You do not have access to model X"): no rest.
+  The key serves every other request as before; this one gets the upstream's answer;
+- anything else (an upstream fault, a connect error): no rest.
 """
 
 from __future__ import annotations
@@ -13,16 +24,32 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from ..gemini.errors import AUTH_REASONS
+from ..upstream_errors import ErrorBody, read_error_body
 from .providers import Provider
 
 log = logging.getLogger("hydra_proxy.keys")
 
-# Rest after a 429: the upstream's retry-after, bounded; this much when it gives none.
-RATE_LIMIT_COOLDOWN = 30.0
+# Rest after a 429: the upstream's retry-after, bounded.
 MIN_RATE_LIMIT_COOLDOWN = 1.0
 MAX_RATE_LIMIT_COOLDOWN = 600.0
-# Rest after a 401/403: the key is likely revoked or lacks access; retried now and then.
+# A 429 without a retry hint: this first, doubled for each further one in a row, at most
+# BACKOFF_MAX; a success starts it over.
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 32.0
+# Rest of a rejected key (401, an authentication error): likely revoked; retried now and
+# then.
 AUTH_COOLDOWN = 3600.0
+# Error types and codes by which providers say "this key", whatever the status.
+_AUTH_KINDS = frozenset(
+    {
+        "authentication_error",
+        "invalid_api_key",
+        "unauthenticated",
+        "UNAUTHENTICATED",
+        "invalid_authentication",
+    }
+)
 
 
 def mask(key: str) -> str:
@@ -74,6 +101,18 @@ def parse_retry_after(value: str | float | None, now_wall: float | None = None) 
 class _State:
     ready_at: float = 0.0
     auth_failed: bool = False
+    rate_limits: int = 0  # 429s without a retry hint in a row (the backoff's exponent)
+
+
+def rejects_key(status: int | None, body: ErrorBody | bytes = b"") -> bool:
+    """Whether an upstream error says the key itself is bad (not the model or request);
+    `body` as read once by the caller, or its bytes."""
+    if status == 401:
+        return True
+    if status is None or not body or status not in (400, 403):
+        return False
+    read = body if isinstance(body, ErrorBody) else read_error_body(body[:65536])
+    return bool(read.kind in _AUTH_KINDS or read.code in _AUTH_KINDS or read.reasons & AUTH_REASONS)
 
 
 class KeyPool:
@@ -118,23 +157,33 @@ class KeyPool:
         return self.keys[i], max(self._state[i].ready_at - now, 0.0)
 
     def report(
-        self, key: Key, status: int | None, retry_after: str | float | None, now: float
+        self,
+        key: Key,
+        status: int | None,
+        retry_after: str | float | None,
+        now: float,
+        body: ErrorBody | bytes = b"",
     ) -> float:
         """Record how an attempt with `key` went (`status`: the upstream's HTTP status,
-        None for a connect error). Returns the seconds the key now rests (0: none)."""
+        None for a connect error; `body`: its error body, which may say the key is bad).
+        Returns the seconds the key now rests (0: none)."""
         state = self._state[key.index]
         if status is not None and 200 <= status < 300:
             if state.auth_failed:
                 log.info("%s key %s works again", self.provider, key)
             state.ready_at = 0.0
             state.auth_failed = False
+            state.rate_limits = 0
             return 0.0
         if status == 429:
             seconds = parse_retry_after(retry_after)
             if seconds is None:
-                seconds = RATE_LIMIT_COOLDOWN
+                seconds = min(BACKOFF_FIRST * 2.0 ** min(state.rate_limits, 16), BACKOFF_MAX)
+                state.rate_limits += 1
+            else:
+                state.rate_limits = 0
             seconds = min(max(seconds, MIN_RATE_LIMIT_COOLDOWN), MAX_RATE_LIMIT_COOLDOWN)
-        elif status in (401, 403):
+        elif rejects_key(status, body):
             seconds = AUTH_COOLDOWN
             if not state.auth_failed:  # once per key, until it works again
                 log.warning(
@@ -146,7 +195,9 @@ class KeyPool:
                 )
             state.auth_failed = True
         else:
-            return 0.0  # an upstream fault, not the key's
+            # A model or request the account may not use (403/404), an upstream fault:
+            # not the key's, which keeps serving every other request.
+            return 0.0
         state.ready_at = max(state.ready_at, now + seconds)
         return seconds
 

@@ -27,7 +27,7 @@ from .routes import Route
 from .schema import ADMISSION, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
-from .validate import Validator, read_config, type_ok
+from .validate import Validator, list_problem, read_config, type_ok
 
 log = logging.getLogger("hydra_proxy.config")
 
@@ -102,6 +102,8 @@ def _convert(text: str, spec: Field) -> Any:
         return int(text.strip())
     if kind is float:
         return float(text.strip())
+    if kind is list:  # a variable's list: comma-separated
+        return [part.strip() for part in text.split(",") if part.strip()]
     return text
 
 
@@ -164,6 +166,10 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         if not type_ok(value, spec) or not _flag_ok(key, value, spec):
             check.problems.append(_flag_problem(origin, key, raw, spec))
             continue
+        problem = list_problem(key, value)
+        if problem is not None:
+            check.problems.append(Problem(f"{origin}: {problem}"))
+            continue
         values[key] = value
 
     target_provider = str(values.get("provider", "openai"))
@@ -211,7 +217,9 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         implementation=str(values.get("implementation", "auto")),
         insecure_no_auth=bool(given.get("insecure_no_auth", False)),
         key_passthrough=bool(values.get("key_passthrough", False)),
-        signing_key_file=values.get("signing_key_file"),
+        signing_key_file=_signing_key_files(values.get("signing_key_file")),
+        allowed_hosts=tuple(values.get("allowed_hosts", ())),
+        allowed_origins=tuple(values.get("allowed_origins", ())),
         continuation=str(values.get("continuation", "auto")).lower(),
         pricing=pricing,
         usage_ledger=None if str(ledger).lower() == "off" else str(ledger),
@@ -224,6 +232,10 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),
         **limits,
     )
+
+
+def _signing_key_files(value: Any) -> str | tuple[str, ...] | None:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _layered(
@@ -296,13 +308,14 @@ def _flag_problem(
 
 def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = None) -> Settings:
     """The settings from a new config file (and the current variables and the CLI flags
-    the server started with), validated fully, keys included; ConfigError with the same
-    messages as at start when anything is wrong, and then `current` stays in force.
+    the server started with), validated fully and through every startup check
+    (`check.startup_problems`); ConfigError with the same messages as at start when
+    anything is wrong, and then `current` stays in force.
 
     host, port and workers need a restart: a changed value is reported at WARNING and the
     current one kept.
     """
-    from .check import require_keys
+    from .check import check_startup, require_keys
 
     flags = dict(current.flags)
     if path is not None:
@@ -320,4 +333,7 @@ def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = 
             ", ".join(f"{k}={v}" for k, v in kept.items()),
         )
         new = dataclasses.replace(new, **kept)
+    # Everything a start checks (client keys, a public bind without them, the signing key):
+    # a reload that turns key_passthrough off must not leave a public bind without keys.
+    check_startup(new, os.environ if env is None else env)
     return new

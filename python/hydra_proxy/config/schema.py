@@ -13,6 +13,9 @@ from .providers import MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
 from .routes import CLIENT_PROTOCOLS, EFFORTS
 
 IMPLEMENTATIONS = ("auto", "native", "python")
+# orjson writes at most 254 levels, and a translated request nests a client's values a few
+# levels deeper than the client did: past this, an answer could not be written.
+MAX_JSON_DEPTH = 200
 CONTINUATION_MODES = ("auto", "always", "never")
 
 
@@ -78,8 +81,12 @@ SERVER: dict[str, Field] = {
                        env="HYDRA_PASSTHROUGH"),
     "implementation": Field((str,), "transducer implementation", IMPLEMENTATIONS,
                           env="HYDRA_PROXY_IMPL"),
-    "signing_key_file": Field((str,), "file of the key that signs thinking blocks",
-                            env="HYDRA_SIGNING_KEY_FILE"),
+    "signing_key_file": Field((str, list), "file(s) of the signing keys: the first signs, "
+                            "every one verifies", env="HYDRA_SIGNING_KEY_FILE"),
+    "allowed_hosts": Field((list,), "more Host names the proxy answers to without client keys",
+                         env="HYDRA_ALLOWED_HOSTS"),
+    "allowed_origins": Field((list,), "web origins allowed to call the proxy (CORS)",
+                           env="HYDRA_ALLOWED_ORIGINS"),
     "continuation": Field((str,), "continuation suffix for Chat clients", CONTINUATION_MODES,
                         env="HYDRA_CONTINUATION"),
     "key_passthrough": Field((bool,), "forward the client's key upstream (no proxy keys)",
@@ -87,8 +94,8 @@ SERVER: dict[str, Field] = {
     "max_body_bytes": _num("largest request body", "HYDRA_MAX_BODY_BYTES", int, 1),
     "body_timeout": _num("seconds a client may take to send its request body",
                          "HYDRA_BODY_TIMEOUT"),
-    "max_json_depth": _num("deepest nesting of a request body's JSON", "HYDRA_MAX_JSON_DEPTH",
-                           int, 1),
+    "max_json_depth": Field((int,), "deepest nesting of a request body's JSON",
+                          env="HYDRA_MAX_JSON_DEPTH", minimum=1, maximum=MAX_JSON_DEPTH),
     "send_stall_timeout": _num("seconds a paused stream waits for its client to read",
                                "HYDRA_SEND_STALL_TIMEOUT"),
     "max_event_bytes": _num("largest upstream SSE event", "HYDRA_MAX_EVENT_BYTES", int, 1),

@@ -51,7 +51,13 @@ class Settings:
     ping_interval: float = 10.0
     retries: int = 2
     shutdown_grace: float = 30.0
-    signing_key_file: str | None = None
+    # The signing key files: the first signs, every one verifies (a rotation). None: the
+    # default file (hydra_proxy.signing_key).
+    signing_key_file: str | tuple[str, ...] | None = None
+    # Without client keys (server/browser_guard.py): more Host names that name this proxy,
+    # and the web origins that may call it (CORS is answered for those only).
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
     # x-hydra-continuation request header), always, never.
     continuation: str = "auto"

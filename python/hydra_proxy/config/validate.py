@@ -32,6 +32,7 @@ from .schema import (
     did_you_mean,
 )
 from .source import Path, SourceMap
+from .web import host_problem, origin_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,6 +68,22 @@ def read_config(path: str) -> tuple[dict[str, Any], SourceMap]:
             )
         ) from None
     return data, SourceMap(text)
+
+
+def list_problem(key: str, value: object) -> str | None:
+    """What is wrong with the entries of a [server] list setting (None: nothing)."""
+    if not isinstance(value, list):
+        return None
+    check = {"allowed_hosts": host_problem, "allowed_origins": origin_problem}.get(key)
+    for entry in value:
+        if not isinstance(entry, str) or not entry.strip():
+            return f"{key} must be a list of non-empty strings, not {value!r}"
+        problem = check(entry) if check is not None else None
+        if problem is not None:
+            return f"{key} entry {entry!r}: {problem}"
+    if key == "signing_key_file" and not value:
+        return "signing_key_file must name at least one file"
+    return None
 
 
 def type_ok(value: object, spec: Field) -> bool:
@@ -181,6 +198,10 @@ class Validator:
 
     def server(self, table: Mapping[str, Any]) -> None:
         self.check_table(("server",), table, SERVER, "[server]")
+        for key in ("allowed_hosts", "allowed_origins", "signing_key_file"):
+            problem = list_problem(key, table.get(key))
+            if problem is not None:
+                self.add(("server", key), f"[server] {problem}")
 
     def usage(self, table: Mapping[str, Any]) -> None:
         self.check_table(("usage",), table, USAGE, "[usage]")

@@ -20,7 +20,9 @@ never copies a key it does not understand. Rules (each covered by tests):
   ``$ref`` win); a ref met again inside its own expansion, or deeper than `MAX_REF_DEPTH`,
   becomes a plain ``{"type": "OBJECT"}`` (with the target's description). Unresolvable
   refs become ``{}``. ``$defs``/``definitions`` themselves are dropped. More than
-  `MAX_NODES` schema nodes (a ref bomb) raises `SchemaTooLarge`.
+  `MAX_NODES` schema nodes in one request's schemas, or `MAX_REF_REUSE` nodes beyond the
+  schemas' own (a ref bomb; `NodeBudget`), or schema nodes nested deeper than `MAX_DEPTH`
+  (past it the request could not be written), raise `SchemaTooLarge`.
 - ``const``: a string -> ``enum: [value]``; ``null`` -> ``nullable``; other values only
   infer the type. ``enum``: strings kept, ``null`` -> ``nullable``; an enum of non-strings
   (Gemini enums are strings) is dropped and listed in the description.
@@ -48,15 +50,24 @@ from typing import Any
 import orjson
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_NODES",
     "MAX_REF_DEPTH",
+    "MAX_REF_REUSE",
+    "NodeBudget",
     "SchemaTooLarge",
     "function_parameters",
     "gemini_schema",
 ]
 
 MAX_REF_DEPTH = 16
+# A request's schema nodes in all (about 0.2 s of sanitising; Claude Code's tools hold 66).
 MAX_NODES = 20_000
+# Nodes one request may visit beyond those its schemas hold (refs inlined more than once):
+# about 20 ms of work, and thirty times all that Claude Code's tools hold.
+MAX_REF_REUSE = 2048
+# Schema nodes within schema nodes; each adds one or two levels to the request's JSON.
+MAX_DEPTH = 100
 
 _TYPES = {
     "string": "STRING",
@@ -70,17 +81,42 @@ _COUNTS = ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "m
 
 
 class SchemaTooLarge(ValueError):
-    """The schema expands (through $ref) to more than MAX_NODES nodes."""
+    """The request's schemas hold (or expand through $ref to) more nodes than its
+    NodeBudget allows, or one nests deeper than MAX_DEPTH."""
 
 
-def gemini_schema(schema: Any) -> dict[str, Any]:
-    """`schema` (JSON Schema, any draft) as a Gemini ``Schema`` object. Never mutates input."""
-    return _Sanitizer(schema).node(schema, ())
+class NodeBudget:
+    """The schema nodes one request may visit, shared by all its schemas: `MAX_NODES` in
+    all, of which at most `MAX_REF_REUSE` beyond the schemas' own (refs inlined more than
+    once), so a bomb in every tool costs no more than one."""
+
+    def __init__(self) -> None:
+        self.visited = 0
+        self.left = MAX_REF_REUSE
 
 
-def function_parameters(schema: Any) -> dict[str, Any] | None:
+def _count_nodes(schema: Any) -> int:
+    count = 0
+    stack = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            count += 1
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return count
+
+
+def gemini_schema(schema: Any, budget: NodeBudget | None = None) -> dict[str, Any]:
+    """`schema` (JSON Schema, any draft) as a Gemini ``Schema`` object. Never mutates input.
+    `budget`: shared by every schema of one request (default: this schema's own)."""
+    return _Sanitizer(schema, budget or NodeBudget()).node(schema, ())
+
+
+def function_parameters(schema: Any, budget: NodeBudget | None = None) -> dict[str, Any] | None:
     """A tool's input schema as ``FunctionDeclaration.parameters``; None: send none."""
-    result = gemini_schema(schema)
+    result = gemini_schema(schema, budget)
     if not result.get("properties"):
         return None
     result.pop("anyOf", None)
@@ -110,9 +146,12 @@ def _add_note(out: dict[str, Any], note: str) -> None:
 
 
 class _Sanitizer:
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, budget: NodeBudget) -> None:
         self.root = root
         self.nodes = 0
+        self.budget = budget
+        self.own = _count_nodes(root)  # visited past these, a node is a ref's reuse
+        self.depth = 0
 
     # -- $ref
 
@@ -144,8 +183,25 @@ class _Sanitizer:
 
     def node(self, schema: Any, refs: tuple[str, ...]) -> dict[str, Any]:
         self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise SchemaTooLarge(f"schema expands to more than {MAX_NODES} nodes")
+        self.budget.visited += 1
+        if self.nodes > self.own:
+            self.budget.left -= 1
+        if self.budget.visited > MAX_NODES:
+            raise SchemaTooLarge(f"the request's schemas hold more than {MAX_NODES} nodes")
+        if self.budget.left < 0:
+            raise SchemaTooLarge(
+                f"the request's schemas expand (through $ref) to more than {MAX_REF_REUSE} "
+                "nodes beyond their own"
+            )
+        if self.depth >= MAX_DEPTH:
+            raise SchemaTooLarge(f"schema nests deeper than {MAX_DEPTH} levels")
+        self.depth += 1
+        try:
+            return self._node(schema, refs)
+        finally:
+            self.depth -= 1
+
+    def _node(self, schema: Any, refs: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(schema, dict):
             return {}  # true / {} / junk: any value
         if isinstance(schema.get("$ref"), str):

@@ -44,6 +44,7 @@ from typing import Any
 import orjson
 
 from .. import continuation, signature
+from ..signing_key import verifying_keys
 
 __all__ = [
     "CARRIER_PREFIX",
@@ -136,7 +137,9 @@ def verify_upstream_item(thinking: str, sig: object, key: bytes) -> UpstreamItem
         mac = _unb64(mac_b64)
     except (binascii.Error, ValueError):
         return None
-    if not hmac.compare_digest(_upstream_mac(key, item, thinking), mac):
+    if not any(
+        hmac.compare_digest(_upstream_mac(k, item, thinking), mac) for k in verifying_keys(key)
+    ):
         return None
     parsed = orjson.loads(item)
     if not (

@@ -21,7 +21,7 @@ from .. import __version__, tokens
 from ..config import Settings
 from ..config.routes import ClientProtocol
 from ..errors import ProxyError
-from . import accounting, attempts, endpoints
+from . import accounting, attempts, browser_guard, endpoints
 from .exchange import (
     ClientGone,
     ClientRequest,
@@ -29,10 +29,15 @@ from .exchange import (
     Receive,
     Scope,
     Send,
-    require_model,
 )
 from .ingress import chat, messages, responses
-from .limits import check_content_type, closes_connection, parse_object, read_json_body
+from .limits import (
+    check_content_type,
+    closes_connection,
+    parse_object,
+    read_json_body,
+    require_model,
+)
 from .shutdown import refusal
 from .worker import Worker, start_usage
 
@@ -85,6 +90,8 @@ ROUTES: dict[tuple[str, str], Handler] = {
 
 
 def handler_for(method: str, path: str) -> Handler:
+    if method == "OPTIONS":  # a CORS preflight, for any path
+        return endpoints.preflight
     handler = ROUTES.get((method, path))
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
@@ -106,6 +113,8 @@ class App:
         """Answer through the endpoint's handler and write one access-log line."""
         exchange = Exchange(self.worker, scope, receive, send)
         try:
+            # Host and Origin first (a web page must not drive the proxy), for every endpoint.
+            exchange.send = browser_guard.check(self.worker.browser, scope, send)
             await handler_for(scope["method"], scope["path"])(exchange)
         except ProxyError as exc:
             await exchange.fail(exc, close=closes_connection(exc))

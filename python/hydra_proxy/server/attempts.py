@@ -31,11 +31,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..config.keys import Key, KeyPool
 from ..config.routes import Attempt, should_fall_back
 from ..config.settings import Settings
 from ..errors import ProxyError
+from ..upstream_errors import ErrorBody
 from ..usage.record import client_key_id
 from . import reply
 from .admission import Admitted, session_of
@@ -58,9 +60,16 @@ MAX_ERROR_BODY = 64 * 1024
 # the client rather than waited out here.
 MAX_RETRY_AFTER = 5.0
 
+
 # What an upstream failure reports to its key's pool and the access log: its HTTP status
-# (None: not reached or no answer in time) and its retry-after.
-Report = Callable[[int | None, str | None], None]
+# (None: not reached or no answer in time), its retry-after, and its error body (which may
+# say whether the key or only the request was refused).
+class Report(Protocol):
+    def __call__(
+        self, status: int | None, retry_after: str | None, body: ErrorBody | None = None
+    ) -> None: ...
+
+
 # After a 429: puts the pool's next resting-free key on the plan and returns the reporter
 # for that key, or None when no other key is free.
 Rekey = Callable[[Plan], Report | None]
@@ -194,11 +203,13 @@ class _Reporter:
     ) -> None:
         self.name, self.pool, self.key, self.tried, self.log = name, pool, key, tried, log
 
-    def __call__(self, status: int | None, retry_after: str | None) -> None:
+    def __call__(
+        self, status: int | None, retry_after: str | None, body: ErrorBody | None = None
+    ) -> None:
         self.tried.append(f"{self.name}:{status if status is not None else 'unreachable'}")
         self.log["attempts"] = ",".join(self.tried)
         if self.pool is not None and self.key is not None:
-            self.pool.report(self.key, status, retry_after, time.monotonic())
+            self.pool.report(self.key, status, retry_after, time.monotonic(), body or b"")
 
 
 async def answer(exchange: Exchange, request: ClientRequest) -> None:
@@ -270,7 +281,7 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             call = start(worker.http, plan.url, plan.headers, plan.body)
             response = await post(worker.http, worker.settings, call, retries=0)
         except UpstreamHTTPError as exc:
-            report(exc.status, exc.retry_after)
+            report(exc.status, exc.retry_after, exc.read)
             if should_fall_back(exc.status):
                 continue
             await reply.answer_http_error(exchange, plan, exc)
@@ -320,7 +331,7 @@ async def _send(
                 call = start(worker.http, plan.url, plan.headers, plan.body)
             response = await post(worker.http, worker.settings, call)
         except UpstreamHTTPError as exc:
-            report(exc.status, exc.retry_after)
+            report(exc.status, exc.retry_after, exc.read)
             next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
             if next_report is None:
                 raise

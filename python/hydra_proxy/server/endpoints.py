@@ -13,8 +13,15 @@ from ..config import models_listing, request_traits
 from ..errors import ProxyError, invalid_request
 from ..tokens import estimate_input_tokens
 from ..usage.dashboard import AUTHENTICATE, PREFIX, basic_auth_key
-from .exchange import Exchange, is_proxy_key, require_model
-from .limits import check_content_type, parse_object, read_json_body
+from .browser_guard import preflight_answer
+from .exchange import Exchange, is_proxy_key
+from .limits import (
+    check_content_type,
+    parse_object,
+    read_json_body,
+    read_telemetry,
+    require_model,
+)
 
 DASHBOARD = PREFIX
 
@@ -39,8 +46,11 @@ async def hello(exchange: Exchange) -> None:
 
 
 async def event_logging(exchange: Exchange) -> None:
-    """Claude Code's telemetry: accepted and dropped."""
-    await read_json(exchange)
+    """Claude Code's telemetry: accepted and dropped (read within its own bound); with
+    proxy keys, only from a client that holds one."""
+    if exchange.worker.proxy_keys:
+        exchange.authorize()
+    await read_telemetry(exchange.scope, exchange.receive, exchange.worker.settings.body_timeout)
     await exchange.respond(200, b"{}")
 
 
@@ -134,6 +144,20 @@ async def dashboard(exchange: Exchange) -> None:
         worker.usage.dashboard, exchange.scope["path"], query
     )
     await exchange.respond(status, body, content_type.encode())
+
+
+async def preflight(exchange: Exchange) -> None:
+    """OPTIONS: a CORS preflight from a listed origin is answered (a 403 for any other
+    origin); any other OPTIONS request is a 405."""
+    answer = preflight_answer(exchange.worker.browser, exchange.scope["headers"])
+    if answer is None:
+        await not_found(exchange)
+        return
+    if isinstance(answer, ProxyError):
+        raise answer
+    status, headers = answer
+    await exchange.send(exchange.start(status, headers))
+    await exchange.send({"type": "http.response.body", "body": b""})
 
 
 async def not_found(exchange: Exchange) -> None:

@@ -30,8 +30,9 @@ from ..config.routes import (
     RouteDecision,
     decide,
 )
-from ..errors import ProxyError, invalid_request
+from ..errors import ProxyError
 from ..redaction import Redactor
+from ..signing_key import for_client
 
 if TYPE_CHECKING:
     from ..transducers import StreamTransducer
@@ -96,14 +97,6 @@ def request_id() -> str:
     return "req_hydra" + os.urandom(12).hex()
 
 
-def require_model(request: dict[str, Any]) -> dict[str, Any]:
-    """A parsed model request, or a 400 when it names no model."""
-    model = request.get("model")
-    if not isinstance(model, str) or not model:
-        raise invalid_request("model: a model name (string) is required", "model")
-    return request
-
-
 class UpstreamUnreachable(ProxyError):
     """An upstream that cannot be reached at all: a configuration error (a local server not
     started, a wrong base_url), not overload. Answered with ``x-should-retry: false`` so that
@@ -143,6 +136,7 @@ class Exchange:
         "request_id",
         "scope",
         "send",
+        "signing_key",
         "started",
         "started_wall",
         "status",
@@ -165,6 +159,10 @@ class Exchange:
         self.log: dict[str, object] = {}
         """Details for the access-log line."""
         self.client_key: bytes | None = None
+        self.signing_key: bytes = worker.signing_key
+        """What the request's carriers are signed and verified with: with proxy keys, the
+        client key's own (derived), so what one member was handed does not verify for
+        another."""
         """The proxy key the client presented (its id is recorded, never itself)."""
         self.provider_key: str | None = None
         """Key passthrough: the client's own provider key, sent upstream instead of the
@@ -226,6 +224,7 @@ class Exchange:
             return
         if presented is not None and is_proxy_key(worker.proxy_keys, presented):
             self.client_key = presented
+            self.signing_key = for_client(worker.signing_key, presented)
             return
         raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
 

@@ -7,7 +7,8 @@ so one upstream read becomes one transducer feed and one client send, in the sam
 
 Also: a keep-alive pool per origin, TLS with SNI, HTTPS_PROXY/HTTP_PROXY/NO_PROXY (a
 CONNECT tunnel for https), bounded response heads and buffered bodies, gzip/deflate
-bodies decoded. The request is written before `send` returns when a pooled connection is
+bodies decoded within a bound (`INFLATE_RATIO`: a small compressed body cannot make the
+proxy hold or relay gigabytes). The request is written before `send` returns when a pooled connection is
 free, so work done after it overlaps with the upstream's.
 """
 
@@ -46,6 +47,13 @@ UPSTREAM_RECEIVE_BUFFER = 512 * 1024
 # stream() or read()); past this the connection is not read until one is called.
 MAX_READ_AHEAD = 256 * 1024
 
+# A gzip/deflate body is inflated in pieces of at most INFLATE_STEP bytes, and refused
+# (the connection dropped) once its inflated bytes pass INFLATE_ALLOWANCE plus INFLATE_RATIO
+# times its compressed bytes: text compresses 5-20 times, a gzip bomb a thousand.
+INFLATE_STEP = 64 * 1024
+INFLATE_ALLOWANCE = 1024 * 1024
+INFLATE_RATIO = 100
+
 Sink = Callable[[bytes], None]
 
 
@@ -58,8 +66,10 @@ class H1Response:
 
     __slots__ = (
         "_chunks",
+        "_compressed",
         "_conn",
         "_decoder",
+        "_inflated",
         "_limit",
         "_size",
         "done",
@@ -84,6 +94,8 @@ class H1Response:
         self._size = 0
         self._limit = 0
         self._decoder: zlib._Decompress | None = None
+        self._compressed = 0
+        self._inflated = 0
         self.reused = conn.reused
 
     # -- body delivery ----------------------------------------------------------------
@@ -140,9 +152,39 @@ class H1Response:
 
     def _body(self, data: bytes) -> None:
         if self._decoder is not None:
-            data = self._decoder.decompress(data)
+            self._inflate(self._decoder, data)
+            return
+        self._deliver(data)
+
+    def _inflate(self, decoder: zlib._Decompress, data: bytes) -> None:
+        """Inflate `data` in bounded pieces, each delivered; drop the response past the
+        bound (see INFLATE_RATIO)."""
+        self._compressed += len(data)
+        while True:
+            piece = decoder.decompress(data, INFLATE_STEP)
+            data = decoder.unconsumed_tail
+            if piece:
+                self._inflated += len(piece)
+                if self._inflated > INFLATE_ALLOWANCE + INFLATE_RATIO * self._compressed:
+                    self._refuse(
+                        H1Error(
+                            f"the upstream's compressed body inflates more than "
+                            f"{INFLATE_RATIO} times its size: refused"
+                        )
+                    )
+                    return
+                self._deliver(piece)
+                if self._conn is None:  # truncated at the read limit, or dropped
+                    return
             if not data:
                 return
+
+    def _refuse(self, exc: H1Error) -> None:
+        self._decoder = None
+        self._end(exc)
+        self.close()
+
+    def _deliver(self, data: bytes) -> None:
         sink = self.sink
         if sink is not None:
             sink(data)
@@ -159,9 +201,10 @@ class H1Response:
         if self.done.done():
             return
         if exc is None and self._decoder is not None:
+            # Every input byte was inflated already (in pieces): what is left is small.
             tail = self._decoder.flush()
             if tail:
-                self._body(tail)
+                self._deliver(tail)
         if exc is None:
             self.done.set_result(None)
         else:

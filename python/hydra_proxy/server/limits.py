@@ -2,15 +2,15 @@
 the shape of its JSON. Each breach is a ProxyError the app answers in the client's own
 protocol, with a message that names the problem and the limit (and the setting).
 
-- A body larger than `max_body_bytes` is refused from its Content-Length before a byte is
+- A body larger than `max_body_bytes` (a telemetry batch: `TELEMETRY_MAX_BYTES`) is refused from its Content-Length before a byte is
   kept, and a chunked one as soon as it passes the bound (413). The rest of it is read
   and dropped (within `body_timeout`) before the answer, because clients write their
   whole request before they read: answered early, they see a broken pipe, not the 413.
   A client that sent `Expect: 100-continue` is answered at once, its body never sent.
 - A body not complete within `body_timeout` seconds of the start of its reading is a 408
   (slow-loris uploads); the response closes the connection.
-- A Content-Type other than JSON (`application/json`, `application/*+json`) is a 400; a
-  request without one is read as JSON (curl and some SDKs send none).
+- A Content-Type other than JSON (`application/json`, `application/*+json`), or none, is
+  a 400: a web page can send any other body to any address (server/browser_guard.py).
 - Invalid JSON, invalid UTF-8, JSON that is not an object, and JSON nested deeper than
   `max_json_depth` (default 128 levels; orjson's own bound is 1024) are 400s.
 """
@@ -24,6 +24,8 @@ from typing import Any
 import orjson
 
 from ..errors import ProxyError, invalid_request
+from ..json_depth import nested_deeper_than
+from .browser_guard import content_type_refusal
 from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
 
 if sys.version_info >= (3, 11):
@@ -45,10 +47,10 @@ class LimitError(ProxyError):
         self.close = close
 
 
-def too_large(limit: int, *, close: bool = False) -> LimitError:
+def too_large(limit: int, *, close: bool = False, bound: str = "max_body_bytes") -> LimitError:
     return LimitError(
         413,
-        f"the request body exceeds {limit} bytes (max_body_bytes)",
+        f"the request body exceeds {limit} bytes ({bound})",
         error_type="request_too_large",
         code="request_too_large",
         close=close,
@@ -71,17 +73,10 @@ def closes_connection(exc: ProxyError) -> bool:
 
 
 def check_content_type(scope: Scope) -> None:
-    """A 400 unless the request's Content-Type (when it has one) is JSON."""
-    value = header(scope, b"content-type")
-    if value is None:
-        return
-    media = value.split(b";", 1)[0].strip().lower()
-    if media == b"application/json" or (
-        media.startswith(b"application/") and media.endswith(b"+json")
-    ):
-        return
-    shown = value.decode("latin-1")[:100]
-    raise invalid_request(f"content-type must be application/json, not {shown!r}")
+    """A 400 unless the request's Content-Type says JSON (server/browser_guard.py)."""
+    refusal = content_type_refusal(header(scope, b"content-type"))
+    if refusal is not None:
+        raise refusal
 
 
 def declared_length(scope: Scope) -> int | None:
@@ -94,13 +89,15 @@ def declared_length(scope: Scope) -> int | None:
         raise invalid_request("content-length is not a number") from None
 
 
-async def read_json_body(scope: Scope, receive: Receive, max_bytes: int, seconds: float) -> bytes:
-    """The request body, within `max_bytes` and `seconds` (LimitError otherwise); raises
-    ClientGone when the client leaves first."""
+async def read_json_body(
+    scope: Scope, receive: Receive, max_bytes: int, seconds: float, bound: str = "max_body_bytes"
+) -> bytes:
+    """The request body, within `max_bytes` (named `bound` in the 413) and `seconds`
+    (LimitError otherwise); raises ClientGone when the client leaves first."""
     length = declared_length(scope)
     too_big = length is not None and length > max_bytes
     if too_big and (header(scope, b"expect") or b"").lower() == b"100-continue":
-        raise too_large(max_bytes, close=True)  # its body was never asked for
+        raise too_large(max_bytes, close=True, bound=bound)  # its body was never asked for
     try:
         async with _timeout(seconds):
             if not too_big:
@@ -111,9 +108,20 @@ async def read_json_body(scope: Scope, receive: Receive, max_bytes: int, seconds
             await _discard(receive)
     except TimeoutError:
         if too_big:
-            raise too_large(max_bytes, close=True) from None
+            raise too_large(max_bytes, close=True, bound=bound) from None
         raise too_slow(seconds) from None
-    raise too_large(max_bytes)
+    raise too_large(max_bytes, bound=bound)
+
+
+# Claude Code's telemetry batches are a few kB; nothing of them is kept.
+TELEMETRY_MAX_BYTES = 1 << 20
+
+
+async def read_telemetry(scope: Scope, receive: Receive, seconds: float) -> None:
+    """Read and drop a telemetry body: JSON, at most `TELEMETRY_MAX_BYTES` (a 413 past it,
+    whatever max_body_bytes allows a model request)."""
+    check_content_type(scope)
+    await read_json_body(scope, receive, TELEMETRY_MAX_BYTES, seconds, "the telemetry bound, 1 MiB")
 
 
 async def _discard(receive: Receive) -> None:
@@ -139,9 +147,39 @@ def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[s
         raise invalid_request(f"the request body is not valid JSON: {text}") from None
     if type(value) is not dict:
         raise invalid_request(f"the request body must be a JSON object, not {_json_kind(value)}")
-    if _deeper_than(value, max_depth, body):
+    if body.count(b"{") + body.count(b"[") > max_depth and nested_deeper_than(value, max_depth):
         raise too_deep(max_depth)
     return value
+
+
+# Model names are kept in caches and metrics, written to the ledger and logged: bounded,
+# and without the characters that would break a log line or a label.
+MAX_MODEL_CHARS = 256
+
+
+def require_model(request: dict[str, Any]) -> dict[str, Any]:
+    """A parsed model request, or a 400 when it names no model or a name out of bounds."""
+    model = request.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid_request("model: a model name (string) is required", "model")
+    check_model_name(model)
+    return request
+
+
+def check_model_name(model: str, param: str = "model") -> None:
+    """A 400 unless `model` is at most MAX_MODEL_CHARS printable characters."""
+    if len(model) > MAX_MODEL_CHARS:
+        raise invalid_request(
+            f"model: a model name is at most {MAX_MODEL_CHARS} characters, not {len(model)}",
+            param,
+        )
+    if not model.isprintable():
+        at, char = next((i, c) for i, c in enumerate(model) if not c.isprintable())
+        raise invalid_request(
+            f"model: the model name holds a character that is not printable "
+            f"(U+{ord(char):04X} at position {at + 1})",
+            param,
+        )
 
 
 def too_deep(limit: int) -> ProxyError:
@@ -162,32 +200,18 @@ def _json_kind(value: object) -> str:
     return "a number"
 
 
-def _deeper_than(value: dict[str, Any], limit: int, body: bytes) -> bool:
-    """Whether `value` nests arrays and objects more than `limit` levels deep (the object
-    itself is level 1). A body with no more brackets than the limit cannot be: no walk."""
-    if body.count(b"{") + body.count(b"[") <= limit:
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, depth = pop()
-        if depth > limit:
-            return True
-        for child in node.values() if type(node) is dict else node:
-            kind = type(child)
-            if kind is dict or kind is list:
-                push((child, depth + 1))
-    return False
-
-
 __all__ = [
     "DEFAULT_MAX_JSON_DEPTH",
+    "MAX_MODEL_CHARS",
     "ClientGone",
     "LimitError",
     "check_content_type",
+    "check_model_name",
     "closes_connection",
     "parse_object",
     "read_json_body",
+    "read_telemetry",
+    "require_model",
     "too_large",
     "too_slow",
 ]

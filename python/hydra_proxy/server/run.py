@@ -2,10 +2,12 @@
 
 Hot reload: granian's main process takes SIGHUP and respawns every worker gracefully
 (in-flight streams finish on the old worker), calling its reload hooks first. The hook
-here re-reads the config in the main process (`config.reload`: validated fully, keys
-included); the respawned workers load the app from the new settings, key pools rebuilt.
-A bad config is refused with the same errors as at start, and the workers come back with
-the settings in force. Nothing is checked on the request path.
+here re-reads the config in the main process (`config.reload`: validated fully, and
+through every check a start runs: client keys, a public bind without them, the signing
+key, provider keys); the respawned workers load the app from the new settings, key pools
+rebuilt. A config that fails any check is refused with the same errors as at start
+(logged), and the workers come back with the settings in force. Nothing is checked on the
+request path.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import math
 import shutil
 
+from .. import logs
 from ..config import ConfigError, Settings, reload
 from ..usage.metrics import multiprocess_dir, setup_multiprocess_dir
 from .app import App
@@ -41,7 +44,10 @@ class SettingsHolder:
         try:
             new = reload(None, self.settings)
         except ConfigError as exc:
-            log.error("config reload refused, the running config stays:\n%s", exc)
+            log.error(
+                "config reload refused, the running config stays: %s",
+                " | ".join(str(problem).replace("\n  -> ", " -> ") for problem in exc.problems),
+            )
             return
         self.settings = new
         log.warning("config reloaded from %s", new.config_file or "flags and environment")
@@ -77,6 +83,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
         log_enabled=True,
         log_level=LogLevels(log_level),
         log_access=False,
+        log_dictconfig=logs.granian_config(),  # its lines escaped as ours are
         workers_kill_timeout=kill_timeout(settings),  # then a busy worker is killed
         http1_settings=HTTP1Settings(
             header_read_timeout=HEADER_READ_TIMEOUT_MS, max_buffer_size=MAX_HEAD_BUFFER

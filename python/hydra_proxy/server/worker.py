@@ -11,13 +11,14 @@ import os
 import time
 from dataclasses import dataclass
 
-from ..config import Settings, key_pools
+from ..config import Settings, client_keys, key_pools
 from ..config.keys import KeyPool
 from ..config.routes import Route
 from ..redaction import Redactor
 from ..signing_key import load_signing_key
 from ..transducers import Implementation, select
 from ..usage.service import UsageService
+from . import browser_guard
 from .admission import Admission, limits_of
 from .http1 import H1Client
 from .shutdown import Shutdown
@@ -42,6 +43,8 @@ class Worker:
     """Every provider key, and key-like tokens, out of the error bodies the proxy writes."""
     proxy_keys: tuple[bytes, ...]
     """The keys a client must present (HYDRA_PROXY_KEYS; empty: none)."""
+    browser: browser_guard.Policy
+    """Which Host and Origin headers a request may carry (the web pages kept out)."""
     started: float
     usage: UsageService | None = None
     """The usage ledger, metrics and traces (set at startup; None: all off)."""
@@ -50,6 +53,7 @@ class Worker:
     def create(cls, settings: Settings) -> Worker:
         admission = Admission(limits_of(settings))
         providers = settings.providers.values()
+        proxy_keys = client_keys(os.environ)  # checked at start: no empty entries
         return cls(
             settings=settings,
             default_route=settings.default_route,
@@ -60,10 +64,9 @@ class Worker:
             admission=admission if admission.active else None,
             shutdown=Shutdown(settings.shutdown_grace),
             redactor=Redactor(key for p in providers for _, key in p.api_keys()),
-            proxy_keys=tuple(
-                k.strip().encode()
-                for k in os.environ.get("HYDRA_PROXY_KEYS", "").split(",")
-                if k.strip()
+            proxy_keys=proxy_keys,
+            browser=browser_guard.Policy.for_settings(
+                settings, client_keys=bool(proxy_keys) or settings.key_passthrough
             ),
             started=time.time(),
         )

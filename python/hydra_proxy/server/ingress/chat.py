@@ -81,7 +81,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
 
 def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -> Plan:
     worker = exchange.worker
-    signing_key = worker.signing_key
+    signing_key = exchange.signing_key
     provider = attempt.provider
     model: str = request["model"]
     key = signing_key if wants_continuation(exchange) else None

@@ -44,7 +44,7 @@ def _translated(
     estimate: Callable[[], int],
 ) -> Plan:
     worker = exchange.worker
-    signing_key = worker.signing_key
+    signing_key = exchange.signing_key
     max_event_bytes = worker.settings.max_event_bytes
 
     def build(factory: Factory) -> StreamTransducer:

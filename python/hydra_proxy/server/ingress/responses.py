@@ -33,7 +33,7 @@ log = logging.getLogger("hydra_proxy.responses")
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
     model: str = request["model"]
-    signing_key = exchange.worker.signing_key
+    signing_key = exchange.signing_key
 
     @functools.cache
     def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
@@ -80,7 +80,7 @@ def _translated(
 ) -> Plan:
     """The plan of one translated attempt (the Responses reader's output for its model)."""
     worker = exchange.worker
-    signing_key = worker.signing_key
+    signing_key = exchange.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())

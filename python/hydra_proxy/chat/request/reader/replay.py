@@ -22,7 +22,6 @@ the assistant's text.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 
 from .... import continuation
@@ -31,8 +30,6 @@ from ....canonical.content import Block
 __all__ = ["Replay", "restore_from_content", "restore_from_reasoning"]
 
 trace = logging.getLogger("hydra_proxy.continuation")
-
-_MARKER = re.compile(re.escape(continuation.PREFIX) + r"[A-Za-z0-9_.\-]*(?:\]\])?")
 
 
 @dataclass(slots=True)
@@ -93,22 +90,14 @@ class _Scan:
 def _scan(text: str, key: bytes | None) -> _Scan:
     """Every continuation suffix in `text`: verified blocks, the spans to cut, broken ones."""
     scan = _Scan()
-    pos = 0
-    while True:
-        at = text.find(continuation.PREFIX, pos)
-        if at < 0:
-            return scan
-        found = continuation.find(text[pos:], key) if key is not None else False
-        if isinstance(found, continuation.Found):
-            scan.blocks.extend(found.blocks)
-            scan.spans.append((pos + found.start, pos + found.end))
-            pos += found.end
+    for item in continuation.scan(text, key):  # linear, however many markers
+        if isinstance(item, continuation.Found):
+            scan.blocks.extend(item.blocks)
+            scan.spans.append((item.start, item.end))
         else:
-            marker = _MARKER.match(text, at)
-            end = marker.end() if marker else at + len(continuation.PREFIX)
-            scan.spans.append((at, end))
+            scan.spans.append(item)
             scan.broken += 1
-            pos = end
+    return scan
 
 
 def _anthropic_blocks(blocks: list[continuation.Block]) -> list[Block]:

@@ -103,7 +103,7 @@ def _allowed_tools(
         raise bad(path, "required: an object with mode and tools")
     choice, allowed = allowed_tools(value, path)
     by_name = {tool["name"]: tool for tool in tools}
-    keep: list[str] = []
+    keep: dict[str, None] = {}  # ordered; looked up once per allowed tool and per tool
     for i, entry in enumerate(allowed):
         function = entry.get("function") if isinstance(entry, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
@@ -111,6 +111,5 @@ def _allowed_tools(
             raise bad(f"{path}.tools[{i}].function.name", "required")
         if name not in by_name:
             raise bad(f"{path}.tools[{i}].function.name", f"no tool named {name!r} in tools")
-        if name not in keep:
-            keep.append(name)
+        keep.setdefault(name)
     return [tool for tool in tools if tool["name"] in keep], choice

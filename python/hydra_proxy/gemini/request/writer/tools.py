@@ -15,7 +15,7 @@ from typing import Any
 
 from ....canonical.fields import bad
 from ....canonical.tools import custom_tools, read_tool_choice
-from ...schema import SchemaTooLarge, function_parameters
+from ...schema import NodeBudget, SchemaTooLarge, function_parameters
 
 __all__ = ["UPSTREAM", "function_declarations", "tool_config"]
 
@@ -25,12 +25,13 @@ _MODES = {"auto": "AUTO", "any": "ANY", "none": "NONE", "tool": "ANY"}
 
 def function_declarations(value: Any) -> list[dict[str, Any]]:
     declarations: list[dict[str, Any]] = []
+    budget = NodeBudget()  # one for every tool: a bomb in each costs no more than one
     for name, description, schema, path in custom_tools(value, UPSTREAM):
         declaration: dict[str, Any] = {"name": name}
         if isinstance(description, str) and description:
             declaration["description"] = description
         try:
-            parameters = function_parameters(schema)
+            parameters = function_parameters(schema, budget)
         except SchemaTooLarge as exc:
             raise bad(f"{path}.input_schema", f"tool {name!r}: {exc}") from exc
         if parameters is not None:

@@ -30,9 +30,10 @@ from typing import Any
 from ....canonical.arguments import read_arguments
 from ....canonical.fields import bad, required_string, type_name, unknown_role
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from ...reasoning import is_carrier
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
 from .content import input_part, read_texts
-from .replay import restore_reasoning
+from .replay import MAX_FORGED, restore_reasoning
 from .validation import NO_STATE
 
 __all__ = ["InputReader"]
@@ -62,6 +63,8 @@ class InputReader(TurnBuilder):
         self.names = names
         self.skipped = 0  # reasoning items that were not a valid carrier
         self.dropped: list[str] = []  # hosted-tool item types, in order, once each
+        self.dropped_seen: set[str] = set()
+        self.forged = 0  # carriers that did not verify
 
     def add_input(self, value: Any) -> None:
         if value is None:
@@ -91,9 +94,13 @@ class InputReader(TurnBuilder):
         elif itype in _OUTPUTS:
             self._output(item, path)
         elif itype == "reasoning":
-            blocks = restore_reasoning(item, path, self.key)
+            # Past MAX_FORGED carriers that did not verify, the rest are skipped unchecked:
+            # each check is a MAC, and a request may hold thousands.
+            blocks = restore_reasoning(item, path, self.key, verify=self.forged < MAX_FORGED)
             if blocks is None:
                 self.skipped += 1
+                encrypted = item.get("encrypted_content")
+                self.forged += isinstance(encrypted, str) and is_carrier(encrypted)
             elif blocks:
                 self._assistant_turn().blocks.extend(blocks)
         elif itype == "item_reference":
@@ -104,7 +111,8 @@ class InputReader(TurnBuilder):
         else:
             # Hosted-tool calls and their outputs, compaction items...: they ran at OpenAI.
             log.debug("%s: %s input item skipped (not replayable here)", path, itype)
-            if itype not in self.dropped:
+            if itype not in self.dropped_seen:  # a set: distinct types by the thousand
+                self.dropped_seen.add(itype)
                 self.dropped.append(itype)
 
     def _message(self, item: dict[str, Any], path: str) -> None:

@@ -19,20 +19,25 @@ from ....canonical.content import Block
 from ....canonical.fields import bad, type_name
 from ...reasoning import decode_carrier, is_carrier
 
-__all__ = ["restore_reasoning"]
+__all__ = ["MAX_FORGED", "restore_reasoning"]
+
+MAX_FORGED = 64  # reasoning carriers per request that may fail their MAC check
 
 trace = logging.getLogger("hydra_proxy.continuation")
 
 
-def restore_reasoning(item: dict[str, Any], path: str, key: bytes | None) -> list[Block] | None:
-    """The blocks a reasoning item restores (None: it is skipped)."""
+def restore_reasoning(
+    item: dict[str, Any], path: str, key: bytes | None, *, verify: bool = True
+) -> list[Block] | None:
+    """The blocks a reasoning item restores (None: it is skipped). `verify` False: skipped
+    unchecked (a request past `MAX_FORGED` carriers that failed their check)."""
     encrypted = item.get("encrypted_content")
     if encrypted is not None and not isinstance(encrypted, str):
         raise bad(f"{path}.encrypted_content", f"must be a string, got {type_name(encrypted)}")
     summary = item.get("summary")
     if summary is not None and not isinstance(summary, list):
         raise bad(f"{path}.summary", f"must be an array, got {type_name(summary)}")
-    blocks = decode_carrier(encrypted, key)
+    blocks = decode_carrier(encrypted, key) if verify else None
     if blocks is None:
         why = (
             "no encrypted_content"

@@ -70,7 +70,7 @@ def read_tools(value: Any) -> ToolSet:
         return ToolSet([], names, [])
     if not isinstance(value, list):
         raise bad("tools", "must be an array")
-    dropped: list[str] = []
+    dropped: dict[str, None] = {}  # ordered, and a lookup that does not scan a list
     # (path, tool, namespace, namespace description); plain tools first claim their names.
     entries: list[tuple[str, dict[str, Any], str | None, str | None]] = []
     for i, tool in enumerate(value):
@@ -95,8 +95,8 @@ def read_tools(value: Any) -> ToolSet:
                 if sub.get("type") not in _CALLABLE:
                     raise bad(f"{sub_path}.type", "a namespace holds function and custom tools")
                 entries.append((sub_path, sub, ns_name, description))
-        elif ttype not in dropped:
-            dropped.append(ttype)
+        else:
+            dropped.setdefault(ttype)
 
     taken: set[str] = set()
     out: list[dict[str, Any]] = []
@@ -118,7 +118,7 @@ def read_tools(value: Any) -> ToolSet:
         custom = tool["type"] == "custom"
         names.add(sent, ToolOrigin(name, namespace, custom))
         out.append(_convert(tool, path, sent, ns_description, custom))
-    return ToolSet(out, names, dropped)
+    return ToolSet(out, names, list(dropped))
 
 
 def _convert(
