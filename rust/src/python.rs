@@ -254,7 +254,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_INTERLEAVED", chat::decoder::MSG_INTERLEAVED),
         ("MSG_UNKNOWN_BLOCK", anthropic::decoder::MSG_UNKNOWN_BLOCK),
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
-        ("MSG_UPSTREAM_FAILED", responses::shared::MSG_UPSTREAM_FAILED),
+        (
+            "MSG_UPSTREAM_FAILED",
+            responses::shared::MSG_UPSTREAM_FAILED,
+        ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
     let refusals = gemini::mapping::REFUSAL_FINISH_REASONS.to_vec();

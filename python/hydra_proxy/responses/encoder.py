@@ -280,17 +280,7 @@ class ResponsesEncoder:
             case MessageStart():
                 pass
             case Usage():
-                mine = self._usage
-                if event.input_tokens is not None:
-                    mine.input_tokens = event.input_tokens
-                if event.cache_read_input_tokens is not None:
-                    mine.cache_read_input_tokens = event.cache_read_input_tokens
-                if event.cache_creation_input_tokens is not None:
-                    mine.cache_creation_input_tokens = event.cache_creation_input_tokens
-                if event.output_tokens is not None:
-                    mine.output_tokens = event.output_tokens
-                if event.reasoning_tokens is not None:
-                    mine.reasoning_tokens = event.reasoning_tokens
+                self._usage.update(event)
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():

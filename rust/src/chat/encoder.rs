@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::mapping;
 use super::output::{self as out, ChunkWriter};
 use crate::continuation::{self, Block};
-use crate::stream::{BlockKind, Encoder, Event};
+use crate::stream::{BlockKind, Encoder, Event, Usage};
 
 enum Kind {
     Text,
@@ -37,11 +37,7 @@ pub struct ChatEncoder {
     thinking: Vec<Block>,
     stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
-    input: u64,
-    cache_read: u64,
-    cache_creation: u64,
-    output: u64,
-    reasoning: u64,
+    usage: Usage,
 }
 
 impl ChatEncoder {
@@ -67,16 +63,19 @@ impl ChatEncoder {
             thinking: Vec::new(),
             stop_reason: None,
             finish_reason: None,
-            input: 0,
-            cache_read: 0,
-            cache_creation: 0,
-            output: 0,
-            reasoning: 0,
+            usage: Usage::default(),
         }
     }
 
-    fn prompt_tokens(&self) -> u128 {
-        u128::from(self.input) + u128::from(self.cache_read) + u128::from(self.cache_creation)
+    /// (prompt_tokens, cached_tokens, completion_tokens): OpenAI's prompt counts the cached
+    /// and cache-written tokens that Anthropic's input leaves out.
+    fn counts(&self) -> (u128, u64, u64) {
+        let usage = &self.usage;
+        let cached = usage.cache_read_input_tokens.unwrap_or(0);
+        let prompt = u128::from(usage.input_tokens.unwrap_or(0))
+            + u128::from(cached)
+            + u128::from(usage.cache_creation_input_tokens.unwrap_or(0));
+        (prompt, cached, usage.output_tokens.unwrap_or(0))
     }
 
     fn start(&mut self, out: &mut Vec<u8>) {
@@ -139,8 +138,8 @@ impl ChatEncoder {
         self.finish_reason = Some(reason);
         self.writer.finish(out, reason);
         if self.include_usage {
-            self.writer
-                .usage(out, self.prompt_tokens(), self.output, self.cache_read);
+            let (prompt, cached, completion) = self.counts();
+            self.writer.usage(out, prompt, completion, cached);
         }
         out.extend_from_slice(out::DONE);
         self.ended = true;
@@ -197,24 +196,7 @@ impl Encoder for ChatEncoder {
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),
-            Event::Usage(usage) => {
-                // Anthropic counts are cumulative; a later event repeats or updates them.
-                if let Some(v) = usage.input_tokens {
-                    self.input = v;
-                }
-                if let Some(v) = usage.cache_read_input_tokens {
-                    self.cache_read = v;
-                }
-                if let Some(v) = usage.cache_creation_input_tokens {
-                    self.cache_creation = v;
-                }
-                if let Some(v) = usage.output_tokens {
-                    self.output = v;
-                }
-                if let Some(v) = usage.reasoning_tokens {
-                    self.reasoning = v;
-                }
-            }
+            Event::Usage(usage) => self.usage.update(&usage),
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
             Event::Error { kind, message } => self.fail(out, kind, message),
@@ -245,10 +227,10 @@ impl Encoder for ChatEncoder {
     }
 
     fn usage(&self) -> (u128, u64, u64) {
-        (self.prompt_tokens(), self.cache_read, self.output)
+        self.counts()
     }
 
     fn reasoning_tokens(&self) -> u64 {
-        self.reasoning
+        self.usage.reasoning_tokens.unwrap_or(0)
     }
 }

@@ -681,18 +681,7 @@ impl Encoder for ResponsesEncoder {
                     self.block_stop(out);
                 }
             }
-            Event::Usage(usage) => {
-                let mine = &mut self.usage;
-                mine.input_tokens = usage.input_tokens.or(mine.input_tokens);
-                mine.cache_read_input_tokens = usage
-                    .cache_read_input_tokens
-                    .or(mine.cache_read_input_tokens);
-                mine.cache_creation_input_tokens = usage
-                    .cache_creation_input_tokens
-                    .or(mine.cache_creation_input_tokens);
-                mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
-                mine.reasoning_tokens = usage.reasoning_tokens.or(mine.reasoning_tokens);
-            }
+            Event::Usage(usage) => self.usage.update(&usage),
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
             Event::Error { kind, message } => self.fail(out, kind, message),
