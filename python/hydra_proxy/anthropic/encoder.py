@@ -33,18 +33,16 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
+from ..stream.transducer import COMPLETE, Ending, Failed
 from . import output as out
 
 
-class AnthropicEncoder:
+class AnthropicEncoder(Ending):
     def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
         self._message_id = message_id
         self._model = model
         self._estimate = input_tokens
         self._started = False
-        self._ended = False
-        self._complete = False
-        self._error: tuple[str, str] | None = None
         # Blocks started so far (the next index), and the open one: (decoder id, index).
         self._blocks = 0
         self._open: tuple[int, int] | None = None
@@ -130,28 +128,11 @@ class AnthropicEncoder:
         input_tokens, cached, output_tokens = self.usage
         parts.append(out.message_delta(self._stop_reason, input_tokens, cached, output_tokens))
         parts.append(out.MESSAGE_STOP)
-        self._ended = True
-        self._complete = True
+        self.outcome = COMPLETE
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self._error = (error_type, message)
-        self._ended = True
-
-    @property
-    def finished(self) -> bool:
-        """The output has ended, with message_stop or with an error event."""
-        return self._ended
-
-    @property
-    def complete(self) -> bool:
-        """The output ended with message_stop: the reply is whole."""
-        return self._complete
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        """(error type, message) of the error event that ended the output, if any."""
-        return self._error
+        self.outcome = Failed(error_type, message)
 
     @property
     def has_content(self) -> bool:
@@ -160,7 +141,7 @@ class AnthropicEncoder:
 
     @property
     def stop_reason(self) -> str | None:
-        return self._stop_reason if self._complete else None
+        return self._stop_reason if self.complete else None
 
     @property
     def usage(self) -> tuple[int, int, int]:

@@ -39,6 +39,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
+from ..stream.transducer import COMPLETE, Ending, Failed
 from . import mapping
 from . import output as out
 
@@ -58,7 +59,7 @@ class _Block:
         self.sent_arguments = False
 
 
-class ChatEncoder:
+class ChatEncoder(Ending):
     def __init__(
         self,
         completion_id: str,
@@ -71,9 +72,6 @@ class ChatEncoder:
         self._include_usage = include_usage
         self._continuation_key = continuation_key or None
         self._started = False
-        self._ended = False
-        self._complete = False
-        self._error: tuple[str, str] | None = None
         self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
         self._tools = 0
         self._thinking: list[Block] = []  # finished thinking/redacted blocks, for the suffix
@@ -164,25 +162,11 @@ class ChatEncoder:
             prompt, cached, completion = self.usage
             parts.append(self._out.usage(prompt, completion, cached))
         parts.append(out.DONE)
-        self._ended = True
-        self._complete = True
+        self.outcome = COMPLETE
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self._error = (error_type, message)
-        self._ended = True
-
-    @property
-    def finished(self) -> bool:
-        return self._ended
-
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        return self._error
+        self.outcome = Failed(error_type, message)
 
     @property
     def has_content(self) -> bool:

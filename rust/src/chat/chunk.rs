@@ -24,7 +24,8 @@ use std::borrow::Cow;
 
 pub use cache::ChunkReader;
 
-use crate::json::scan::{Mark, Result, Scanner, Syntax};
+use crate::json::scan::{Result, Scanner, Syntax};
+use crate::json::shaped::{count, elements, opt_index, opt_str, Bad, Shaped};
 
 /// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
 /// strings, a template's shape the holes they come from).
@@ -141,13 +142,6 @@ impl<T> List<T> {
         }
     }
 }
-
-/// A value of the wrong type. Readers return `Ok(Err(Bad))` for it: the field records it
-/// (and a later occurrence of its key overwrites it) while the scan goes on to find any
-/// later syntax error.
-#[derive(Debug, Clone, Copy)]
-struct Bad;
-type Shaped<T> = std::result::Result<T, Bad>;
 
 /// Parse one chunk (without a [`ChunkReader`]'s memory of the previous ones).
 #[cfg(test)]
@@ -274,38 +268,23 @@ fn read_top<'a>(
 /// An array of choice objects, or null (empty); 1 container encloses it.
 fn read_choices<'a>(s: &mut Scanner<'a>, list: &mut List<Choice<'a>>) -> Result<Shaped<()>> {
     list.clear();
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut bad = false;
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    match read_choice(s, list.push_default())? {
-                        Ok(true) => {}
-                        Ok(false) => list.pop(),
-                        Err(Bad) => {
-                            list.pop();
-                            bad = true;
-                        }
-                    }
-                } else {
-                    s.skip_value(2)?;
-                    bad = true;
-                }
-                Ok(())
-            })?;
-            Ok(if bad { Err(Bad) } else { Ok(()) })
+    let mut bad = false;
+    let shaped = elements(s, 1, |s, object| {
+        if !object {
+            bad = true;
+            return Ok(());
         }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(()))
+        match read_choice(s, list.push_default())? {
+            Ok(true) => {}
+            Ok(false) => list.pop(),
+            Err(Bad) => {
+                list.pop();
+                bad = true;
+            }
         }
-        _ => {
-            s.skip_value(1)?;
-            Ok(Err(Bad))
-        }
-    }
+        Ok(())
+    })?;
+    Ok(if bad { Err(Bad) } else { shaped })
 }
 
 /// A choice object's members (the cursor is past its `{`; 3 containers enclose them);
@@ -381,34 +360,17 @@ fn read_tool_calls<'a>(
     list: &mut List<ToolCallDelta<'a>>,
 ) -> Result<Shaped<()>> {
     list.clear();
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut bad = false;
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    if read_tool_call(s, list.push_default())?.is_err() {
-                        list.pop();
-                        bad = true;
-                    }
-                } else {
-                    s.skip_value(5)?;
-                    bad = true;
-                }
-                Ok(())
-            })?;
-            Ok(if bad { Err(Bad) } else { Ok(()) })
+    let mut bad = false;
+    let shaped = elements(s, 4, |s, object| {
+        if !object {
+            bad = true;
+        } else if read_tool_call(s, list.push_default())?.is_err() {
+            list.pop();
+            bad = true;
         }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(()))
-        }
-        _ => {
-            s.skip_value(4)?;
-            Ok(Err(Bad))
-        }
-    }
+        Ok(())
+    })?;
+    Ok(if bad { Err(Bad) } else { shaped })
 }
 
 /// A tool call object's members (the cursor is past its `{`; 6 containers enclose them).
@@ -537,64 +499,6 @@ fn groq(s: &mut Scanner<'_>) -> Result<Option<Usage>> {
 }
 
 // -- values ----------------------------------------------------------------------------------
-
-/// A string or null.
-#[inline]
-fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    match s.ws() {
-        b'"' => {
-            s.pos += 1;
-            let start = s.pos;
-            let text = s.string()?;
-            if s.record {
-                s.marks.push(Mark {
-                    start,
-                    end: s.pos - 1,
-                    // Unique while the text lives: a borrowed one's place in the input, an
-                    // unescaped one's allocation (see `Template::build`).
-                    text: text.as_ptr() as usize,
-                });
-            }
-            Ok(Ok(Some(text)))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A non-negative integer or null.
-#[inline]
-fn opt_index(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<u64>>> {
-    match s.ws() {
-        b'-' | b'0'..=b'9' => Ok(s.number()?.map(Some).ok_or(Bad)),
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A non-negative integer, or None for anything else.
-#[inline]
-fn count(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
-    match s.ws() {
-        b'-' | b'0'..=b'9' => s.number(),
-        _ => {
-            s.skip_value(depth)?;
-            Ok(None)
-        }
-    }
-}
 
 /// Whether a value is there and not null.
 #[inline]

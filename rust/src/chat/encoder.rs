@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::mapping;
 use super::output::{self as out, ChunkWriter};
 use crate::continuation::{self, Block};
-use crate::stream::{BlockKind, Encoder, Event, Usage};
+use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 enum Kind {
     Text,
@@ -27,9 +27,7 @@ pub struct ChatEncoder {
     include_usage: bool,
     continuation_key: Option<Vec<u8>>,
     started: bool,
-    ended: bool,
-    complete: bool,
-    error: Option<(&'static str, String)>,
+    outcome: Outcome,
     /// Open blocks by decoder id.
     blocks: BTreeMap<u64, Kind>,
     tools: u64,
@@ -55,9 +53,7 @@ impl ChatEncoder {
                 .filter(|k| !k.is_empty())
                 .map(<[u8]>::to_vec),
             started: false,
-            ended: false,
-            complete: false,
-            error: None,
+            outcome: Outcome::Open,
             blocks: BTreeMap::new(),
             tools: 0,
             thinking: Vec::new(),
@@ -142,14 +138,12 @@ impl ChatEncoder {
             self.writer.usage(out, prompt, completion, cached);
         }
         out.extend_from_slice(out::DONE);
-        self.ended = true;
-        self.complete = true;
+        self.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
         out::error(out, error_type, message);
-        self.error = Some((error_type, message.to_owned()));
-        self.ended = true;
+        self.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -204,16 +198,8 @@ impl Encoder for ChatEncoder {
         }
     }
 
-    fn finished(&self) -> bool {
-        self.ended
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
-    fn error(&self) -> Option<(&'static str, &str)> {
-        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
     }
 
     /// A role chunk (and so a response) has been emitted.

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use crate::json::scan::{Result, Scanner, Syntax, MAX_DEPTH};
+use crate::json::shaped::{count, object, objects, opt_bool, opt_str, Bad, Shaped};
 
 #[derive(Default)]
 pub struct Chunk<'a> {
@@ -246,11 +247,6 @@ pub enum ReadError {
     BadShape { has_error: bool },
 }
 
-/// A value of the wrong type.
-struct Bad;
-
-type Shaped<T> = std::result::Result<T, Bad>;
-
 /// Parse one chunk.
 pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
     let mut s = Scanner::new(json);
@@ -321,13 +317,7 @@ fn usage(s: &mut Scanner<'_>) -> Result<Option<UsageMetadata>> {
             "thoughtsTokenCount" => &mut usage.thoughts,
             _ => return s.skip_value(2),
         };
-        *slot = match s.ws() {
-            b'-' | b'0'..=b'9' => s.number()?,
-            _ => {
-                s.skip_value(2)?;
-                None
-            }
-        };
+        *slot = count(s, 2)?;
         Ok(())
     })?;
     Ok(Some(usage))
@@ -581,99 +571,6 @@ fn media<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Media<'a>>> {
 }
 
 // -- values ------------------------------------------------------------------------------------
-
-/// An object read by `members` (its members are at `depth + 1`), or null.
-fn object<'a, T>(
-    s: &mut Scanner<'a>,
-    depth: u32,
-    members: impl FnOnce(&mut Scanner<'a>) -> Result<Shaped<T>>,
-) -> Result<Shaped<Option<T>>> {
-    match s.ws() {
-        b'{' => {
-            s.pos += 1;
-            Ok(members(s)?.map(Some))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// An array of objects (their members at `depth + 2`), or null (empty); null elements
-/// and other types are wrong.
-fn objects<'a, T>(
-    s: &mut Scanner<'a>,
-    depth: u32,
-    mut members: impl FnMut(&mut Scanner<'a>) -> Result<Shaped<T>>,
-) -> Result<Shaped<Vec<T>>> {
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut items = Ok(Vec::new());
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    match (members(s)?, &mut items) {
-                        (Ok(item), Ok(list)) => list.push(item),
-                        (Err(Bad), _) => items = Err(Bad),
-                        _ => {}
-                    }
-                } else {
-                    s.skip_value(depth + 1)?;
-                    items = Err(Bad);
-                }
-                Ok(())
-            })?;
-            Ok(items)
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(Vec::new()))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A string or null.
-#[inline]
-fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    match s.ws() {
-        b'"' => {
-            s.pos += 1;
-            Ok(Ok(Some(s.string()?)))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A bool or null.
-#[inline]
-fn opt_bool(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<bool>>> {
-    match s.ws() {
-        b't' => s.literal(b"true").map(|()| Ok(Some(true))),
-        b'f' => s.literal(b"false").map(|()| Ok(Some(false))),
-        b'n' => s.null().map(|()| Ok(None)),
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
 
 /// Any value, as orjson would hold it (`depth`: the containers enclosing it).
 fn node(s: &mut Scanner<'_>, json: &str, depth: u32) -> Result<Node> {

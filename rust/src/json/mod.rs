@@ -2,6 +2,7 @@
 
 pub mod read;
 pub mod scan;
+pub mod shaped;
 pub mod write;
 
 /// Strip JSON whitespace (not Rust's ASCII whitespace, which also strips form feed).

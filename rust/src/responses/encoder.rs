@@ -15,7 +15,7 @@ use super::output::{self as out, ResponseTail};
 use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
 use crate::continuation::Block;
 use crate::json::trim_json_ws;
-use crate::stream::{BlockKind, Encoder, Event, Usage};
+use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 /// What a tool name sent upstream stands for in the client's request
 /// (responses.tools.ToolOrigin).
@@ -77,9 +77,7 @@ pub struct ResponsesEncoder {
     names: HashMap<String, ToolOrigin>,
     seq: u64,
     started: bool,
-    ended: bool,
-    complete: bool,
-    error: Option<(&'static str, String)>,
+    outcome: Outcome,
     stop_reason: Option<String>,
     status: Option<&'static str>,
     usage: Usage,
@@ -152,9 +150,7 @@ impl ResponsesEncoder {
             names: options.tool_names,
             seq: 0,
             started: false,
-            ended: false,
-            complete: false,
-            error: None,
+            outcome: Outcome::Open,
             stop_reason: None,
             status: None,
             usage: Usage::default(),
@@ -572,8 +568,7 @@ impl ResponsesEncoder {
         let seq = self.next();
         out::response_event(out, kind, seq, &response);
         self.status = Some(incomplete.unwrap_or("completed"));
-        self.ended = true;
-        self.complete = true;
+        self.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
@@ -585,8 +580,7 @@ impl ResponsesEncoder {
         let response = self.response("failed", &tail);
         let seq = self.next();
         out::response_event(out, "response.failed", seq, &response);
-        self.error = Some((error_type, message.to_owned()));
-        self.ended = true;
+        self.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 
     fn is_thinking(&self) -> bool {
@@ -689,16 +683,8 @@ impl Encoder for ResponsesEncoder {
         }
     }
 
-    fn finished(&self) -> bool {
-        self.ended
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
-    fn error(&self) -> Option<(&'static str, &str)> {
-        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
     }
 
     fn has_content(&self) -> bool {

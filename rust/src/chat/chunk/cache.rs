@@ -251,4 +251,3 @@ fn fill<'a>(shape: &ChunkOf<u8>, strings: &mut [Option<Cow<'a, str>>], chunk: &m
         }
     }
 }
-
