@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::event::{read_event, BlockStart, Delta, ReadError};
 use crate::errors::upstream_error;
-use crate::json::trim_json_ws;
+use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
 use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
 
@@ -60,10 +60,7 @@ impl Decoder for AnthropicDecoder {
             }
             return;
         }
-        let text = match std::str::from_utf8(data) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(data),
-        };
+        let text = json::text(data);
         let last_wins: Option<String>;
         let mut slot = None;
         let mut retry = None;

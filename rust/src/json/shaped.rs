@@ -16,12 +16,37 @@ pub struct Bad;
 
 pub type Shaped<T> = std::result::Result<T, Bad>;
 
+/// A value `read` reads, starting at a byte `starts` accepts, or null; `Err(Bad)` (and the
+/// value skipped) for any other.
+#[inline(always)]
+fn nullable<'a, T>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+    starts: impl FnOnce(u8) -> bool,
+    read: impl FnOnce(&mut Scanner<'a>) -> Result<Shaped<T>>,
+) -> Result<Shaped<Option<T>>> {
+    match s.ws() {
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        b if starts(b) => Ok(read(s)?.map(Some)),
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
+}
+
 /// A string or null. With the scanner's `record` on, the string's place is marked (the
 /// Chat reader's template, chat/chunk/cache.rs).
 #[inline]
 pub fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    match s.ws() {
-        b'"' => {
+    nullable(
+        s,
+        depth,
+        |b| b == b'"',
+        |s| {
             s.pos += 1;
             let start = s.pos;
             let text = s.string()?;
@@ -34,47 +59,27 @@ pub fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<
                     text: text.as_ptr() as usize,
                 });
             }
-            Ok(Ok(Some(text)))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
+            Ok(Ok(text))
+        },
+    )
 }
 
 /// A non-negative integer or null.
 #[inline]
 pub fn opt_index(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<u64>>> {
-    match s.ws() {
-        b'-' | b'0'..=b'9' => Ok(s.number()?.map(Some).ok_or(Bad)),
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
+    let starts = |b| matches!(b, b'-' | b'0'..=b'9');
+    nullable(s, depth, starts, |s| Ok(s.number()?.ok_or(Bad)))
 }
 
 /// A bool or null.
 #[inline]
 pub fn opt_bool(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<bool>>> {
-    match s.ws() {
-        b't' => s.literal(b"true").map(|()| Ok(Some(true))),
-        b'f' => s.literal(b"false").map(|()| Ok(Some(false))),
-        b'n' => s.null().map(|()| Ok(None)),
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
+    let starts = |b| b == b't' || b == b'f';
+    nullable(s, depth, starts, |s| {
+        let value = s.peek() == b't';
+        s.literal(if value { b"true" } else { b"false" })?;
+        Ok(Ok(value))
+    })
 }
 
 /// A token count, leniently: a non-negative integer, or None for anything else.
@@ -90,25 +95,21 @@ pub fn count(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
 }
 
 /// An object read by `members` (its members are at `depth + 1`), or null.
+#[inline]
 pub fn object<'a, T>(
     s: &mut Scanner<'a>,
     depth: u32,
     members: impl FnOnce(&mut Scanner<'a>) -> Result<Shaped<T>>,
 ) -> Result<Shaped<Option<T>>> {
-    match s.ws() {
-        b'{' => {
+    nullable(
+        s,
+        depth,
+        |b| b == b'{',
+        |s| {
             s.pos += 1;
-            Ok(members(s)?.map(Some))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
+            members(s)
+        },
+    )
 }
 
 /// An array of objects, each read by `members` (theirs are at `depth + 2`), or null

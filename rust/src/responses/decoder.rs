@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
-use crate::json::trim_json_ws;
 use crate::json::write::write_str;
+use crate::json::{self, trim_json_ws};
 use crate::signature::sign_thinking;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
 use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
@@ -127,7 +127,7 @@ impl Decoder for ResponsesDecoder {
             }
             return;
         }
-        let text = String::from_utf8_lossy(data);
+        let text = json::text(data);
         let Some(payload) = parse(&text) else {
             if error_event {
                 // An error event in plain text (a gateway's): its text is the message.

@@ -76,6 +76,19 @@ pub enum Outcome {
     Failed(&'static str, String),
 }
 
+/// `Decoder::begin` of a protocol without a start event: the message begins at the first
+/// body bytes.
+#[inline]
+pub fn start_once<S: Sink>(started: &mut bool, emit: &mut S) {
+    if !*started {
+        *started = true;
+        emit.emit(Event::MessageStart {
+            id: None,
+            model: None,
+        });
+    }
+}
+
 /// Canonical events -> client protocol SSE bytes, and what the server asks of the stream.
 pub trait Encoder {
     /// The client protocol's token counts.

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::{read_top, Chunk, ChunkOf, Delta, DeltaOf, List, ReadError};
+use super::{read_top, Chunk, ChunkOf, DeltaOf, ReadError};
 use crate::json::scan::{Mark, Scanner, Syntax};
 
 /// Reads the chunks of one stream, skipping what they repeat of the previous ones.
@@ -197,30 +197,8 @@ impl Template {
                 }
             }
         };
-        let shape = &mut self.shape;
-        *shape = ChunkOf {
-            has_error: chunk.has_error,
-            usage: chunk.usage,
-            choices: List::default(),
-        };
-        for choice in chunk.choices.iter() {
-            let to = shape.choices.push_default();
-            to.finish_reason = slot(&choice.finish_reason);
-            if let Some(delta) = &choice.delta {
-                let d = to.delta.insert(DeltaOf::default());
-                d.reasoning_content = slot(&delta.reasoning_content);
-                d.reasoning_fallback = slot(&delta.reasoning_fallback);
-                d.content = slot(&delta.content);
-                d.refusal = slot(&delta.refusal);
-                for call in delta.tool_calls.iter() {
-                    let c = d.tool_calls.push_default();
-                    c.index = call.index;
-                    c.id = slot(&call.id);
-                    c.name = slot(&call.name);
-                    c.arguments = slot(&call.arguments);
-                }
-            }
-        }
+        self.shape = ChunkOf::default();
+        map_strings(chunk, &mut self.shape, &mut slot);
         if fits {
             self.text.extend_from_slice(json.as_bytes());
         }
@@ -228,25 +206,37 @@ impl Template {
 }
 
 /// The chunk of a template's shape with the strings read in its holes.
+#[inline]
 fn fill<'a>(shape: &ChunkOf<u8>, strings: &mut [Option<Cow<'a, str>>], chunk: &mut Chunk<'a>) {
-    let mut take = |slot: &Option<u8>| slot.and_then(|i| strings[i as usize].take());
-    chunk.has_error = shape.has_error;
-    chunk.usage = shape.usage;
-    for choice in shape.choices.iter() {
-        let to = chunk.choices.push_default();
-        to.finish_reason = take(&choice.finish_reason);
+    map_strings(shape, chunk, |slot| {
+        slot.and_then(|i| strings[i as usize].take())
+    });
+}
+
+/// Copy `from` into `to` (empty), each of its strings mapped by `f`, in reading order.
+#[inline]
+fn map_strings<S, T: Default>(
+    from: &ChunkOf<S>,
+    to: &mut ChunkOf<T>,
+    mut f: impl FnMut(&Option<S>) -> Option<T>,
+) {
+    to.has_error = from.has_error;
+    to.usage = from.usage;
+    for choice in from.choices.iter() {
+        let c = to.choices.push_default();
+        c.finish_reason = f(&choice.finish_reason);
         if let Some(delta) = &choice.delta {
-            let d = to.delta.insert(Delta::default());
-            d.reasoning_content = take(&delta.reasoning_content);
-            d.reasoning_fallback = take(&delta.reasoning_fallback);
-            d.content = take(&delta.content);
-            d.refusal = take(&delta.refusal);
+            let d = c.delta.insert(DeltaOf::default());
+            d.reasoning_content = f(&delta.reasoning_content);
+            d.reasoning_fallback = f(&delta.reasoning_fallback);
+            d.content = f(&delta.content);
+            d.refusal = f(&delta.refusal);
             for call in delta.tool_calls.iter() {
-                let c = d.tool_calls.push_default();
-                c.index = call.index;
-                c.id = take(&call.id);
-                c.name = take(&call.name);
-                c.arguments = take(&call.arguments);
+                let t = d.tool_calls.push_default();
+                t.index = call.index;
+                t.id = f(&call.id);
+                t.name = f(&call.name);
+                t.arguments = f(&call.arguments);
             }
         }
     }
