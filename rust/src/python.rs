@@ -120,9 +120,21 @@ macro_rules! constructor {
     };
 }
 
-/// The methods of every class: its constructor `$new` and the transducer's API.
+/// The methods of every class: its constructor `$new` and the transducer's API, with the
+/// getters that return the transducer's value as it is.
 macro_rules! methods {
     ($name:ident, $new:item) => {
+        methods!(
+            @ $name,
+            $new,
+            finished: bool,
+            complete: bool,
+            has_content: bool,
+            buffered_bytes: usize,
+            reasoning_tokens: u64
+        );
+    };
+    (@ $name:ident, $new:item, $($getter:ident: $type:ty),*) => {
         #[pymethods]
         impl $name {
             #[new]
@@ -150,23 +162,8 @@ macro_rules! methods {
             }
 
             #[getter]
-            fn finished(&self) -> bool {
-                self.inner.finished()
-            }
-
-            #[getter]
-            fn complete(&self) -> bool {
-                self.inner.complete()
-            }
-
-            #[getter]
             fn error(&self) -> Option<(&'static str, String)> {
                 self.inner.error().map(|(t, m)| (t, m.to_owned()))
-            }
-
-            #[getter]
-            fn has_content(&self) -> bool {
-                self.inner.has_content()
             }
 
             #[getter]
@@ -181,15 +178,12 @@ macro_rules! methods {
                 (input.into(), cached, output)
             }
 
-            #[getter]
-            fn buffered_bytes(&self) -> usize {
-                self.inner.buffered_bytes()
-            }
-
-            #[getter]
-            fn reasoning_tokens(&self) -> u64 {
-                self.inner.reasoning_tokens()
-            }
+            $(
+                #[getter]
+                fn $getter(&self) -> $type {
+                    self.inner.$getter()
+                }
+            )*
         }
     };
 }

@@ -17,7 +17,7 @@ use super::event::{read_event, BlockStart, Delta, ReadError};
 use crate::errors::upstream_error;
 use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+use crate::stream::{BlockKind, Decoder, Event, Sink};
 
 pub const MSG_UNKNOWN_BLOCK: &str =
     "the upstream sent a delta for a content block it never started";
@@ -117,13 +117,7 @@ impl Decoder for AnthropicDecoder {
             return;
         }
         if let Some(usage) = parsed.usage() {
-            emit.emit(Event::Usage(Usage {
-                input_tokens: usage.input_tokens,
-                cache_read_input_tokens: usage.cache_read_input_tokens,
-                cache_creation_input_tokens: usage.cache_creation_input_tokens,
-                output_tokens: usage.output_tokens,
-                reasoning_tokens: None,
-            }));
+            emit.emit(Event::Usage(usage));
         }
         match kind {
             Some("message_start") => emit.emit(Event::MessageStart {

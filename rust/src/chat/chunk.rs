@@ -25,7 +25,9 @@ use std::borrow::Cow;
 pub use cache::ChunkReader;
 
 use crate::json::scan::{Result, Scanner, Syntax};
-use crate::json::shaped::{count, elements, opt_index, opt_str, Bad, Shaped};
+use crate::json::shaped::{
+    count, elements, lenient_object, member, opt_index, opt_str, Bad, Shaped,
+};
 
 /// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
 /// strings, a template's shape the holes they come from).
@@ -433,69 +435,41 @@ fn read_function<'a>(s: &mut Scanner<'a>) -> Result<Shaped<Option<Function<'a>>>
 
 /// A usage object, leniently: anything else is absent. `depth`: the object's own depth.
 fn usage(s: &mut Scanner<'_>, depth: u32) -> Result<Option<Usage>> {
-    if s.ws() != b'{' {
-        s.skip_value(depth - 1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage = Usage::default();
-    let mut details = None;
-    let mut cache_hit = None;
-    s.members(|s, key| {
-        match key {
-            "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
-            "completion_tokens" => usage.completion_tokens = count(s, depth)?,
-            "prompt_tokens_details" => details = detail(s, depth + 1, "cached_tokens")?,
-            "completion_tokens_details" => {
-                usage.reasoning_tokens = detail(s, depth + 1, "reasoning_tokens")?;
+    lenient_object(s, depth, |s| {
+        let mut usage = Usage::default();
+        let mut details = None;
+        let mut cache_hit = None;
+        s.members(|s, key| {
+            match key {
+                "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
+                "completion_tokens" => usage.completion_tokens = count(s, depth)?,
+                "prompt_tokens_details" => details = detail(s, depth + 1, "cached_tokens")?,
+                "completion_tokens_details" => {
+                    usage.reasoning_tokens = detail(s, depth + 1, "reasoning_tokens")?;
+                }
+                "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
+                _ => s.skip_value(depth)?,
             }
-            "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
-            _ => s.skip_value(depth)?,
-        }
-        Ok(())
-    })?;
-    // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's prompt_cache_hit_tokens.
-    usage.cached_tokens = details.or(cache_hit);
-    Ok(Some(usage))
+            Ok(())
+        })?;
+        // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's
+        // prompt_cache_hit_tokens.
+        usage.cached_tokens = details.or(cache_hit);
+        Ok(usage)
+    })
 }
 
 /// The count `name` of a usage details object (`prompt_tokens_details.cached_tokens`,
 /// `completion_tokens_details.reasoning_tokens`), leniently. `depth`: the object's.
 fn detail(s: &mut Scanner<'_>, depth: u32, name: &str) -> Result<Option<u64>> {
-    if s.ws() != b'{' {
-        s.skip_value(depth - 1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut cached = None;
-    s.members(|s, key| {
-        if key == name {
-            cached = count(s, depth)?;
-        } else {
-            s.skip_value(depth)?;
-        }
-        Ok(())
-    })?;
-    Ok(cached)
+    let found = lenient_object(s, depth, |s| member(s, depth, name, |s| count(s, depth)))?;
+    Ok(found.flatten().flatten())
 }
 
 /// Groq's `x_groq.usage`, leniently; 1 container encloses x_groq.
 fn groq(s: &mut Scanner<'_>) -> Result<Option<Usage>> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage_fields = None;
-    s.members(|s, key| {
-        if key == "usage" {
-            usage_fields = usage(s, 3)?;
-        } else {
-            s.skip_value(2)?;
-        }
-        Ok(())
-    })?;
-    Ok(usage_fields)
+    let found = lenient_object(s, 2, |s| member(s, 2, "usage", |s| usage(s, 3)))?;
+    Ok(found.flatten().flatten())
 }
 
 // -- values ----------------------------------------------------------------------------------

@@ -9,7 +9,9 @@
 use std::borrow::Cow;
 
 use crate::json::scan::{Result, Scanner, Syntax, MAX_DEPTH};
-use crate::json::shaped::{count, object, objects, opt_bool, opt_str, Bad, Shaped};
+use crate::json::shaped::{
+    count, lenient_object, member, object, objects, opt_bool, opt_str, Bad, Shaped,
+};
 
 #[derive(Default)]
 pub struct Chunk<'a> {
@@ -303,48 +305,36 @@ struct Candidate<'a> {
 /// `usageMetadata`, leniently (not an object: absent; a count that is not a non-negative
 /// integer: absent).
 fn usage(s: &mut Scanner<'_>) -> Result<Option<UsageMetadata>> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage = UsageMetadata::default();
-    s.members(|s, key| {
-        let slot = match key {
-            "promptTokenCount" => &mut usage.prompt,
-            "cachedContentTokenCount" => &mut usage.cached,
-            "candidatesTokenCount" => &mut usage.candidates,
-            "thoughtsTokenCount" => &mut usage.thoughts,
-            _ => return s.skip_value(2),
-        };
-        *slot = count(s, 2)?;
-        Ok(())
-    })?;
-    Ok(Some(usage))
+    lenient_object(s, 2, |s| {
+        let mut usage = UsageMetadata::default();
+        s.members(|s, key| {
+            let slot = match key {
+                "promptTokenCount" => &mut usage.prompt,
+                "cachedContentTokenCount" => &mut usage.cached,
+                "candidatesTokenCount" => &mut usage.candidates,
+                "thoughtsTokenCount" => &mut usage.thoughts,
+                _ => return s.skip_value(2),
+            };
+            *slot = count(s, 2)?;
+            Ok(())
+        })?;
+        Ok(usage)
+    })
 }
 
 /// Whether `promptFeedback.blockReason` is a non-empty string (read leniently).
 fn blocked(s: &mut Scanner<'_>) -> Result<bool> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(false);
-    }
-    s.pos += 1;
-    let mut blocked = false;
-    s.members(|s, key| {
-        if key != "blockReason" {
-            return s.skip_value(2);
-        }
-        blocked = if s.ws() == b'"' {
+    let non_empty = |s: &mut Scanner<'_>| {
+        if s.ws() == b'"' {
             s.pos += 1;
-            !s.string()?.is_empty()
+            Ok(!s.string()?.is_empty())
         } else {
             s.skip_value(2)?;
-            false
-        };
-        Ok(())
-    })?;
-    Ok(blocked)
+            Ok(false)
+        }
+    };
+    let found = lenient_object(s, 2, |s| member(s, 2, "blockReason", non_empty))?;
+    Ok(found.flatten() == Some(true))
 }
 
 /// `candidates`: null or an array whose first element (if any) must be a candidate object;
@@ -409,16 +399,8 @@ fn candidate<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Candidate<
 
 /// A content object's members (depth 4): its `parts`.
 fn content<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Option<Vec<Part<'a>>>>> {
-    let mut parts = Ok(None);
-    s.members(|s, key| {
-        if key == "parts" {
-            parts = objects(s, 4, |s| part(s, json))?.map(Some);
-        } else {
-            s.skip_value(4)?;
-        }
-        Ok(())
-    })?;
-    Ok(parts)
+    let parts = member(s, 4, "parts", |s| objects(s, 4, |s| part(s, json)))?;
+    Ok(parts.transpose())
 }
 
 /// A part's members (depth 6).
@@ -545,29 +527,17 @@ fn executable_code<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Code<'a>>> 
 }
 
 fn code_output<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<CodeResult<'a>>> {
-    let mut output = Ok(None);
-    s.members(|s, key| {
-        if key == "output" {
-            output = opt_str(s, d)?;
-        } else {
-            s.skip_value(d)?;
-        }
-        Ok(())
-    })?;
-    Ok(output.map(|output| CodeResult { output }))
+    Ok(member_str(s, d, "output")?.map(|output| CodeResult { output }))
 }
 
 fn media<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Media<'a>>> {
-    let mut mime_type = Ok(None);
-    s.members(|s, key| {
-        if key == "mimeType" {
-            mime_type = opt_str(s, d)?;
-        } else {
-            s.skip_value(d)?;
-        }
-        Ok(())
-    })?;
-    Ok(mime_type.map(|mime_type| Media { mime_type }))
+    Ok(member_str(s, d, "mimeType")?.map(|mime_type| Media { mime_type }))
+}
+
+/// The string member `key` of an object whose members (at depth `d`) are otherwise
+/// skipped.
+fn member_str<'a>(s: &mut Scanner<'a>, d: u32, key: &str) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    Ok(member(s, d, key, |s| opt_str(s, d))?.unwrap_or(Ok(None)))
 }
 
 // -- values ------------------------------------------------------------------------------------

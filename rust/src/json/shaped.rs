@@ -94,6 +94,43 @@ pub fn count(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
     }
 }
 
+/// An object read leniently by `members` (the cursor past its `{`, its members at
+/// `depth`); anything else is skipped and absent.
+#[inline]
+pub fn lenient_object<'a, T>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+    members: impl FnOnce(&mut Scanner<'a>) -> Result<T>,
+) -> Result<Option<T>> {
+    if s.ws() != b'{' {
+        s.skip_value(depth - 1)?;
+        return Ok(None);
+    }
+    s.pos += 1;
+    members(s).map(Some)
+}
+
+/// The member `key` of an object, read by `read`, its other members (at `depth`; the
+/// cursor is past the `{`) skipped; None if it has none. A repeated key's last value wins.
+#[inline]
+pub fn member<'a, T>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+    key: &str,
+    mut read: impl FnMut(&mut Scanner<'a>) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut value = None;
+    s.members(|s, k| {
+        if k == key {
+            value = Some(read(s)?);
+        } else {
+            s.skip_value(depth)?;
+        }
+        Ok(())
+    })?;
+    Ok(value)
+}
+
 /// An object read by `members` (its members are at `depth + 1`), or null.
 #[inline]
 pub fn object<'a, T>(
