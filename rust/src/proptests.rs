@@ -129,7 +129,7 @@ fn parse(chunks: &[Vec<u8>], bound: usize) -> (Events, Option<String>) {
     let mut events = Vec::new();
     for chunk in chunks {
         parser.feed(chunk, |e, d| {
-            events.push((e.map(<[u8]>::to_vec), d.to_vec()))
+            events.push((e.map(<[u8]>::to_vec), d.to_vec()));
         });
         assert!(
             parser.buffered_bytes() <= bound,

@@ -125,10 +125,10 @@ impl Decoder for AnthropicDecoder {
                 model: parsed.message_model(),
             }),
             Some("content_block_start") => {
-                self.block_start(parsed.index, parsed.block.as_ref(), emit)
+                self.block_start(parsed.index, parsed.block.as_ref(), emit);
             }
             Some("content_block_delta") => {
-                self.block_delta(parsed.index, parsed.delta.as_ref(), emit)
+                self.block_delta(parsed.index, parsed.delta.as_ref(), emit);
             }
             Some("content_block_stop") => self.block_stop(parsed.index, emit),
             Some("message_delta") => {

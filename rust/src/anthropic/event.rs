@@ -29,7 +29,7 @@ pub struct Event<'a> {
     pub has_error: bool,
 }
 
-impl<'a> Event<'a> {
+impl Event<'_> {
     /// The event's usage: its own, or message_start's.
     pub fn usage(&self) -> Option<Usage> {
         self.top_usage

@@ -115,7 +115,7 @@ impl ChatEncoder {
                 self.writer.tool_arguments(out, index, "{}"); // a tool without arguments
             }
             Some(Kind::Thinking { text, signature }) => {
-                self.thinking.push(Block::Thinking { text, signature })
+                self.thinking.push(Block::Thinking { text, signature });
             }
             Some(Kind::Redacted { data }) => self.thinking.push(Block::Redacted { data }),
             _ => {}

@@ -101,7 +101,7 @@ impl Decoder for GeminiDecoder {
             // An error object is reported as such even when the rest of the chunk is odd.
             Err(ReadError::BadShape { has_error: true }) => self.upstream_error(&text, emit),
             Err(ReadError::BadShape { has_error: false }) => {
-                self.fail("api_error", MSG_BAD_SHAPE, emit)
+                self.fail("api_error", MSG_BAD_SHAPE, emit);
             }
             Err(ReadError::InvalidJson) => self.fail("api_error", MSG_INVALID_JSON, emit),
         }

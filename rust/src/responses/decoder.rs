@@ -164,27 +164,27 @@ impl Decoder for ResponsesDecoder {
         let index = uint(payload, "output_index").map_or(-1, i128::from);
         match kind {
             Some("response.output_text.delta" | "response.refusal.delta") => {
-                self.text_delta(payload, index, emit)
+                self.text_delta(payload, index, emit);
             }
             Some(
                 kind @ ("response.reasoning_summary_text.delta" | "response.reasoning_text.delta"),
             ) => self.thinking_delta(kind, payload, index, emit),
             Some("response.function_call_arguments.delta") => {
-                self.arguments_delta(payload, index, emit)
+                self.arguments_delta(payload, index, emit);
             }
             Some("response.custom_tool_call_input.delta") => self.input_delta(payload, index, emit),
             Some("response.output_item.added") => {
-                self.item_added(get_dict(payload, "item"), index, emit)
+                self.item_added(get_dict(payload, "item"), index, emit);
             }
             Some("response.output_item.done") => {
-                self.item_done(get_dict(payload, "item"), index, emit)
+                self.item_done(get_dict(payload, "item"), index, emit);
             }
             Some("response.completed" | "response.incomplete") => {
-                self.end(get_dict(payload, "response"), emit)
+                self.end(get_dict(payload, "response"), emit);
             }
             Some("response.failed") => {
                 let error = get_dict(get_dict(payload, "response"), "error");
-                self.upstream_error(error, emit)
+                self.upstream_error(error, emit);
             }
             _ => {}
         }
@@ -357,7 +357,7 @@ impl ResponsesDecoder {
     fn item_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
         match get_str(item, "type") {
             Some("reasoning") if self.reasoning == Some(index) => {
-                self.reasoning_done(item, index, emit)
+                self.reasoning_done(item, index, emit);
             }
             Some("function_call") => {
                 if let Some(block) = self.is_open(Kind::Tool, index) {

@@ -548,7 +548,7 @@ impl ResponsesEncoder {
         let fresh = usage.input_tokens.unwrap_or(self.estimate);
         let cached = usage.cache_read_input_tokens.unwrap_or(0);
         let written = usage.cache_creation_input_tokens.unwrap_or(0);
-        let input = fresh as u128 + cached as u128 + written as u128;
+        let input = u128::from(fresh) + u128::from(cached) + u128::from(written);
         (input, cached, written, usage.output_tokens.unwrap_or(0))
     }
 

@@ -359,7 +359,7 @@ pub fn usage(out: &mut Vec<u8>, input: u128, cached: u64, written: u64, output: 
     out.extend_from_slice(b"},\"output_tokens\":");
     write_u64(out, output);
     out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":");
-    write_u128(out, input + output as u128);
+    write_u128(out, input + u128::from(output));
     out.push(b'}');
 }
 

@@ -44,7 +44,7 @@ impl<E: Encoder> Sink for CutSink<'_, E> {
                 self.inner.emit(Event::Error {
                     kind,
                     message: MSG_CUT_INSIDE_EVENT,
-                })
+                });
             }
             event => self.inner.emit(event),
         }
