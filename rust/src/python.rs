@@ -30,7 +30,7 @@ macro_rules! classes {
             #[doc = concat!(stringify!($decoder), " composed with ", stringify!($encoder), ".")]
             #[pyclass(module = "hydra_proxy._native")]
             struct $name {
-                inner: Transducer<$decoder, $encoder>,
+                inner: transducers::$name,
             }
 
             constructor!($name, $decoder, $encoder);

@@ -33,7 +33,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
-from ..stream.transducer import COMPLETE, Ending, Failed
+from ..stream.transducer import Ending
 from . import output as out
 
 
@@ -128,11 +128,11 @@ class AnthropicEncoder(Ending):
         input_tokens, cached, output_tokens = self.usage
         parts.append(out.message_delta(self._stop_reason, input_tokens, cached, output_tokens))
         parts.append(out.MESSAGE_STOP)
-        self.outcome = COMPLETE
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self.outcome = Failed(error_type, message)
+        self._ended_with_error(error_type, message)
 
     @property
     def has_content(self) -> bool:

@@ -39,7 +39,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
-from ..stream.transducer import COMPLETE, Ending, Failed
+from ..stream.transducer import Ending
 from . import mapping
 from . import output as out
 
@@ -162,11 +162,11 @@ class ChatEncoder(Ending):
             prompt, cached, completion = self.usage
             parts.append(self._out.usage(prompt, completion, cached))
         parts.append(out.DONE)
-        self.outcome = COMPLETE
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self.outcome = Failed(error_type, message)
+        self._ended_with_error(error_type, message)
 
     @property
     def has_content(self) -> bool:

@@ -62,7 +62,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
-from ..stream.transducer import COMPLETE, Ending, Failed
+from ..stream.transducer import Ending
 from . import output as out
 from .context import ResponsesContext
 from .errors import response_error_code
@@ -516,13 +516,13 @@ class ResponsesEncoder(Ending):
             response = self._response(status, incomplete_details=details, usage=self._usage_json())
         parts.append(out.response_event(kind, self._next(), response))
         self._status = "completed" if incomplete is None else incomplete["reason"]
-        self.outcome = COMPLETE
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         error = out.error(response_error_code(error_type), message)
         response = self._response("failed", error=error)
         parts.append(out.response_event(b"response.failed", self._next(), response))
-        self.outcome = Failed(error_type, message)
+        self._ended_with_error(error_type, message)
 
     # -- what the server asks ------------------------------------------------------------
 

@@ -81,16 +81,16 @@ class Usage:
     def update(self, later: Usage) -> None:
         """Take what a later `Usage` says: the counts are cumulative, so a later event
         repeats or updates them, and a field it leaves out keeps its value."""
-        if later.input_tokens is not None:
-            self.input_tokens = later.input_tokens
-        if later.cache_read_input_tokens is not None:
-            self.cache_read_input_tokens = later.cache_read_input_tokens
-        if later.cache_creation_input_tokens is not None:
-            self.cache_creation_input_tokens = later.cache_creation_input_tokens
-        if later.output_tokens is not None:
-            self.output_tokens = later.output_tokens
-        if later.reasoning_tokens is not None:
-            self.reasoning_tokens = later.reasoning_tokens
+        if (value := later.input_tokens) is not None:
+            self.input_tokens = value
+        if (value := later.cache_read_input_tokens) is not None:
+            self.cache_read_input_tokens = value
+        if (value := later.cache_creation_input_tokens) is not None:
+            self.cache_creation_input_tokens = value
+        if (value := later.output_tokens) is not None:
+            self.output_tokens = value
+        if (value := later.reasoning_tokens) is not None:
+            self.reasoning_tokens = value
 
 
 @dataclass(slots=True)

@@ -5,9 +5,8 @@ canonical events go straight to the encoder, whose bytes are the client's."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import Final, Generic, Literal, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import ANTHROPIC_ERROR_TYPES
 from ..sse import SseParser
@@ -43,42 +42,22 @@ class Decoder(Protocol):
         """Upstream EOF after its last event: end the message, or say it was cut off."""
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """The output ended with an error event."""
-
-    kind: str  # an Anthropic error type
-    message: str
-
-
-# How a client's output has ended, which every encoder keeps (Rust: `Outcome`): it has not
-# (OPEN), with the client protocol's end (COMPLETE: the reply is whole), or with an error.
-OPEN: Final = "open"
-COMPLETE: Final = "complete"
-Outcome = Literal["open", "complete"] | Failed
-
-
 class Ending:
-    """What an encoder says of how its output ended, from its `outcome` (Rust: the
-    `Encoder` trait's provided methods)."""
+    """How an encoder's output has ended, which every encoder keeps (Rust: `Outcome` and the
+    `Encoder` trait's methods over it): not yet, with the client protocol's end (`complete`:
+    the reply is whole), or with an error event. Plain attributes, read on every `feed`."""
 
-    outcome: Outcome = OPEN
+    finished: bool = False
+    complete: bool = False
+    # (Anthropic error type, message) of the error that ended the output.
+    error: tuple[str, str] | None = None
 
-    @property
-    def finished(self) -> bool:
-        """The output has ended (complete or with an error)."""
-        return self.outcome is not OPEN
+    def _ended_complete(self) -> None:
+        self.finished = self.complete = True
 
-    @property
-    def complete(self) -> bool:
-        """The output ended with the client protocol's end: the reply is whole."""
-        return self.outcome is COMPLETE
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        """(Anthropic error type, message) of the error that ended the output, if any."""
-        outcome = self.outcome
-        return (outcome.kind, outcome.message) if isinstance(outcome, Failed) else None
+    def _ended_with_error(self, error_type: str, message: str) -> None:
+        self.error = (error_type, message)
+        self.finished = True
 
 
 class Encoder(Protocol):

@@ -64,7 +64,7 @@ pub trait Decoder {
     fn finish<S: Sink>(&mut self, emit: &mut S);
 }
 
-/// How a client's output has ended, which every encoder keeps (Python: `Outcome`).
+/// How a client's output has ended, which every encoder keeps (Python: `Ending`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// It has not.
