@@ -436,7 +436,15 @@ impl ResponsesEncoder {
                 ..
             } => {
                 let seq = self.next();
-                out::text_done(out, seq, &id, index, &text);
+                out::output_text(
+                    out,
+                    "response.output_text.done",
+                    "text",
+                    seq,
+                    &id,
+                    index,
+                    &text,
+                );
                 let seq = self.next();
                 let kind = "response.content_part.done";
                 out::content_part(out, kind, seq, &id, index, &text, &annotations);
@@ -609,7 +617,8 @@ impl Encoder for ResponsesEncoder {
                     {
                         all.push_str(text);
                         *length += text.chars().count() as u64;
-                        out::text_delta(out, seq, id, index, text);
+                        let kind = "response.output_text.delta";
+                        out::output_text(out, kind, "delta", seq, id, index, text);
                         self.seq += 1;
                     }
                 }
