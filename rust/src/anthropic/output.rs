@@ -64,6 +64,7 @@ pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
 
 /// A content_block_delta event up to its delta's value: `kind_and_field` is the delta's
 /// type, a comma and the value's key.
+#[inline]
 fn delta_prefix(out: &mut Vec<u8>, index: u64, kind_and_field: &[u8]) {
     out.extend_from_slice(
         b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",

@@ -74,12 +74,15 @@ pub fn opt_index(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<u64>>>
 /// A bool or null.
 #[inline]
 pub fn opt_bool(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<bool>>> {
-    let starts = |b| b == b't' || b == b'f';
-    nullable(s, depth, starts, |s| {
-        let value = s.peek() == b't';
-        s.literal(if value { b"true" } else { b"false" })?;
-        Ok(Ok(value))
-    })
+    match s.ws() {
+        b't' => s.literal(b"true").map(|()| Ok(Some(true))),
+        b'f' => s.literal(b"false").map(|()| Ok(Some(false))),
+        b'n' => s.null().map(|()| Ok(None)),
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
 }
 
 /// A token count, leniently: a non-negative integer, or None for anything else.
