@@ -26,7 +26,7 @@ pub use cache::ChunkReader;
 
 use crate::json::scan::{Result, Scanner, Syntax};
 use crate::json::shaped::{
-    count, elements, lenient_object, member, opt_index, opt_str, Bad, Shaped,
+    count, elements, lenient_object, member, opt_index, opt_str_marked, Bad, Shaped,
 };
 
 /// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
@@ -300,7 +300,7 @@ fn read_choice<'a>(s: &mut Scanner<'a>, out: &mut Choice<'a>) -> Result<Shaped<b
         match key {
             "index" => index = opt_index(s, 3)?,
             "delta" => delta = read_delta(s, &mut out.delta)?,
-            "finish_reason" => finish_reason = opt_str(s, 3)?,
+            "finish_reason" => finish_reason = opt_str_marked(s, 3)?,
             _ => s.skip_value(3)?,
         }
         Ok(())
@@ -335,10 +335,10 @@ fn read_delta<'a>(s: &mut Scanner<'a>, out: &mut Option<Delta<'a>>) -> Result<Sh
     let mut tool_calls = Ok(());
     s.members(|s, key| {
         match key {
-            "content" => content = opt_str(s, 4)?,
-            "reasoning_content" => reasoning_content = opt_str(s, 4)?,
-            "reasoning" => reasoning = opt_str(s, 4)?,
-            "refusal" => refusal = opt_str(s, 4)?,
+            "content" => content = opt_str_marked(s, 4)?,
+            "reasoning_content" => reasoning_content = opt_str_marked(s, 4)?,
+            "reasoning" => reasoning = opt_str_marked(s, 4)?,
+            "refusal" => refusal = opt_str_marked(s, 4)?,
             "tool_calls" => tool_calls = read_tool_calls(s, &mut delta.tool_calls)?,
             _ => s.skip_value(4)?,
         }
@@ -383,7 +383,7 @@ fn read_tool_call<'a>(s: &mut Scanner<'a>, out: &mut ToolCallDelta<'a>) -> Resul
     s.members(|s, key| {
         match key {
             "index" => index = opt_index(s, 6)?,
-            "id" => id = opt_str(s, 6)?,
+            "id" => id = opt_str_marked(s, 6)?,
             "function" => function = read_function(s)?,
             _ => s.skip_value(6)?,
         }
@@ -421,8 +421,8 @@ fn read_function<'a>(s: &mut Scanner<'a>) -> Result<Shaped<Option<Function<'a>>>
     let mut arguments = Ok(None);
     s.members(|s, key| {
         match key {
-            "name" => name = opt_str(s, 7)?,
-            "arguments" => arguments = opt_str(s, 7)?,
+            "name" => name = opt_str_marked(s, 7)?,
+            "arguments" => arguments = opt_str_marked(s, 7)?,
             _ => s.skip_value(7)?,
         }
         Ok(())

@@ -38,10 +38,24 @@ fn nullable<'a, T>(
     }
 }
 
-/// A string or null. With the scanner's `record` on, the string's place is marked (the
-/// Chat reader's template, chat/chunk/cache.rs).
+/// A string or null.
 #[inline]
 pub fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    string_or_null::<false>(s, depth)
+}
+
+/// A string or null; with the scanner's `record` on, the string's place is marked (the
+/// Chat reader's template, chat/chunk/cache.rs).
+#[inline]
+pub fn opt_str_marked<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    string_or_null::<true>(s, depth)
+}
+
+#[inline(always)]
+fn string_or_null<'a, const MARK: bool>(
+    s: &mut Scanner<'a>,
+    depth: u32,
+) -> Result<Shaped<Option<Cow<'a, str>>>> {
     nullable(
         s,
         depth,
@@ -50,7 +64,7 @@ pub fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<
             s.pos += 1;
             let start = s.pos;
             let text = s.string()?;
-            if s.record {
+            if MARK && s.record {
                 s.marks.push(Mark {
                     start,
                     end: s.pos - 1,
