@@ -56,11 +56,8 @@ fn string_or_null<'a, const MARK: bool>(
     s: &mut Scanner<'a>,
     depth: u32,
 ) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    nullable(
-        s,
-        depth,
-        |b| b == b'"',
-        |s| {
+    match s.ws() {
+        b'"' => {
             s.pos += 1;
             let start = s.pos;
             let text = s.string()?;
@@ -73,9 +70,17 @@ fn string_or_null<'a, const MARK: bool>(
                     text: text.as_ptr() as usize,
                 });
             }
-            Ok(Ok(text))
-        },
-    )
+            Ok(Ok(Some(text)))
+        }
+        b'n' => {
+            s.null()?;
+            Ok(Ok(None))
+        }
+        _ => {
+            s.skip_value(depth)?;
+            Ok(Err(Bad))
+        }
+    }
 }
 
 /// A non-negative integer or null.
