@@ -143,3 +143,49 @@ def test_gemini_rust_modules_have_python_twins() -> None:
         twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
         assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
         assert path.stem == "mod" or f"rust/src/gemini/{path.name}" in twin.read_text()
+
+
+# -- the compositions ------------------------------------------------------------------------
+
+RUST_UPSTREAMS = {"ChatDecoder": "openai", "AnthropicDecoder": "anthropic"}
+RUST_UPSTREAMS |= {"GeminiDecoder": "gemini", "ResponsesDecoder": "responses"}
+RUST_CLIENTS = {"AnthropicEncoder": "anthropic", "ChatEncoder": "openai"}
+RUST_CLIENTS |= {"ResponsesEncoder": "responses"}
+
+
+def test_rust_and_python_list_the_same_compositions() -> None:
+    import re
+
+    from hydra_proxy import transducers
+
+    table = (ROOT / "rust" / "src" / "transducers.rs").read_text()
+    rust = {
+        (RUST_UPSTREAMS[decoder], RUST_CLIENTS[encoder]): name
+        for name, decoder, encoder in re.findall(r"(\w+Stream): (\w+) => (\w+),", table)
+    }
+    python = {key: cls.__name__ for key, cls in transducers.COMPOSITIONS.items()}
+    assert len(rust) == 9
+    assert rust == python
+    for (upstream, client), cls in transducers.COMPOSITIONS.items():
+        assert (cls.upstream, cls.client) == (upstream, client)
+
+
+def _parameters(cls: object) -> list[tuple[str, object, object]]:
+    import inspect
+
+    signature = inspect.signature(cls)  # type: ignore[arg-type]
+    return [
+        (p.name, p.kind, ... if p.name == "max_event_bytes" else p.default)
+        for p in signature.parameters.values()
+    ]
+
+
+def test_native_classes_are_the_compositions_with_their_constructors() -> None:
+    from hydra_proxy import transducers
+
+    native = {name for name in dir(_native) if name.endswith("Stream")}
+    assert native == {cls.__name__ for cls in transducers.COMPOSITIONS.values()}
+    for name in sorted(native):
+        python = getattr(transducers, name)
+        assert _parameters(getattr(_native, name)) == _parameters(python), name
+        assert transducers.native().transducer(python.upstream, python.client).__name__ == name

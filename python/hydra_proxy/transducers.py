@@ -1,8 +1,9 @@
 """The transducers the server runs, and which implementation runs them.
 
-Each transducer is a decoder composed with an encoder (stream/transducer.py); the pure-Python
-compositions here are the twins of rust/src/transducers.rs, and `hydra_proxy._native` has the
-same two classes. HYDRA_PROXY_IMPL=auto (default) uses the native extension when it imports
+Each transducer is an upstream's decoder composed with a client protocol's encoder
+(stream/transducer.py); the pure-Python compositions here are the twins of
+rust/src/transducers.rs, and `hydra_proxy._native` has a class of the same name and
+constructor for each. HYDRA_PROXY_IMPL=auto (default) uses the native extension when it imports
 and falls back to Python, saying so once in the log; `native` insists on it; `python` forces
 the fallback.
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
 from .anthropic.decoder import AnthropicDecoder
 from .anthropic.encoder import AnthropicEncoder
@@ -23,13 +24,14 @@ from .gemini.decoder import GeminiDecoder
 from .responses.decoder import ResponsesDecoder
 from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
-from .stream.transducer import Transducer
+from .stream.transducer import Decoder, E, Transducer
 
 log = logging.getLogger("hydra_proxy")
 
 
 class StreamTransducer(Protocol):
-    """One response stream: upstream bytes in, client SSE bytes out (SPEC section 1)."""
+    """One response stream: upstream bytes in, client SSE bytes out; what the server asks
+    of either implementation's transducers."""
 
     def feed(self, chunk: bytes) -> bytes: ...
     def finish(self) -> bytes: ...
@@ -53,8 +55,58 @@ class StreamTransducer(Protocol):
     def reasoning_tokens(self) -> int: ...
 
 
-class MessagesViaChatStream(Transducer[ChatDecoder, AnthropicEncoder]):
-    """Translate one OpenAI Chat Completions SSE body into Anthropic Messages SSE events."""
+# -- how a composition is made -------------------------------------------------------------
+
+
+def _anthropic_decoder(reply_id: str, signing_key: bytes | None) -> AnthropicDecoder:
+    # An Anthropic stream names its own tool calls and signs its own thinking.
+    return AnthropicDecoder()
+
+
+# Each upstream kind's decoder (a `Provider.kind`; Rust: the `Upstream` trait), made from the
+# id of the client's reply, which names the tool calls an upstream sends without an id of
+# its own, and the key that signs the replay state (reasoning, thought signatures) a client
+# must send back for the upstream to go on.
+DECODERS: dict[str, Callable[[str, bytes | None], Decoder]] = {
+    "openai": ChatDecoder,
+    "anthropic": _anthropic_decoder,
+    "gemini": GeminiDecoder,
+    "responses": ResponsesDecoder,
+}
+
+# (upstream kind, client protocol) -> the composition relaying the one to the other (a pair
+# of the same protocol is passed through, not transduced). Each composition class enters
+# itself here.
+COMPOSITIONS: dict[tuple[str, str], type[Composition[Any]]] = {}
+
+
+class Composition(Transducer[Decoder, E]):
+    """An upstream kind's decoder composed with a client protocol's encoder. A client base
+    below gives the constructor; a composition is one line, `class
+    MessagesViaGeminiStream(MessagesClient, upstream="gemini"): ...`, which enters it in
+    COMPOSITIONS (Rust: the `compositions!` table)."""
+
+    client: ClassVar[str]
+    upstream: ClassVar[str]
+
+    def __init_subclass__(
+        cls, *, client: str | None = None, upstream: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if client is not None:
+            cls.client = client
+        if upstream is not None:
+            cls.upstream = upstream
+            COMPOSITIONS[upstream, cls.client] = cls
+
+    def _upstream_decoder(self, reply_id: str, signing_key: bytes | None) -> Decoder:
+        return DECODERS[self.upstream](reply_id, signing_key)
+
+
+class MessagesClient(Composition[AnthropicEncoder], client="anthropic"):
+    """Anthropic Messages clients: `input_tokens` is the estimate message_start reports
+    until the upstream counts them; `signing_key` signs the upstream's replay state into
+    the thinking signatures."""
 
     def __init__(
         self,
@@ -66,14 +118,17 @@ class MessagesViaChatStream(Transducer[ChatDecoder, AnthropicEncoder]):
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
         super().__init__(
-            ChatDecoder(message_id, signing_key),
+            self._upstream_decoder(message_id, signing_key),
             AnthropicEncoder(message_id, model, input_tokens),
             max_event_bytes,
         )
 
 
-class ChatViaMessagesStream(Transducer[AnthropicDecoder, ChatEncoder]):
-    """Translate one Anthropic Messages SSE body into OpenAI Chat Completions chunks."""
+class ChatClient(Composition[ChatEncoder], client="openai"):
+    """OpenAI Chat Completions clients: `continuation_key` carries the thinking blocks'
+    replay state through the client inside `reasoning_content`; `message_id` names the
+    decoder's tool calls (default: the completion id), `signing_key` signs the upstream's
+    replay state."""
 
     def __init__(
         self,
@@ -83,47 +138,22 @@ class ChatViaMessagesStream(Transducer[AnthropicDecoder, ChatEncoder]):
         *,
         include_usage: bool = False,
         continuation_key: bytes | None = None,
+        message_id: str | None = None,
+        signing_key: bytes | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
+        reply_id = completion_id if message_id is None else message_id
         super().__init__(
-            AnthropicDecoder(),
+            self._upstream_decoder(reply_id, signing_key),
             ChatEncoder(completion_id, model, created, include_usage, continuation_key),
             max_event_bytes,
         )
 
 
-# -- OpenAI Responses clients (issue 10) --------------------------------------------------
-
-
-def _responses_encoder(
-    response_id: str,
-    model: str,
-    created_at: int,
-    input_tokens: int,
-    echo: str,
-    include_encrypted: bool,
-    summary: bool,
-    signing_key: bytes | None,
-    tool_names: NameTable | None,
-) -> ResponsesEncoder:
-    return ResponsesEncoder(
-        response_id,
-        model,
-        created_at,
-        input_tokens,
-        echo,
-        include_encrypted,
-        summary,
-        signing_key,
-        tool_names,
-    )
-
-
-class ResponsesViaChatStream(Transducer[ChatDecoder, ResponsesEncoder]):
-    """Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
-
-    `echo` is the request echo as JSON text (`responses.encoder.echo_text`), `tool_names`
-    the name table (`responses.encoder.name_table`); `signing_key` signs Chat reasoning and
+class ResponsesClient(Composition[ResponsesEncoder], client="responses"):
+    """OpenAI Responses clients (Codex CLI): `echo` is the request echo as JSON text
+    (`responses.encoder.echo_text`), `tool_names` the name table
+    (`responses.encoder.name_table`); `signing_key` signs the upstream's replay state and
     the reasoning carrier."""
 
     def __init__(
@@ -140,358 +170,74 @@ class ResponsesViaChatStream(Transducer[ChatDecoder, ResponsesEncoder]):
         tool_names: NameTable | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
-        super().__init__(
-            ChatDecoder(response_id, signing_key),
-            _responses_encoder(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                echo,
-                include_encrypted,
-                summary,
-                signing_key,
-                tool_names,
-            ),
-            max_event_bytes,
+        encoder = ResponsesEncoder(
+            response_id,
+            model,
+            created_at,
+            input_tokens,
+            echo,
+            include_encrypted,
+            summary,
+            signing_key,
+            tool_names,
         )
+        super().__init__(self._upstream_decoder(response_id, signing_key), encoder, max_event_bytes)
 
 
-class ResponsesViaMessagesStream(Transducer[AnthropicDecoder, ResponsesEncoder]):
-    """Translate one Anthropic Messages SSE body into OpenAI Responses SSE events (the
-    arguments as for `ResponsesViaChatStream`)."""
-
-    def __init__(
-        self,
-        response_id: str,
-        model: str,
-        created_at: int,
-        input_tokens: int,
-        *,
-        echo: str = "{}",
-        include_encrypted: bool = False,
-        summary: bool = False,
-        signing_key: bytes | None = None,
-        tool_names: NameTable | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            AnthropicDecoder(),
-            _responses_encoder(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                echo,
-                include_encrypted,
-                summary,
-                signing_key,
-                tool_names,
-            ),
-            max_event_bytes,
-        )
+# -- the compositions, one line each (the same table as rust/src/transducers.rs) -------------
 
 
-class ResponsesViaGeminiStream(Transducer[GeminiDecoder, ResponsesEncoder]):
-    """Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events
-    (the arguments as for `ResponsesViaChatStream`; `signing_key` also signs Gemini's
-    thought signatures, and the response id names the tool calls)."""
-
-    def __init__(
-        self,
-        response_id: str,
-        model: str,
-        created_at: int,
-        input_tokens: int,
-        *,
-        echo: str = "{}",
-        include_encrypted: bool = False,
-        summary: bool = False,
-        signing_key: bytes | None = None,
-        tool_names: NameTable | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            GeminiDecoder(response_id, signing_key),
-            _responses_encoder(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                echo,
-                include_encrypted,
-                summary,
-                signing_key,
-                tool_names,
-            ),
-            max_event_bytes,
-        )
+# fmt: off
+class MessagesViaChatStream(MessagesClient, upstream="openai"): ...
+class ChatViaMessagesStream(ChatClient, upstream="anthropic"): ...
+class MessagesViaGeminiStream(MessagesClient, upstream="gemini"): ...
+class ChatViaGeminiStream(ChatClient, upstream="gemini"): ...
+class ResponsesViaChatStream(ResponsesClient, upstream="openai"): ...
+class ResponsesViaMessagesStream(ResponsesClient, upstream="anthropic"): ...
+class MessagesViaResponsesStream(MessagesClient, upstream="responses"): ...
+class ChatViaResponsesStream(ChatClient, upstream="responses"): ...
+class ResponsesViaGeminiStream(ResponsesClient, upstream="gemini"): ...
+# fmt: on
 
 
-class ResponsesStreamFactory(Protocol):
-    """The constructor of a ResponsesVia*Stream, either implementation's."""
+# -- which implementation runs them ---------------------------------------------------------
 
-    def __call__(
-        self,
-        response_id: str,
-        model: str,
-        created_at: int,
-        input_tokens: int,
-        *,
-        echo: str = ...,
-        include_encrypted: bool = ...,
-        summary: bool = ...,
-        signing_key: bytes | None = ...,
-        tool_names: NameTable | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-# -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
-
-
-class MessagesViaResponsesStream(Transducer[ResponsesDecoder, AnthropicEncoder]):
-    """Translate one OpenAI Responses SSE body into Anthropic Messages SSE events;
-    `signing_key` signs the upstream reasoning items into the thinking signatures."""
-
-    def __init__(
-        self,
-        message_id: str,
-        model: str,
-        input_tokens: int,
-        *,
-        signing_key: bytes | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            ResponsesDecoder(message_id, signing_key),
-            AnthropicEncoder(message_id, model, input_tokens),
-            max_event_bytes,
-        )
-
-
-class ChatViaResponsesStream(Transducer[ResponsesDecoder, ChatEncoder]):
-    """Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks;
-    `signing_key` signs the upstream reasoning items, `continuation_key` carries them
-    through the Chat client."""
-
-    def __init__(
-        self,
-        completion_id: str,
-        model: str,
-        created: int,
-        *,
-        include_usage: bool = False,
-        continuation_key: bytes | None = None,
-        signing_key: bytes | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            ResponsesDecoder(completion_id, signing_key),
-            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
-            max_event_bytes,
-        )
-
-
-class ChatViaResponsesFactory(Protocol):
-    """The constructor of a ChatViaResponsesStream, either implementation's."""
-
-    def __call__(
-        self,
-        completion_id: str,
-        model: str,
-        created: int,
-        *,
-        include_usage: bool = ...,
-        continuation_key: bytes | None = ...,
-        signing_key: bytes | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-# -- end of OpenAI Responses ----------------------------------------------------------------
-
-
-class MessagesViaChatFactory(Protocol):
-    """The constructor of a MessagesViaChatStream, either implementation's."""
-
-    def __call__(
-        self,
-        message_id: str,
-        model: str,
-        input_tokens: int,
-        *,
-        signing_key: bytes | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-class ChatViaMessagesFactory(Protocol):
-    """The constructor of a ChatViaMessagesStream, either implementation's."""
-
-    def __call__(
-        self,
-        completion_id: str,
-        model: str,
-        created: int,
-        *,
-        include_usage: bool = ...,
-        continuation_key: bytes | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-# -- Gemini upstream (streamGenerateContent?alt=sse) ------------------------------------
-
-
-class MessagesViaGeminiStream(Transducer[GeminiDecoder, AnthropicEncoder]):
-    """Translate one Gemini streamGenerateContent SSE body into Anthropic Messages events."""
-
-    def __init__(
-        self,
-        message_id: str,
-        model: str,
-        input_tokens: int,
-        *,
-        signing_key: bytes | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            GeminiDecoder(message_id, signing_key),
-            AnthropicEncoder(message_id, model, input_tokens),
-            max_event_bytes,
-        )
-
-
-class ChatViaGeminiStream(Transducer[GeminiDecoder, ChatEncoder]):
-    """Translate one Gemini streamGenerateContent SSE body into OpenAI Chat chunks.
-
-    `message_id` names the tool calls (the Gemini decoder's `tool_use_id`); `signing_key`
-    signs the thinking blocks and carries the thought signatures, `continuation_key` the
-    Chat continuation suffix that brings them back on replay.
-    """
-
-    def __init__(
-        self,
-        completion_id: str,
-        model: str,
-        created: int,
-        *,
-        message_id: str,
-        include_usage: bool = False,
-        signing_key: bytes | None = None,
-        continuation_key: bytes | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-    ) -> None:
-        super().__init__(
-            GeminiDecoder(message_id, signing_key),
-            ChatEncoder(completion_id, model, created, include_usage, continuation_key),
-            max_event_bytes,
-        )
-
-
-class MessagesViaGeminiFactory(Protocol):
-    """The constructor of a MessagesViaGeminiStream, either implementation's."""
-
-    def __call__(
-        self,
-        message_id: str,
-        model: str,
-        input_tokens: int,
-        *,
-        signing_key: bytes | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-class ChatViaGeminiFactory(Protocol):
-    """The constructor of a ChatViaGeminiStream, either implementation's."""
-
-    def __call__(
-        self,
-        completion_id: str,
-        model: str,
-        created: int,
-        *,
-        message_id: str,
-        include_usage: bool = ...,
-        signing_key: bytes | None = ...,
-        continuation_key: bytes | None = ...,
-        max_event_bytes: int = ...,
-    ) -> StreamTransducer: ...
-
-
-# The same constructor as a MessagesViaChatStream's.
-MessagesViaResponsesFactory = MessagesViaChatFactory
+Factory = Callable[..., StreamTransducer]
 
 
 @dataclass(frozen=True)
 class Implementation:
-    """One implementation's transducer constructors, named as the classes they are."""
+    """One implementation's transducer constructors, by class name (also as attributes:
+    `impl.MessagesViaChatStream`)."""
 
     name: str
-    MessagesViaChatStream: MessagesViaChatFactory
-    ChatViaMessagesStream: ChatViaMessagesFactory
-    MessagesViaGeminiStream: MessagesViaGeminiFactory
-    ChatViaGeminiStream: ChatViaGeminiFactory
-    ResponsesViaChatStream: ResponsesStreamFactory
-    ResponsesViaMessagesStream: ResponsesStreamFactory
-    MessagesViaResponsesStream: MessagesViaResponsesFactory
-    ChatViaResponsesStream: ChatViaResponsesFactory
-    ResponsesViaGeminiStream: ResponsesStreamFactory
+    classes: Mapping[str, Factory]
 
-    def transducer(self, upstream: str, client: str) -> Callable[..., StreamTransducer]:
+    def __getattr__(self, class_name: str) -> Factory:
+        # Called for names that are not attributes; `classes` itself may not be set yet
+        # (while unpickling), so it is looked up without recursing.
+        classes: Mapping[str, Factory] = self.__dict__.get("classes", {})
+        try:
+            return classes[class_name]
+        except KeyError:
+            raise AttributeError(class_name) from None
+
+    def transducer(self, upstream: str, client: str) -> Factory:
         """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
         `client` protocol ("anthropic", "openai" for Chat, "responses"); KeyError for a
         pair without one (same-protocol pairs are passed through, not transduced)."""
-        factory: Callable[..., StreamTransducer] = getattr(self, COMPOSITIONS[upstream, client])
-        return factory
+        return self.classes[COMPOSITIONS[upstream, client].__name__]
 
 
-# (upstream kind, client protocol) -> the composition's class name: Decoder x Encoder.
-COMPOSITIONS: dict[tuple[str, str], str] = {
-    ("openai", "anthropic"): "MessagesViaChatStream",
-    ("anthropic", "openai"): "ChatViaMessagesStream",
-    ("gemini", "anthropic"): "MessagesViaGeminiStream",
-    ("gemini", "openai"): "ChatViaGeminiStream",
-    ("openai", "responses"): "ResponsesViaChatStream",
-    ("anthropic", "responses"): "ResponsesViaMessagesStream",
-    ("responses", "anthropic"): "MessagesViaResponsesStream",
-    ("responses", "openai"): "ChatViaResponsesStream",
-    ("gemini", "responses"): "ResponsesViaGeminiStream",
-}
-
-
-PYTHON = Implementation(
-    "python",
-    MessagesViaChatStream,
-    ChatViaMessagesStream,
-    MessagesViaGeminiStream,
-    ChatViaGeminiStream,
-    ResponsesViaChatStream=ResponsesViaChatStream,
-    ResponsesViaMessagesStream=ResponsesViaMessagesStream,
-    MessagesViaResponsesStream=MessagesViaResponsesStream,
-    ChatViaResponsesStream=ChatViaResponsesStream,
-    ResponsesViaGeminiStream=ResponsesViaGeminiStream,
-)
+PYTHON = Implementation("python", {c.__name__: c for c in COMPOSITIONS.values()})
 
 
 def native() -> Implementation:
     """The native core's transducers; ImportError when the extension is not built."""
     from . import _native
 
-    return Implementation(
-        "native",
-        _native.MessagesViaChatStream,
-        _native.ChatViaMessagesStream,
-        _native.MessagesViaGeminiStream,
-        _native.ChatViaGeminiStream,
-        ResponsesViaChatStream=_native.ResponsesViaChatStream,
-        ResponsesViaMessagesStream=_native.ResponsesViaMessagesStream,
-        MessagesViaResponsesStream=_native.MessagesViaResponsesStream,
-        ChatViaResponsesStream=_native.ChatViaResponsesStream,
-        ResponsesViaGeminiStream=_native.ResponsesViaGeminiStream,
-    )
+    names = [c.__name__ for c in COMPOSITIONS.values()]
+    return Implementation("native", {name: getattr(_native, name) for name in names})
 
 
 def select(requested: str | None = None) -> Implementation:

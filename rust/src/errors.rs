@@ -27,12 +27,11 @@ pub fn status_class(status: u64) -> &'static str {
         402 => "billing_error",
         403 => "permission_error",
         404 => "not_found_error",
-        408 => "timeout_error",
+        408 | 504 => "timeout_error",
         413 => "request_too_large",
         429 => "rate_limit_error",
         500 => "api_error",
         503 | 529 => "overloaded_error",
-        504 => "timeout_error",
         s if s >= 500 => "api_error",
         _ => "invalid_request_error",
     }
@@ -64,10 +63,9 @@ pub fn anthropic_error_type(status: Option<u64>, kind: Option<&str>) -> &'static
         Some("rate_limit_exceeded" | "tokens" | "requests") => "rate_limit_error",
         Some("insufficient_quota") => "billing_error",
         Some("invalid_api_key") => "authentication_error",
-        Some("server_error") => "api_error",
         Some("model_not_found") => "not_found_error",
         Some("context_length_exceeded") => "invalid_request_error",
-        _ => "api_error",
+        _ => "api_error", // server_error, and any other
     }
 }
 

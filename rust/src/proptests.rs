@@ -6,10 +6,13 @@
 
 use proptest::prelude::*;
 
-use crate::responses::ResponsesOptions;
+use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
+use crate::chat::{ChatDecoder, ChatEncoder};
+use crate::gemini::GeminiDecoder;
+use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
 use crate::sse::SseParser;
 use crate::stream::{Decoder, Encoder, Transducer};
-use crate::transducers as t;
+use crate::transducers::{self, Upstream};
 
 /// What the properties ask of any composition.
 trait Stream {
@@ -36,71 +39,52 @@ impl<D: Decoder, E: Encoder> Stream for Transducer<D, E> {
 
 const KEY: &[u8] = b"proptest-key";
 
-fn options() -> ResponsesOptions<'static> {
-    ResponsesOptions {
-        echo: "{}",
-        signing_key: Some(KEY),
-        ..ResponsesOptions::default()
+/// A client encoder as the properties start it: every option that adds output on.
+trait Client {
+    fn client() -> Self;
+}
+
+impl Client for AnthropicEncoder {
+    fn client() -> Self {
+        AnthropicEncoder::new("m", "c", 1)
     }
+}
+
+impl Client for ChatEncoder {
+    fn client() -> Self {
+        ChatEncoder::new("c", "m", 1, true, Some(KEY))
+    }
+}
+
+impl Client for ResponsesEncoder {
+    fn client() -> Self {
+        let options = ResponsesOptions {
+            echo: "{}",
+            signing_key: Some(KEY),
+            ..ResponsesOptions::default()
+        };
+        ResponsesEncoder::new("r", "m", 1, 1, options)
+    }
+}
+
+macro_rules! cases {
+    ($($name:ident: $decoder:ident => $encoder:ident,)*) => {
+        |bound: usize| -> Vec<(&'static str, Box<dyn Stream>)> {
+            vec![$((
+                stringify!($name),
+                Box::new(Transducer::new(
+                    $decoder::upstream("m", Some(KEY)),
+                    $encoder::client(),
+                    bound,
+                )),
+            )),*]
+        }
+    };
 }
 
 /// Every composition, fresh, under `bound`.
 fn compositions(bound: usize) -> Vec<(&'static str, Box<dyn Stream>)> {
-    vec![
-        (
-            "messages_via_chat",
-            Box::new(t::messages_via_chat("m", "c", 1, Some(KEY), bound)),
-        ),
-        (
-            "chat_via_messages",
-            Box::new(t::chat_via_messages("c", "m", 1, true, Some(KEY), bound)),
-        ),
-        (
-            "responses_via_chat",
-            Box::new(t::responses_via_chat("r", "m", 1, 1, options(), bound)),
-        ),
-        (
-            "responses_via_messages",
-            Box::new(t::responses_via_messages("r", "m", 1, 1, options(), bound)),
-        ),
-        (
-            "responses_via_gemini",
-            Box::new(t::responses_via_gemini("r", "m", 1, 1, options(), bound)),
-        ),
-        (
-            "messages_via_responses",
-            Box::new(t::messages_via_responses("m", "c", 1, Some(KEY), bound)),
-        ),
-        (
-            "chat_via_responses",
-            Box::new(t::chat_via_responses(
-                "c",
-                "m",
-                1,
-                true,
-                Some(KEY),
-                Some(KEY),
-                bound,
-            )),
-        ),
-        (
-            "messages_via_gemini",
-            Box::new(t::messages_via_gemini("m", "c", 1, Some(KEY), bound)),
-        ),
-        (
-            "chat_via_gemini",
-            Box::new(t::chat_via_gemini(
-                "c",
-                "m",
-                1,
-                "m",
-                true,
-                Some(KEY),
-                Some(KEY),
-                bound,
-            )),
-        ),
-    ]
+    transducers::compositions!(cases)(bound)
 }
 
 /// Pieces an SSE stream is made of, and pieces that break one.
@@ -145,7 +129,7 @@ fn parse(chunks: &[Vec<u8>], bound: usize) -> (Events, Option<String>) {
     let mut events = Vec::new();
     for chunk in chunks {
         parser.feed(chunk, |e, d| {
-            events.push((e.map(<[u8]>::to_vec), d.to_vec()))
+            events.push((e.map(<[u8]>::to_vec), d.to_vec()));
         });
         assert!(
             parser.buffered_bytes() <= bound,

@@ -5,9 +5,14 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
+use crate::chat::{ChatDecoder, ChatEncoder};
 use crate::errors::ANTHROPIC_ERROR_TYPES;
-use crate::stream::{messages, DEFAULT_MAX_EVENT_BYTES};
-use crate::{anthropic, chat, gemini, responses, transducers};
+use crate::gemini::GeminiDecoder;
+use crate::responses::{ResponsesDecoder, ResponsesEncoder};
+use crate::stream::{messages, Transducer, DEFAULT_MAX_EVENT_BYTES};
+use crate::transducers::{self, Upstream};
+use crate::{anthropic, chat, gemini, responses};
 
 fn known_error_type(error_type: &str) -> &'static str {
     ANTHROPIC_ERROR_TYPES
@@ -17,13 +22,124 @@ fn known_error_type(error_type: &str) -> &'static str {
         .unwrap_or("api_error")
 }
 
-/// The same wrapper for every transducer type: the API of python/hydra_proxy/transducers.py.
-macro_rules! transducer_methods {
-    ($name:ident, $usage:ty, $new:item) => {
+/// The Python classes of the compositions (transducers::compositions!), with the API of
+/// python/hydra_proxy/transducers.py.
+macro_rules! classes {
+    ($($name:ident: $decoder:ident => $encoder:ident,)*) => {
+        $(
+            #[doc = concat!(stringify!($decoder), " composed with ", stringify!($encoder), ".")]
+            #[pyclass(module = "hydra_proxy._native")]
+            struct $name {
+                inner: transducers::$name,
+            }
+
+            constructor!($name, $decoder, $encoder);
+        )*
+
+        fn add_compositions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add_class::<$name>()?;)*
+            Ok(())
+        }
+    };
+}
+
+/// A class's constructor, its client protocol's: the ids and counts its encoder starts
+/// from, the key that signs replay state, and the event bound.
+macro_rules! constructor {
+    ($name:ident, $decoder:ident, AnthropicEncoder) => {
+        methods!(
+            $name,
+            #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+            fn new(
+                message_id: &str,
+                model: &str,
+                input_tokens: u64,
+                signing_key: Option<&[u8]>,
+                max_event_bytes: usize,
+            ) -> Self {
+                let decoder = $decoder::upstream(message_id, signing_key);
+                let encoder = AnthropicEncoder::new(message_id, model, input_tokens);
+                $name {
+                    inner: Transducer::new(decoder, encoder, max_event_bytes),
+                }
+            }
+        );
+    };
+    // `message_id` names the decoder's tool calls (default: the completion id).
+    ($name:ident, $decoder:ident, ChatEncoder) => {
+        methods!(
+            $name,
+            #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, message_id=None, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                completion_id: &str,
+                model: &str,
+                created: u64,
+                include_usage: bool,
+                continuation_key: Option<&[u8]>,
+                message_id: Option<&str>,
+                signing_key: Option<&[u8]>,
+                max_event_bytes: usize,
+            ) -> Self {
+                let decoder = $decoder::upstream(message_id.unwrap_or(completion_id), signing_key);
+                let encoder =
+                    ChatEncoder::new(completion_id, model, created, include_usage, continuation_key);
+                $name {
+                    inner: Transducer::new(decoder, encoder, max_event_bytes),
+                }
+            }
+        );
+    };
+    ($name:ident, $decoder:ident, ResponsesEncoder) => {
+        methods!(
+            $name,
+            #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                response_id: &str,
+                model: &str,
+                created_at: u64,
+                input_tokens: u64,
+                echo: &str,
+                include_encrypted: bool,
+                summary: bool,
+                signing_key: Option<&[u8]>,
+                tool_names: Option<NameTable>,
+                max_event_bytes: usize,
+            ) -> Self {
+                let decoder = $decoder::upstream(response_id, signing_key);
+                let options =
+                    responses_options(echo, include_encrypted, summary, signing_key, tool_names);
+                let encoder =
+                    ResponsesEncoder::new(response_id, model, created_at, input_tokens, options);
+                $name {
+                    inner: Transducer::new(decoder, encoder, max_event_bytes),
+                }
+            }
+        );
+    };
+}
+
+/// The methods of every class: its constructor `$new` and the transducer's API, with the
+/// getters that return the transducer's value as it is.
+macro_rules! methods {
+    ($name:ident, $new:item) => {
+        methods!(
+            @ $name,
+            $new,
+            finished: bool,
+            complete: bool,
+            has_content: bool,
+            buffered_bytes: usize,
+            reasoning_tokens: u64
+        );
+    };
+    (@ $name:ident, $new:item, $($getter:ident: $type:ty),*) => {
         #[pymethods]
         impl $name {
             #[new]
             $new
+
             fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> Bound<'py, PyBytes> {
                 PyBytes::new(py, self.inner.feed(chunk))
             }
@@ -46,23 +162,8 @@ macro_rules! transducer_methods {
             }
 
             #[getter]
-            fn finished(&self) -> bool {
-                self.inner.finished()
-            }
-
-            #[getter]
-            fn complete(&self) -> bool {
-                self.inner.complete()
-            }
-
-            #[getter]
             fn error(&self) -> Option<(&'static str, String)> {
                 self.inner.error().map(|(t, m)| (t, m.to_owned()))
-            }
-
-            #[getter]
-            fn has_content(&self) -> bool {
-                self.inner.has_content()
             }
 
             #[getter]
@@ -70,168 +171,24 @@ macro_rules! transducer_methods {
                 self.inner.stop_reason().map(str::to_owned)
             }
 
+            /// The client protocol's token counts.
             #[getter]
-            fn usage(&self) -> $usage {
-                self.inner.usage()
+            fn usage(&self) -> (u128, u64, u64) {
+                let (input, cached, output) = self.inner.usage();
+                (input.into(), cached, output)
             }
 
-            #[getter]
-            fn buffered_bytes(&self) -> usize {
-                self.inner.buffered_bytes()
-            }
-
-            #[getter]
-            fn reasoning_tokens(&self) -> u64 {
-                self.inner.reasoning_tokens()
-            }
+            $(
+                #[getter]
+                fn $getter(&self) -> $type {
+                    self.inner.$getter()
+                }
+            )*
         }
     };
 }
 
-/// Translate one OpenAI Chat Completions SSE body into Anthropic Messages SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct MessagesViaChatStream {
-    inner: transducers::MessagesViaChatStream,
-}
-
-transducer_methods!(
-    MessagesViaChatStream,
-    (u64, u64, u64),
-    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    fn new(
-        message_id: &str,
-        model: &str,
-        input_tokens: u64,
-        signing_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        MessagesViaChatStream {
-            inner: transducers::messages_via_chat(
-                message_id,
-                model,
-                input_tokens,
-                signing_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// Translate one Anthropic Messages SSE body into OpenAI Chat Completions chunks.
-#[pyclass(module = "hydra_proxy._native")]
-struct ChatViaMessagesStream {
-    inner: transducers::ChatViaMessagesStream,
-}
-
-transducer_methods!(
-    ChatViaMessagesStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    fn new(
-        completion_id: &str,
-        model: &str,
-        created: u64,
-        include_usage: bool,
-        continuation_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        ChatViaMessagesStream {
-            inner: transducers::chat_via_messages(
-                completion_id,
-                model,
-                created,
-                include_usage,
-                continuation_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-// -- Gemini upstream -----------------------------------------------------------------------
-
-/// Translate one Gemini streamGenerateContent SSE body into Anthropic Messages SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct MessagesViaGeminiStream {
-    inner: transducers::MessagesViaGeminiStream,
-}
-
-transducer_methods!(
-    MessagesViaGeminiStream,
-    (u64, u64, u64),
-    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    fn new(
-        message_id: &str,
-        model: &str,
-        input_tokens: u64,
-        signing_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        MessagesViaGeminiStream {
-            inner: transducers::messages_via_gemini(
-                message_id,
-                model,
-                input_tokens,
-                signing_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// Translate one Gemini streamGenerateContent SSE body into OpenAI Chat Completions chunks.
-#[pyclass(module = "hydra_proxy._native")]
-struct ChatViaGeminiStream {
-    inner: transducers::ChatViaGeminiStream,
-}
-
-transducer_methods!(
-    ChatViaGeminiStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (completion_id, model, created, *, message_id, include_usage=false, signing_key=None, continuation_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        completion_id: &str,
-        model: &str,
-        created: u64,
-        message_id: &str,
-        include_usage: bool,
-        signing_key: Option<&[u8]>,
-        continuation_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        ChatViaGeminiStream {
-            inner: transducers::chat_via_gemini(
-                completion_id,
-                model,
-                created,
-                message_id,
-                include_usage,
-                signing_key,
-                continuation_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// The Gemini classes and tables of the module (tests/test_twin_constants.py).
-fn add_gemini(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<MessagesViaGeminiStream>()?;
-    m.add_class::<ChatViaGeminiStream>()?;
-    m.add(
-        "GEMINI_REFUSAL_FINISH_REASONS",
-        gemini::mapping::REFUSAL_FINISH_REASONS.to_vec(),
-    )?;
-    m.add(
-        "GEMINI_ERROR_FINISH_REASONS",
-        gemini::mapping::ERROR_FINISH_REASONS.to_vec(),
-    )?;
-    m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
-    Ok(())
-}
-
-// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
+transducers::compositions!(classes);
 
 /// (sent name, client name, namespace, custom): responses.encoder.NameTable.
 type NameTable = Vec<(String, String, Option<String>, bool)>;
@@ -264,198 +221,6 @@ fn responses_options<'a>(
     }
 }
 
-/// Translate one OpenAI Chat Completions SSE body into OpenAI Responses SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct ResponsesViaChatStream {
-    inner: transducers::ResponsesViaChatStream,
-}
-
-transducer_methods!(
-    ResponsesViaChatStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        response_id: &str,
-        model: &str,
-        created_at: u64,
-        input_tokens: u64,
-        echo: &str,
-        include_encrypted: bool,
-        summary: bool,
-        signing_key: Option<&[u8]>,
-        tool_names: Option<NameTable>,
-        max_event_bytes: usize,
-    ) -> Self {
-        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
-        ResponsesViaChatStream {
-            inner: transducers::responses_via_chat(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                options,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// Translate one Gemini streamGenerateContent SSE body into OpenAI Responses SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct ResponsesViaGeminiStream {
-    inner: transducers::ResponsesViaGeminiStream,
-}
-
-transducer_methods!(
-    ResponsesViaGeminiStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        response_id: &str,
-        model: &str,
-        created_at: u64,
-        input_tokens: u64,
-        echo: &str,
-        include_encrypted: bool,
-        summary: bool,
-        signing_key: Option<&[u8]>,
-        tool_names: Option<NameTable>,
-        max_event_bytes: usize,
-    ) -> Self {
-        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
-        ResponsesViaGeminiStream {
-            inner: transducers::responses_via_gemini(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                options,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// Translate one Anthropic Messages SSE body into OpenAI Responses SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct ResponsesViaMessagesStream {
-    inner: transducers::ResponsesViaMessagesStream,
-}
-
-transducer_methods!(
-    ResponsesViaMessagesStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (response_id, model, created_at, input_tokens, *, echo="{}", include_encrypted=false, summary=false, signing_key=None, tool_names=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        response_id: &str,
-        model: &str,
-        created_at: u64,
-        input_tokens: u64,
-        echo: &str,
-        include_encrypted: bool,
-        summary: bool,
-        signing_key: Option<&[u8]>,
-        tool_names: Option<NameTable>,
-        max_event_bytes: usize,
-    ) -> Self {
-        let options = responses_options(echo, include_encrypted, summary, signing_key, tool_names);
-        ResponsesViaMessagesStream {
-            inner: transducers::responses_via_messages(
-                response_id,
-                model,
-                created_at,
-                input_tokens,
-                options,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
-
-/// Translate one OpenAI Responses SSE body into Anthropic Messages SSE events.
-#[pyclass(module = "hydra_proxy._native")]
-struct MessagesViaResponsesStream {
-    inner: transducers::MessagesViaResponsesStream,
-}
-
-transducer_methods!(
-    MessagesViaResponsesStream,
-    (u64, u64, u64),
-    #[pyo3(signature = (message_id, model, input_tokens, *, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    fn new(
-        message_id: &str,
-        model: &str,
-        input_tokens: u64,
-        signing_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        MessagesViaResponsesStream {
-            inner: transducers::messages_via_responses(
-                message_id,
-                model,
-                input_tokens,
-                signing_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// Translate one OpenAI Responses SSE body into OpenAI Chat Completions chunks.
-#[pyclass(module = "hydra_proxy._native")]
-struct ChatViaResponsesStream {
-    inner: transducers::ChatViaResponsesStream,
-}
-
-transducer_methods!(
-    ChatViaResponsesStream,
-    (u128, u64, u64),
-    #[pyo3(signature = (completion_id, model, created, *, include_usage=false, continuation_key=None, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
-    fn new(
-        completion_id: &str,
-        model: &str,
-        created: u64,
-        include_usage: bool,
-        continuation_key: Option<&[u8]>,
-        signing_key: Option<&[u8]>,
-        max_event_bytes: usize,
-    ) -> Self {
-        ChatViaResponsesStream {
-            inner: transducers::chat_via_responses(
-                completion_id,
-                model,
-                created,
-                include_usage,
-                continuation_key,
-                signing_key,
-                max_event_bytes,
-            ),
-        }
-    }
-);
-
-/// The Responses classes and tables of the module (tests/test_twin_constants.py).
-fn add_responses(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add_class::<ResponsesViaChatStream>()?;
-    m.add_class::<ResponsesViaMessagesStream>()?;
-    m.add_class::<ResponsesViaGeminiStream>()?;
-    m.add_class::<MessagesViaResponsesStream>()?;
-    m.add_class::<ChatViaResponsesStream>()?;
-    let codes = responses::shared::RESPONSE_ERROR_CODES;
-    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
-    let reasons = responses::shared::INCOMPLETE_REASONS;
-    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
-    Ok(())
-}
-
-// -- end of OpenAI Responses ----------------------------------------------------------------
-
 fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, PyDict>> {
     let dict = PyDict::new(py);
     for (key, value) in pairs {
@@ -467,8 +232,7 @@ fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, Py
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    m.add_class::<MessagesViaChatStream>()?;
-    m.add_class::<ChatViaMessagesStream>()?;
+    add_compositions(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;
@@ -490,7 +254,14 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
-    add_gemini(m)?;
-    add_responses(m)?;
+    let refusals = gemini::mapping::REFUSAL_FINISH_REASONS.to_vec();
+    m.add("GEMINI_REFUSAL_FINISH_REASONS", refusals)?;
+    let errors = gemini::mapping::ERROR_FINISH_REASONS.to_vec();
+    m.add("GEMINI_ERROR_FINISH_REASONS", errors)?;
+    m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
+    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
+    let reasons = responses::shared::INCOMPLETE_REASONS;
+    m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
     Ok(())
 }

@@ -240,7 +240,7 @@ mod tests {
             events.push((
                 e.map(|e| String::from_utf8_lossy(e).into_owned()),
                 String::from_utf8_lossy(d).into_owned(),
-            ))
+            ));
         };
         let mut start = 0;
         for &split in splits {

@@ -1,202 +1,75 @@
-//! The transducers the server runs, each a decoder composed with an encoder (twin of the
-//! compositions in python/hydra_proxy/transducers.py).
+//! The transducers the server runs, each an upstream's decoder composed with a client
+//! protocol's encoder (twin of python/hydra_proxy/transducers.py).
+//!
+//! [`compositions!`] is the one list of them: these type aliases, the Python classes of
+//! python.rs and the property tests are all made from it, so a new composition is one line
+//! there. Every decoder is made the same way ([`Upstream`]); the encoder is the client's.
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
-use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
-use crate::stream::Transducer;
-
-/// Anthropic Messages clients on an OpenAI Chat Completions upstream.
-pub type MessagesViaChatStream = Transducer<ChatDecoder, AnthropicEncoder>;
-
-/// OpenAI Chat Completions clients on an Anthropic Messages upstream.
-pub type ChatViaMessagesStream = Transducer<AnthropicDecoder, ChatEncoder>;
-
-pub fn messages_via_chat(
-    message_id: &str,
-    model: &str,
-    input_tokens: u64,
-    signing_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> MessagesViaChatStream {
-    Transducer::new(
-        ChatDecoder::new(message_id, signing_key),
-        AnthropicEncoder::new(message_id, model, input_tokens),
-        max_event_bytes,
-    )
-}
-
-pub fn chat_via_messages(
-    completion_id: &str,
-    model: &str,
-    created: u64,
-    include_usage: bool,
-    continuation_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> ChatViaMessagesStream {
-    Transducer::new(
-        AnthropicDecoder::new(),
-        ChatEncoder::new(
-            completion_id,
-            model,
-            created,
-            include_usage,
-            continuation_key,
-        ),
-        max_event_bytes,
-    )
-}
-
-// -- Gemini upstream (streamGenerateContent?alt=sse) ---------------------------------------
-
 use crate::gemini::GeminiDecoder;
+use crate::responses::{ResponsesDecoder, ResponsesEncoder};
+use crate::stream::{Decoder, Transducer};
 
-/// Anthropic Messages clients on a Gemini upstream.
-pub type MessagesViaGeminiStream = Transducer<GeminiDecoder, AnthropicEncoder>;
+/// Hands `$then!` every composition as `Name: Decoder => Encoder,` (a composition of an
+/// upstream with a client of the same protocol is passed through, not transduced).
+macro_rules! compositions {
+    ($then:ident) => {
+        $then! {
+            MessagesViaChatStream: ChatDecoder => AnthropicEncoder,
+            ChatViaMessagesStream: AnthropicDecoder => ChatEncoder,
+            MessagesViaGeminiStream: GeminiDecoder => AnthropicEncoder,
+            ChatViaGeminiStream: GeminiDecoder => ChatEncoder,
+            ResponsesViaChatStream: ChatDecoder => ResponsesEncoder,
+            ResponsesViaMessagesStream: AnthropicDecoder => ResponsesEncoder,
+            MessagesViaResponsesStream: ResponsesDecoder => AnthropicEncoder,
+            ChatViaResponsesStream: ResponsesDecoder => ChatEncoder,
+            ResponsesViaGeminiStream: GeminiDecoder => ResponsesEncoder,
+        }
+    };
+}
+#[cfg(any(test, feature = "python"))]
+pub(crate) use compositions;
 
-/// OpenAI Chat Completions clients on a Gemini upstream.
-pub type ChatViaGeminiStream = Transducer<GeminiDecoder, ChatEncoder>;
+macro_rules! aliases {
+    ($($name:ident: $decoder:ident => $encoder:ident,)*) => {
+        $(
+            #[doc = concat!(stringify!($decoder), " composed with ", stringify!($encoder), ".")]
+            pub type $name = Transducer<$decoder, $encoder>;
+        )*
+    };
+}
+compositions!(aliases);
 
-pub fn messages_via_gemini(
-    message_id: &str,
-    model: &str,
-    input_tokens: u64,
-    signing_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> MessagesViaGeminiStream {
-    Transducer::new(
-        GeminiDecoder::new(message_id, signing_key),
-        AnthropicEncoder::new(message_id, model, input_tokens),
-        max_event_bytes,
-    )
+/// An upstream's decoder as a composition makes it: `reply_id` is the id of the client's
+/// reply, which names the tool calls an upstream sends without an id of its own;
+/// `signing_key` signs the replay state (reasoning, thought signatures) a client must send
+/// back for the upstream to go on.
+pub trait Upstream: Decoder {
+    fn upstream(reply_id: &str, signing_key: Option<&[u8]>) -> Self;
 }
 
-/// `message_id` names the tool calls; `signing_key` signs thinking and carries thought
-/// signatures, `continuation_key` the Chat continuation suffix that brings them back.
-#[allow(clippy::too_many_arguments)]
-pub fn chat_via_gemini(
-    completion_id: &str,
-    model: &str,
-    created: u64,
-    message_id: &str,
-    include_usage: bool,
-    signing_key: Option<&[u8]>,
-    continuation_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> ChatViaGeminiStream {
-    Transducer::new(
-        GeminiDecoder::new(message_id, signing_key),
-        ChatEncoder::new(
-            completion_id,
-            model,
-            created,
-            include_usage,
-            continuation_key,
-        ),
-        max_event_bytes,
-    )
+impl Upstream for ChatDecoder {
+    fn upstream(reply_id: &str, signing_key: Option<&[u8]>) -> Self {
+        ChatDecoder::new(reply_id, signing_key)
+    }
 }
 
-// -- OpenAI Responses clients (issue 10) ----------------------------------------------------
-
-/// OpenAI Responses clients (Codex CLI) on an OpenAI Chat Completions upstream.
-pub type ResponsesViaChatStream = Transducer<ChatDecoder, ResponsesEncoder>;
-
-/// OpenAI Responses clients (Codex CLI) on an Anthropic Messages upstream.
-pub type ResponsesViaMessagesStream = Transducer<AnthropicDecoder, ResponsesEncoder>;
-
-pub fn responses_via_chat(
-    response_id: &str,
-    model: &str,
-    created_at: u64,
-    input_tokens: u64,
-    options: ResponsesOptions<'_>,
-    max_event_bytes: usize,
-) -> ResponsesViaChatStream {
-    Transducer::new(
-        ChatDecoder::new(response_id, options.signing_key),
-        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
-        max_event_bytes,
-    )
+/// An Anthropic stream names its own tool calls and signs its own thinking.
+impl Upstream for AnthropicDecoder {
+    fn upstream(_reply_id: &str, _signing_key: Option<&[u8]>) -> Self {
+        AnthropicDecoder::new()
+    }
 }
 
-pub fn responses_via_messages(
-    response_id: &str,
-    model: &str,
-    created_at: u64,
-    input_tokens: u64,
-    options: ResponsesOptions<'_>,
-    max_event_bytes: usize,
-) -> ResponsesViaMessagesStream {
-    Transducer::new(
-        AnthropicDecoder::new(),
-        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
-        max_event_bytes,
-    )
+impl Upstream for GeminiDecoder {
+    fn upstream(reply_id: &str, signing_key: Option<&[u8]>) -> Self {
+        GeminiDecoder::new(reply_id, signing_key)
+    }
 }
 
-// -- OpenAI Responses upstreams (the `responses` provider kind, issue 10) -------------------
-
-/// Anthropic Messages clients on an OpenAI Responses upstream.
-pub type MessagesViaResponsesStream = Transducer<ResponsesDecoder, AnthropicEncoder>;
-
-/// OpenAI Chat Completions clients on an OpenAI Responses upstream.
-pub type ChatViaResponsesStream = Transducer<ResponsesDecoder, ChatEncoder>;
-
-pub fn messages_via_responses(
-    message_id: &str,
-    model: &str,
-    input_tokens: u64,
-    signing_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> MessagesViaResponsesStream {
-    Transducer::new(
-        ResponsesDecoder::new(message_id, signing_key),
-        AnthropicEncoder::new(message_id, model, input_tokens),
-        max_event_bytes,
-    )
-}
-
-pub fn chat_via_responses(
-    completion_id: &str,
-    model: &str,
-    created: u64,
-    include_usage: bool,
-    continuation_key: Option<&[u8]>,
-    signing_key: Option<&[u8]>,
-    max_event_bytes: usize,
-) -> ChatViaResponsesStream {
-    Transducer::new(
-        ResponsesDecoder::new(completion_id, signing_key),
-        ChatEncoder::new(
-            completion_id,
-            model,
-            created,
-            include_usage,
-            continuation_key,
-        ),
-        max_event_bytes,
-    )
-}
-
-// -- OpenAI Responses clients on a Gemini upstream ------------------------------------------
-
-/// OpenAI Responses clients (Codex CLI) on a Gemini upstream.
-pub type ResponsesViaGeminiStream = Transducer<GeminiDecoder, ResponsesEncoder>;
-
-/// The response id names the tool calls; `options.signing_key` signs thinking and carries
-/// Gemini's thought signatures.
-pub fn responses_via_gemini(
-    response_id: &str,
-    model: &str,
-    created_at: u64,
-    input_tokens: u64,
-    options: ResponsesOptions<'_>,
-    max_event_bytes: usize,
-) -> ResponsesViaGeminiStream {
-    Transducer::new(
-        GeminiDecoder::new(response_id, options.signing_key),
-        ResponsesEncoder::new(response_id, model, created_at, input_tokens, options),
-        max_event_bytes,
-    )
+impl Upstream for ResponsesDecoder {
+    fn upstream(reply_id: &str, signing_key: Option<&[u8]>) -> Self {
+        ResponsesDecoder::new(reply_id, signing_key)
+    }
 }

@@ -33,18 +33,16 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
+from ..stream.transducer import Ending
 from . import output as out
 
 
-class AnthropicEncoder:
+class AnthropicEncoder(Ending):
     def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
         self._message_id = message_id
         self._model = model
         self._estimate = input_tokens
         self._started = False
-        self._ended = False
-        self._complete = False
-        self._error: tuple[str, str] | None = None
         # Blocks started so far (the next index), and the open one: (decoder id, index).
         self._blocks = 0
         self._open: tuple[int, int] | None = None
@@ -92,17 +90,7 @@ class AnthropicEncoder:
             case MessageStart():
                 pass
             case Usage():
-                mine = self._usage
-                if event.input_tokens is not None:
-                    mine.input_tokens = event.input_tokens
-                if event.cache_read_input_tokens is not None:
-                    mine.cache_read_input_tokens = event.cache_read_input_tokens
-                if event.cache_creation_input_tokens is not None:
-                    mine.cache_creation_input_tokens = event.cache_creation_input_tokens
-                if event.output_tokens is not None:
-                    mine.output_tokens = event.output_tokens
-                if event.reasoning_tokens is not None:
-                    mine.reasoning_tokens = event.reasoning_tokens
+                self._usage.update(event)
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():
@@ -140,28 +128,11 @@ class AnthropicEncoder:
         input_tokens, cached, output_tokens = self.usage
         parts.append(out.message_delta(self._stop_reason, input_tokens, cached, output_tokens))
         parts.append(out.MESSAGE_STOP)
-        self._ended = True
-        self._complete = True
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self._error = (error_type, message)
-        self._ended = True
-
-    @property
-    def finished(self) -> bool:
-        """The output has ended, with message_stop or with an error event."""
-        return self._ended
-
-    @property
-    def complete(self) -> bool:
-        """The output ended with message_stop: the reply is whole."""
-        return self._complete
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        """(error type, message) of the error event that ended the output, if any."""
-        return self._error
+        self._ended_with_error(error_type, message)
 
     @property
     def has_content(self) -> bool:
@@ -170,7 +141,7 @@ class AnthropicEncoder:
 
     @property
     def stop_reason(self) -> str | None:
-        return self._stop_reason if self._complete else None
+        return self._stop_reason if self.complete else None
 
     @property
     def usage(self) -> tuple[int, int, int]:

@@ -39,6 +39,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
+from ..stream.transducer import Ending
 from . import mapping
 from . import output as out
 
@@ -58,7 +59,7 @@ class _Block:
         self.sent_arguments = False
 
 
-class ChatEncoder:
+class ChatEncoder(Ending):
     def __init__(
         self,
         completion_id: str,
@@ -71,19 +72,12 @@ class ChatEncoder:
         self._include_usage = include_usage
         self._continuation_key = continuation_key or None
         self._started = False
-        self._ended = False
-        self._complete = False
-        self._error: tuple[str, str] | None = None
         self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
         self._tools = 0
         self._thinking: list[Block] = []  # finished thinking/redacted blocks, for the suffix
         self._stop_reason: str | None = None
         self._finish_reason: str | None = None
-        self._input = 0
-        self._cache_read = 0
-        self._cache_creation = 0
-        self._output = 0
-        self._reasoning = 0
+        self._usage = Usage()
 
     def event(self, parts: list[bytes], event: Event) -> None:
         match event:
@@ -114,7 +108,7 @@ class ChatEncoder:
             case MessageStart():
                 self._start(parts)
             case Usage():
-                self._usage(event)
+                self._usage.update(event)
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():
@@ -123,19 +117,6 @@ class ChatEncoder:
                 self._fail(parts, kind, message)
             case Ping():
                 parts.append(out.PING)
-
-    def _usage(self, usage: Usage) -> None:
-        # Anthropic counts are cumulative; a later event repeats or updates them.
-        if usage.input_tokens is not None:
-            self._input = usage.input_tokens
-        if usage.cache_read_input_tokens is not None:
-            self._cache_read = usage.cache_read_input_tokens
-        if usage.cache_creation_input_tokens is not None:
-            self._cache_creation = usage.cache_creation_input_tokens
-        if usage.output_tokens is not None:
-            self._output = usage.output_tokens
-        if usage.reasoning_tokens is not None:
-            self._reasoning = usage.reasoning_tokens
 
     def _start(self, parts: list[bytes]) -> None:
         if not self._started:
@@ -181,25 +162,11 @@ class ChatEncoder:
             prompt, cached, completion = self.usage
             parts.append(self._out.usage(prompt, completion, cached))
         parts.append(out.DONE)
-        self._ended = True
-        self._complete = True
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         parts.append(out.error(error_type, message))
-        self._error = (error_type, message)
-        self._ended = True
-
-    @property
-    def finished(self) -> bool:
-        return self._ended
-
-    @property
-    def complete(self) -> bool:
-        return self._complete
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        return self._error
+        self._ended_with_error(error_type, message)
 
     @property
     def has_content(self) -> bool:
@@ -213,10 +180,13 @@ class ChatEncoder:
 
     @property
     def usage(self) -> tuple[int, int, int]:
-        """(prompt_tokens, cached_tokens, completion_tokens), as OpenAI counts them."""
-        prompt = self._input + self._cache_read + self._cache_creation
-        return prompt, self._cache_read, self._output
+        """(prompt_tokens, cached_tokens, completion_tokens): OpenAI's prompt counts the
+        cached and cache-written tokens that Anthropic's input leaves out."""
+        usage = self._usage
+        cached = usage.cache_read_input_tokens or 0
+        prompt = (usage.input_tokens or 0) + cached + (usage.cache_creation_input_tokens or 0)
+        return prompt, cached, usage.output_tokens or 0
 
     @property
     def reasoning_tokens(self) -> int:
-        return self._reasoning
+        return self._usage.reasoning_tokens or 0

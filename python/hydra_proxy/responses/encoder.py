@@ -62,6 +62,7 @@ from ..stream.events import (
     ToolUse,
     Usage,
 )
+from ..stream.transducer import Ending
 from . import output as out
 from .context import ResponsesContext
 from .errors import response_error_code
@@ -173,7 +174,7 @@ def _thinking(item: _Item | None) -> bool:
     return isinstance(item, _Reasoning) and item.blocks[-1]["type"] == "thinking"
 
 
-class ResponsesEncoder:
+class ResponsesEncoder(Ending):
     def __init__(
         self,
         response_id: str,
@@ -201,9 +202,6 @@ class ResponsesEncoder:
         }
         self._seq = 0
         self._started = False
-        self._ended = False
-        self._complete = False
-        self._error: tuple[str, str] | None = None
         self._stop_reason: str | None = None
         self._status: str | None = None
         self._usage = Usage()
@@ -280,17 +278,7 @@ class ResponsesEncoder:
             case MessageStart():
                 pass
             case Usage():
-                mine = self._usage
-                if event.input_tokens is not None:
-                    mine.input_tokens = event.input_tokens
-                if event.cache_read_input_tokens is not None:
-                    mine.cache_read_input_tokens = event.cache_read_input_tokens
-                if event.cache_creation_input_tokens is not None:
-                    mine.cache_creation_input_tokens = event.cache_creation_input_tokens
-                if event.output_tokens is not None:
-                    mine.output_tokens = event.output_tokens
-                if event.reasoning_tokens is not None:
-                    mine.reasoning_tokens = event.reasoning_tokens
+                self._usage.update(event)
             case StopReason(reason):
                 self._stop_reason = reason
             case MessageStop():
@@ -528,32 +516,15 @@ class ResponsesEncoder:
             response = self._response(status, incomplete_details=details, usage=self._usage_json())
         parts.append(out.response_event(kind, self._next(), response))
         self._status = "completed" if incomplete is None else incomplete["reason"]
-        self._ended = True
-        self._complete = True
+        self._ended_complete()
 
     def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
         error = out.error(response_error_code(error_type), message)
         response = self._response("failed", error=error)
         parts.append(out.response_event(b"response.failed", self._next(), response))
-        self._error = (error_type, message)
-        self._ended = True
+        self._ended_with_error(error_type, message)
 
     # -- what the server asks ------------------------------------------------------------
-
-    @property
-    def finished(self) -> bool:
-        """The output has ended: completed, incomplete or failed."""
-        return self._ended
-
-    @property
-    def complete(self) -> bool:
-        """The output ended with response.completed or response.incomplete."""
-        return self._complete
-
-    @property
-    def error(self) -> tuple[str, str] | None:
-        """(Anthropic error type, message) of the failure that ended the output, if any."""
-        return self._error
 
     @property
     def has_content(self) -> bool:

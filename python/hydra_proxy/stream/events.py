@@ -78,6 +78,20 @@ class Usage:
     # never added to the output again).
     reasoning_tokens: int | None = None
 
+    def update(self, later: Usage) -> None:
+        """Take what a later `Usage` says: the counts are cumulative, so a later event
+        repeats or updates them, and a field it leaves out keeps its value."""
+        if (value := later.input_tokens) is not None:
+            self.input_tokens = value
+        if (value := later.cache_read_input_tokens) is not None:
+            self.cache_read_input_tokens = value
+        if (value := later.cache_creation_input_tokens) is not None:
+            self.cache_creation_input_tokens = value
+        if (value := later.output_tokens) is not None:
+            self.output_tokens = value
+        if (value := later.reasoning_tokens) is not None:
+            self.reasoning_tokens = value
+
 
 @dataclass(slots=True)
 class MessageStart:

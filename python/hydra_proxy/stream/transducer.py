@@ -42,6 +42,24 @@ class Decoder(Protocol):
         """Upstream EOF after its last event: end the message, or say it was cut off."""
 
 
+class Ending:
+    """How an encoder's output has ended, which every encoder keeps (Rust: `Outcome` and the
+    `Encoder` trait's methods over it): not yet, with the client protocol's end (`complete`:
+    the reply is whole), or with an error event. Plain attributes, read on every `feed`."""
+
+    finished: bool = False
+    complete: bool = False
+    # (Anthropic error type, message) of the error that ended the output.
+    error: tuple[str, str] | None = None
+
+    def _ended_complete(self) -> None:
+        self.finished = self.complete = True
+
+    def _ended_with_error(self, error_type: str, message: str) -> None:
+        self.error = (error_type, message)
+        self.finished = True
+
+
 class Encoder(Protocol):
     """Canonical events -> client protocol SSE bytes, and what the server asks of them."""
 

@@ -15,9 +15,9 @@ use serde_json::Value;
 
 use super::event::{read_event, BlockStart, Delta, ReadError};
 use crate::errors::upstream_error;
-use crate::json::trim_json_ws;
+use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+use crate::stream::{BlockKind, Decoder, Event, Sink};
 
 pub const MSG_UNKNOWN_BLOCK: &str =
     "the upstream sent a delta for a content block it never started";
@@ -60,10 +60,7 @@ impl Decoder for AnthropicDecoder {
             }
             return;
         }
-        let text = match std::str::from_utf8(data) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(data),
-        };
+        let text = json::text(data);
         let last_wins: Option<String>;
         let mut slot = None;
         let mut retry = None;
@@ -120,13 +117,7 @@ impl Decoder for AnthropicDecoder {
             return;
         }
         if let Some(usage) = parsed.usage() {
-            emit.emit(Event::Usage(Usage {
-                input_tokens: usage.input_tokens,
-                cache_read_input_tokens: usage.cache_read_input_tokens,
-                cache_creation_input_tokens: usage.cache_creation_input_tokens,
-                output_tokens: usage.output_tokens,
-                reasoning_tokens: None,
-            }));
+            emit.emit(Event::Usage(usage));
         }
         match kind {
             Some("message_start") => emit.emit(Event::MessageStart {
@@ -134,10 +125,10 @@ impl Decoder for AnthropicDecoder {
                 model: parsed.message_model(),
             }),
             Some("content_block_start") => {
-                self.block_start(parsed.index, parsed.block.as_ref(), emit)
+                self.block_start(parsed.index, parsed.block.as_ref(), emit);
             }
             Some("content_block_delta") => {
-                self.block_delta(parsed.index, parsed.delta.as_ref(), emit)
+                self.block_delta(parsed.index, parsed.delta.as_ref(), emit);
             }
             Some("content_block_stop") => self.block_stop(parsed.index, emit),
             Some("message_delta") => {

@@ -7,16 +7,14 @@
 //! time; message_delta carries the stop reason and the final usage, then message_stop.
 
 use super::output as out;
-use crate::stream::{BlockKind, Encoder, Event, Usage};
+use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 pub struct AnthropicEncoder {
     message_id: String,
     model: String,
     estimate: u64,
     started: bool,
-    ended: bool,
-    complete: bool,
-    error: Option<(&'static str, String)>,
+    outcome: Outcome,
     /// Blocks started so far (the next index), and the open one: (decoder id, index).
     blocks: u64,
     open: Option<(u64, u64)>,
@@ -31,9 +29,7 @@ impl AnthropicEncoder {
             model: model.to_owned(),
             estimate: input_tokens,
             started: false,
-            ended: false,
-            complete: false,
-            error: None,
+            outcome: Outcome::Open,
             blocks: 0,
             open: None,
             stop_reason: None,
@@ -82,14 +78,12 @@ impl AnthropicEncoder {
         let (input, cached, output) = usage(&self.usage, self.estimate);
         out::message_delta(out, stop_reason, input, cached, output);
         out.extend_from_slice(out::MESSAGE_STOP);
-        self.ended = true;
-        self.complete = true;
+        self.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
         out::error(out, error_type, message);
-        self.error = Some((error_type, message.to_owned()));
-        self.ended = true;
+        self.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -152,18 +146,7 @@ impl Encoder for AnthropicEncoder {
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => {}
-            Event::Usage(usage) => {
-                let mine = &mut self.usage;
-                mine.input_tokens = usage.input_tokens.or(mine.input_tokens);
-                mine.cache_read_input_tokens = usage
-                    .cache_read_input_tokens
-                    .or(mine.cache_read_input_tokens);
-                mine.cache_creation_input_tokens = usage
-                    .cache_creation_input_tokens
-                    .or(mine.cache_creation_input_tokens);
-                mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
-                mine.reasoning_tokens = usage.reasoning_tokens.or(mine.reasoning_tokens);
-            }
+            Event::Usage(usage) => self.usage.update(&usage),
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
             Event::Error { kind, message } => self.fail(out, kind, message),
@@ -171,16 +154,8 @@ impl Encoder for AnthropicEncoder {
         }
     }
 
-    fn finished(&self) -> bool {
-        self.ended
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
-    fn error(&self) -> Option<(&'static str, &str)> {
-        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
     }
 
     fn has_content(&self) -> bool {
@@ -188,7 +163,7 @@ impl Encoder for AnthropicEncoder {
     }
 
     fn stop_reason(&self) -> Option<&str> {
-        if self.complete {
+        if self.complete() {
             self.stop_reason.as_deref()
         } else {
             None

@@ -16,6 +16,7 @@ use crate::json::read::{
     mark_skipped, take_skipped, Fields, Key, LenientCount, LenientStr, NotNull, Obj, OptIndex,
     OptStr, Skipped,
 };
+use crate::stream::Usage;
 
 #[derive(Default)]
 pub struct Event<'a> {
@@ -28,7 +29,7 @@ pub struct Event<'a> {
     pub has_error: bool,
 }
 
-impl<'a> Event<'a> {
+impl Event<'_> {
     /// The event's usage: its own, or message_start's.
     pub fn usage(&self) -> Option<Usage> {
         self.top_usage
@@ -66,14 +67,6 @@ pub struct Delta<'a> {
     pub stop_reason: Option<Cow<'a, str>>,
     /// A citations_delta's citation, as JSON text (any value).
     pub citation: Option<&'a RawValue>,
-}
-
-#[derive(Default, Clone, Copy)]
-pub struct Usage {
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    pub cache_read_input_tokens: Option<u64>,
-    pub cache_creation_input_tokens: Option<u64>,
 }
 
 impl<'de> Fields<'de> for Event<'de> {
@@ -137,6 +130,8 @@ impl<'de> Fields<'de> for Delta<'de> {
     }
 }
 
+/// An Anthropic usage object holds the canonical counts (Anthropic's are the model's); it
+/// never breaks out reasoning tokens.
 impl<'de> Fields<'de> for Usage {
     const LENIENT: bool = true;
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {

@@ -10,12 +10,21 @@ pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tok
     out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
     write_str(out, model);
     out.extend_from_slice(
-        b",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":",
+        b",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":",
     );
-    write_u64(out, input_tokens);
-    out.extend_from_slice(
-        b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":0,\"output_tokens\":0}}}\n\n",
-    );
+    usage(out, input_tokens, 0, 0);
+    out.extend_from_slice(b"}}\n\n");
+}
+
+/// A usage object (the proxy never writes to the cache).
+fn usage(out: &mut Vec<u8>, input: u64, cache_read: u64, output: u64) {
+    out.extend_from_slice(b"{\"input_tokens\":");
+    write_u64(out, input);
+    out.extend_from_slice(b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
+    write_u64(out, cache_read);
+    out.extend_from_slice(b",\"output_tokens\":");
+    write_u64(out, output);
+    out.push(b'}');
 }
 
 fn block_start_prefix(out: &mut Vec<u8>, index: u64) {
@@ -53,13 +62,20 @@ pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
     out.extend_from_slice(b",\"input\":{}}}\n\n");
 }
 
-fn delta(out: &mut Vec<u8>, index: u64, kind_and_field: &[u8], value: &str) {
+/// A content_block_delta event up to its delta's value: `kind_and_field` is the delta's
+/// type, a comma and the value's key.
+#[inline]
+fn delta_prefix(out: &mut Vec<u8>, index: u64, kind_and_field: &[u8]) {
     out.extend_from_slice(
         b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
     );
     write_u64(out, index);
     out.extend_from_slice(b",\"delta\":{\"type\":");
     out.extend_from_slice(kind_and_field);
+}
+
+fn delta(out: &mut Vec<u8>, index: u64, kind_and_field: &[u8], value: &str) {
+    delta_prefix(out, index, kind_and_field);
     write_str(out, value);
     out.extend_from_slice(b"}}\n\n");
 }
@@ -87,11 +103,7 @@ pub fn signature_delta(out: &mut Vec<u8>, index: u64, signature: &str) {
 
 /// `citation` is JSON text, written as it is.
 pub fn citations_delta(out: &mut Vec<u8>, index: u64, citation: &str) {
-    out.extend_from_slice(
-        b"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":",
-    );
-    write_u64(out, index);
-    out.extend_from_slice(b",\"delta\":{\"type\":\"citations_delta\",\"citation\":");
+    delta_prefix(out, index, b"\"citations_delta\",\"citation\":");
     out.extend_from_slice(citation.as_bytes());
     out.extend_from_slice(b"}}\n\n");
 }
@@ -115,13 +127,9 @@ pub fn message_delta(
         b"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"",
     );
     out.extend_from_slice(stop_reason.as_bytes());
-    out.extend_from_slice(b"\",\"stop_sequence\":null},\"usage\":{\"input_tokens\":");
-    write_u64(out, input);
-    out.extend_from_slice(b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
-    write_u64(out, cache_read);
-    out.extend_from_slice(b",\"output_tokens\":");
-    write_u64(out, output);
-    out.extend_from_slice(b"}}\n\n");
+    out.extend_from_slice(b"\",\"stop_sequence\":null},\"usage\":");
+    usage(out, input, cache_read, output);
+    out.extend_from_slice(b"}\n\n");
 }
 
 pub const MESSAGE_STOP: &[u8] = b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";

@@ -22,7 +22,12 @@
 
 use std::borrow::Cow;
 
-use crate::json::scan::{Mark, Result, Scanner, Syntax};
+pub use cache::ChunkReader;
+
+use crate::json::scan::{Result, Scanner, Syntax};
+use crate::json::shaped::{
+    count, elements, lenient_object, member, opt_index, opt_str_marked, Bad, Shaped,
+};
 
 /// Only what the decoder reads; `S`: how a string is held (a [`Chunk`] holds the text's
 /// strings, a template's shape the holes they come from).
@@ -140,90 +145,6 @@ impl<T> List<T> {
     }
 }
 
-/// A value of the wrong type. Readers return `Ok(Err(Bad))` for it: the field records it
-/// (and a later occurrence of its key overwrites it) while the scan goes on to find any
-/// later syntax error.
-#[derive(Debug, Clone, Copy)]
-struct Bad;
-type Shaped<T> = std::result::Result<T, Bad>;
-
-/// Reads the chunks of one stream, skipping what they repeat of the previous ones.
-///
-/// Two shortcuts, both exactly equivalent to reading the chunk whole (which happens when
-/// neither applies). They rest on the reader being deterministic, reading nothing past a
-/// comma or a string's closing quote before it consumes it, and never looking at what a
-/// value string holds: on the same bytes it makes the same decisions (and those validated),
-/// and strings of other contents in the same places only change the strings it stores.
-///
-/// - The envelope: the members before `"choices"` (`id`, `object`, `created`, `model`,
-///   `system_fingerprint`) are usually byte-identical in every chunk of a stream. After a
-///   chunk is read, the longest prefix of its text that is `{` and members the reader
-///   ignores, each followed by a comma, is kept; a later chunk starting with exactly those
-///   bytes resumes the scan after them, in the state the prefix leaves: inside the top-level
-///   object, a key next, no field set (ignored members set nothing; keys are compared after
-///   unescaping, so an escaped `"choices"` never counts as ignored).
-/// - The template: usually the whole chunk repeats the previous one but for a few value
-///   strings (the content delta, OpenAI's `obfuscation` padding...): see `Template`.
-#[derive(Default)]
-pub struct ChunkReader {
-    prefix: Vec<u8>,
-    template: Template,
-    /// The marks of the last whole read (kept for its allocation).
-    marks: Vec<Mark>,
-}
-
-impl ChunkReader {
-    /// Read `json` into `chunk`, which must be `Chunk::default()` (filling it in place
-    /// saves moving it around).
-    #[inline(always)]
-    pub fn read<'a>(
-        &mut self,
-        json: &'a str,
-        chunk: &mut Chunk<'a>,
-    ) -> std::result::Result<(), ReadError> {
-        if self.template.read(json, chunk) {
-            self.template.misses = 0;
-            self.template.wait = 0;
-            return Ok(());
-        }
-        // A stream whose chunks do not fit their predecessors' templates (numbers that
-        // change, say) is read whole, with templates made ever more rarely (at most every
-        // 64th chunk), not to spend on them for nothing.
-        let build = self.template.wait == 0;
-        if !build {
-            self.template.wait -= 1;
-            self.template.text.clear();
-        }
-        let resume = !self.prefix.is_empty() && json.as_bytes().starts_with(&self.prefix);
-        let mut scanner = Scanner::new(json);
-        scanner.marks = std::mem::take(&mut self.marks);
-        scanner.marks.clear();
-        if resume {
-            scanner.pos = self.prefix.len();
-        }
-        let top = read_top(&mut scanner, resume, build, chunk);
-        self.marks = scanner.marks;
-        // Too many for a template: keep the count, not a big buffer.
-        self.marks.truncate(MAX_HOLES + 1);
-        self.marks.shrink_to(2 * MAX_HOLES);
-        let top = top.map_err(|Syntax| ReadError::InvalidJson)?;
-        top.check(chunk)?;
-        if !resume {
-            self.prefix.clear();
-            if top.prefix_end <= MAX_KEPT {
-                self.prefix
-                    .extend_from_slice(&json.as_bytes()[..top.prefix_end]);
-            }
-        }
-        if build {
-            self.template.build(json, &self.marks, chunk);
-            self.template.wait = (1 << self.template.misses.min(6)) - 1;
-            self.template.misses += 1;
-        }
-        Ok(())
-    }
-}
-
 /// Parse one chunk (without a [`ChunkReader`]'s memory of the previous ones).
 #[cfg(test)]
 pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
@@ -233,177 +154,6 @@ pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
         .map_err(|Syntax| ReadError::InvalidJson)?;
     top.check(&chunk)?;
     Ok(chunk)
-}
-
-// -- the template --------------------------------------------------------------------------
-
-/// The longest envelope or template kept (a stream's big chunks are dominated by their
-/// strings, which these shortcuts do not spare; this bounds what a stream holds).
-const MAX_KEPT: usize = 16 * 1024;
-const MAX_HOLES: usize = 32;
-const MAX_SLOTS: usize = 8;
-const UNMAPPED: u8 = u8::MAX;
-
-/// The text of the last chunk read whole, with holes where its value strings after the
-/// envelope were (the reader marks them), and the chunk it read with, for each of its
-/// strings, the hole it came from.
-///
-/// A chunk is read through the template when it has the template's bytes everywhere but in
-/// the holes, and in each hole a string that the scanner validates and that ends right
-/// where the template's did (where the next stretch of template bytes, from the closing
-/// quote on, must follow). Reading it whole would make the same decisions on the same bytes
-/// and on strings of the same extent (validated by the same code), so it would succeed with
-/// the same chunk but for the strings, which are the holes' (and borrowed unless escaped,
-/// as [`Scanner::string`] has it). A chunk that does not fit is read whole (so a template
-/// never decides that a chunk is invalid).
-///
-/// A template holds at most `MAX_HOLES` holes, `MAX_SLOTS` of them strings of the chunk.
-#[derive(Default)]
-struct Template {
-    /// Empty: no template.
-    text: Vec<u8>,
-    holes: Vec<Hole>,
-    /// The chunk, its strings given as slots (`Hole::slot`).
-    shape: ChunkOf<u8>,
-    /// Templates made since one last fitted, and chunks to read before making the next.
-    misses: u32,
-    wait: u32,
-}
-
-#[derive(Clone, Copy)]
-struct Hole {
-    /// The first byte of the string's contents, and its closing quote.
-    start: usize,
-    end: usize,
-    /// Which string of the chunk it holds, or `UNMAPPED`.
-    slot: u8,
-}
-
-impl Template {
-    /// Read `json` through the template, if it fits.
-    fn read<'a>(&self, json: &'a str, chunk: &mut Chunk<'a>) -> bool {
-        if self.text.is_empty() {
-            return false;
-        }
-        let bytes = json.as_bytes();
-        let mut s = Scanner::new(json);
-        let mut strings: [Option<Cow<'a, str>>; MAX_SLOTS] = Default::default();
-        // The next template byte to compare, and where it goes in `json`.
-        let (mut from, mut at) = (0, 0);
-        for hole in &self.holes {
-            let same = &self.text[from..hole.start];
-            if bytes.get(at..at + same.len()) != Some(same) {
-                return false;
-            }
-            s.pos = at + same.len();
-            if hole.slot == UNMAPPED {
-                if s.skip_string().is_err() {
-                    return false;
-                }
-            } else {
-                match s.string() {
-                    Ok(text) => strings[hole.slot as usize] = Some(text),
-                    Err(Syntax) => return false,
-                }
-            }
-            // The closing quote, which the next stretch starts with.
-            at = s.pos - 1;
-            from = hole.end;
-        }
-        if bytes[at..] != self.text[from..] {
-            return false;
-        }
-        fill(&self.shape, &mut strings, chunk);
-        true
-    }
-
-    /// Make `chunk`, just read whole from `json` with these value strings marked, the
-    /// template (or have none).
-    fn build(&mut self, json: &str, marks: &[Mark], chunk: &Chunk<'_>) {
-        self.text.clear();
-        self.holes.clear();
-        if marks.len() > MAX_HOLES || json.len() > MAX_KEPT {
-            return;
-        }
-        self.holes.extend(marks.iter().map(|mark| Hole {
-            start: mark.start,
-            end: mark.end,
-            slot: UNMAPPED,
-        }));
-        let holes = &mut self.holes;
-        let mut slots = 0;
-        let mut fits = true;
-        // The hole a string of the chunk was read from: the last one marked with its
-        // address. A borrowed string's address is its place in `json`; an unescaped one's
-        // is its allocation, which an earlier string may have had before it was dropped
-        // (a repeated key) but no other live one.
-        let mut slot = |text: &Option<Cow<'_, str>>| -> Option<u8> {
-            let address = text.as_ref()?.as_ptr() as usize;
-            match marks.iter().rposition(|mark| mark.text == address) {
-                Some(i) if holes[i].slot == UNMAPPED && slots < MAX_SLOTS => {
-                    holes[i].slot = slots as u8;
-                    slots += 1;
-                    Some(slots as u8 - 1)
-                }
-                _ => {
-                    fits = false;
-                    None
-                }
-            }
-        };
-        let shape = &mut self.shape;
-        *shape = ChunkOf {
-            has_error: chunk.has_error,
-            usage: chunk.usage,
-            choices: List::default(),
-        };
-        for choice in chunk.choices.iter() {
-            let to = shape.choices.push_default();
-            to.finish_reason = slot(&choice.finish_reason);
-            if let Some(delta) = &choice.delta {
-                let d = to.delta.insert(DeltaOf::default());
-                d.reasoning_content = slot(&delta.reasoning_content);
-                d.reasoning_fallback = slot(&delta.reasoning_fallback);
-                d.content = slot(&delta.content);
-                d.refusal = slot(&delta.refusal);
-                for call in delta.tool_calls.iter() {
-                    let c = d.tool_calls.push_default();
-                    c.index = call.index;
-                    c.id = slot(&call.id);
-                    c.name = slot(&call.name);
-                    c.arguments = slot(&call.arguments);
-                }
-            }
-        }
-        if fits {
-            self.text.extend_from_slice(json.as_bytes());
-        }
-    }
-}
-
-/// The chunk of a template's shape with the strings read in its holes.
-fn fill<'a>(shape: &ChunkOf<u8>, strings: &mut [Option<Cow<'a, str>>], chunk: &mut Chunk<'a>) {
-    let mut take = |slot: &Option<u8>| slot.and_then(|i| strings[i as usize].take());
-    chunk.has_error = shape.has_error;
-    chunk.usage = shape.usage;
-    for choice in shape.choices.iter() {
-        let to = chunk.choices.push_default();
-        to.finish_reason = take(&choice.finish_reason);
-        if let Some(delta) = &choice.delta {
-            let d = to.delta.insert(Delta::default());
-            d.reasoning_content = take(&delta.reasoning_content);
-            d.reasoning_fallback = take(&delta.reasoning_fallback);
-            d.content = take(&delta.content);
-            d.refusal = take(&delta.refusal);
-            for call in delta.tool_calls.iter() {
-                let c = d.tool_calls.push_default();
-                c.index = call.index;
-                c.id = take(&call.id);
-                c.name = take(&call.name);
-                c.arguments = take(&call.arguments);
-            }
-        }
-    }
 }
 
 // -- the reader ----------------------------------------------------------------------------
@@ -520,38 +270,23 @@ fn read_top<'a>(
 /// An array of choice objects, or null (empty); 1 container encloses it.
 fn read_choices<'a>(s: &mut Scanner<'a>, list: &mut List<Choice<'a>>) -> Result<Shaped<()>> {
     list.clear();
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut bad = false;
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    match read_choice(s, list.push_default())? {
-                        Ok(true) => {}
-                        Ok(false) => list.pop(),
-                        Err(Bad) => {
-                            list.pop();
-                            bad = true;
-                        }
-                    }
-                } else {
-                    s.skip_value(2)?;
-                    bad = true;
-                }
-                Ok(())
-            })?;
-            Ok(if bad { Err(Bad) } else { Ok(()) })
+    let mut bad = false;
+    let shaped = elements(s, 1, |s, object| {
+        if !object {
+            bad = true;
+            return Ok(());
         }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(()))
+        match read_choice(s, list.push_default())? {
+            Ok(true) => {}
+            Ok(false) => list.pop(),
+            Err(Bad) => {
+                list.pop();
+                bad = true;
+            }
         }
-        _ => {
-            s.skip_value(1)?;
-            Ok(Err(Bad))
-        }
-    }
+        Ok(())
+    })?;
+    Ok(if bad { Err(Bad) } else { shaped })
 }
 
 /// A choice object's members (the cursor is past its `{`; 3 containers enclose them);
@@ -565,7 +300,7 @@ fn read_choice<'a>(s: &mut Scanner<'a>, out: &mut Choice<'a>) -> Result<Shaped<b
         match key {
             "index" => index = opt_index(s, 3)?,
             "delta" => delta = read_delta(s, &mut out.delta)?,
-            "finish_reason" => finish_reason = opt_str(s, 3)?,
+            "finish_reason" => finish_reason = opt_str_marked(s, 3)?,
             _ => s.skip_value(3)?,
         }
         Ok(())
@@ -600,10 +335,10 @@ fn read_delta<'a>(s: &mut Scanner<'a>, out: &mut Option<Delta<'a>>) -> Result<Sh
     let mut tool_calls = Ok(());
     s.members(|s, key| {
         match key {
-            "content" => content = opt_str(s, 4)?,
-            "reasoning_content" => reasoning_content = opt_str(s, 4)?,
-            "reasoning" => reasoning = opt_str(s, 4)?,
-            "refusal" => refusal = opt_str(s, 4)?,
+            "content" => content = opt_str_marked(s, 4)?,
+            "reasoning_content" => reasoning_content = opt_str_marked(s, 4)?,
+            "reasoning" => reasoning = opt_str_marked(s, 4)?,
+            "refusal" => refusal = opt_str_marked(s, 4)?,
             "tool_calls" => tool_calls = read_tool_calls(s, &mut delta.tool_calls)?,
             _ => s.skip_value(4)?,
         }
@@ -627,34 +362,17 @@ fn read_tool_calls<'a>(
     list: &mut List<ToolCallDelta<'a>>,
 ) -> Result<Shaped<()>> {
     list.clear();
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut bad = false;
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    if read_tool_call(s, list.push_default())?.is_err() {
-                        list.pop();
-                        bad = true;
-                    }
-                } else {
-                    s.skip_value(5)?;
-                    bad = true;
-                }
-                Ok(())
-            })?;
-            Ok(if bad { Err(Bad) } else { Ok(()) })
+    let mut bad = false;
+    let shaped = elements(s, 4, |s, object| {
+        if !object {
+            bad = true;
+        } else if read_tool_call(s, list.push_default())?.is_err() {
+            list.pop();
+            bad = true;
         }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(()))
-        }
-        _ => {
-            s.skip_value(4)?;
-            Ok(Err(Bad))
-        }
-    }
+        Ok(())
+    })?;
+    Ok(if bad { Err(Bad) } else { shaped })
 }
 
 /// A tool call object's members (the cursor is past its `{`; 6 containers enclose them).
@@ -665,7 +383,7 @@ fn read_tool_call<'a>(s: &mut Scanner<'a>, out: &mut ToolCallDelta<'a>) -> Resul
     s.members(|s, key| {
         match key {
             "index" => index = opt_index(s, 6)?,
-            "id" => id = opt_str(s, 6)?,
+            "id" => id = opt_str_marked(s, 6)?,
             "function" => function = read_function(s)?,
             _ => s.skip_value(6)?,
         }
@@ -703,8 +421,8 @@ fn read_function<'a>(s: &mut Scanner<'a>) -> Result<Shaped<Option<Function<'a>>>
     let mut arguments = Ok(None);
     s.members(|s, key| {
         match key {
-            "name" => name = opt_str(s, 7)?,
-            "arguments" => arguments = opt_str(s, 7)?,
+            "name" => name = opt_str_marked(s, 7)?,
+            "arguments" => arguments = opt_str_marked(s, 7)?,
             _ => s.skip_value(7)?,
         }
         Ok(())
@@ -717,130 +435,44 @@ fn read_function<'a>(s: &mut Scanner<'a>) -> Result<Shaped<Option<Function<'a>>>
 
 /// A usage object, leniently: anything else is absent. `depth`: the object's own depth.
 fn usage(s: &mut Scanner<'_>, depth: u32) -> Result<Option<Usage>> {
-    if s.ws() != b'{' {
-        s.skip_value(depth - 1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage = Usage::default();
-    let mut details = None;
-    let mut cache_hit = None;
-    s.members(|s, key| {
-        match key {
-            "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
-            "completion_tokens" => usage.completion_tokens = count(s, depth)?,
-            "prompt_tokens_details" => details = detail(s, depth + 1, "cached_tokens")?,
-            "completion_tokens_details" => {
-                usage.reasoning_tokens = detail(s, depth + 1, "reasoning_tokens")?;
+    lenient_object(s, depth, |s| {
+        let mut usage = Usage::default();
+        let mut details = None;
+        let mut cache_hit = None;
+        s.members(|s, key| {
+            match key {
+                "prompt_tokens" => usage.prompt_tokens = count(s, depth)?,
+                "completion_tokens" => usage.completion_tokens = count(s, depth)?,
+                "prompt_tokens_details" => details = detail(s, depth + 1, "cached_tokens")?,
+                "completion_tokens_details" => {
+                    usage.reasoning_tokens = detail(s, depth + 1, "reasoning_tokens")?;
+                }
+                "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
+                _ => s.skip_value(depth)?,
             }
-            "prompt_cache_hit_tokens" => cache_hit = count(s, depth)?,
-            _ => s.skip_value(depth)?,
-        }
-        Ok(())
-    })?;
-    // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's prompt_cache_hit_tokens.
-    usage.cached_tokens = details.or(cache_hit);
-    Ok(Some(usage))
+            Ok(())
+        })?;
+        // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's
+        // prompt_cache_hit_tokens.
+        usage.cached_tokens = details.or(cache_hit);
+        Ok(usage)
+    })
 }
 
 /// The count `name` of a usage details object (`prompt_tokens_details.cached_tokens`,
 /// `completion_tokens_details.reasoning_tokens`), leniently. `depth`: the object's.
 fn detail(s: &mut Scanner<'_>, depth: u32, name: &str) -> Result<Option<u64>> {
-    if s.ws() != b'{' {
-        s.skip_value(depth - 1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut cached = None;
-    s.members(|s, key| {
-        if key == name {
-            cached = count(s, depth)?;
-        } else {
-            s.skip_value(depth)?;
-        }
-        Ok(())
-    })?;
-    Ok(cached)
+    let found = lenient_object(s, depth, |s| member(s, depth, name, |s| count(s, depth)))?;
+    Ok(found.flatten().flatten())
 }
 
 /// Groq's `x_groq.usage`, leniently; 1 container encloses x_groq.
 fn groq(s: &mut Scanner<'_>) -> Result<Option<Usage>> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage_fields = None;
-    s.members(|s, key| {
-        if key == "usage" {
-            usage_fields = usage(s, 3)?;
-        } else {
-            s.skip_value(2)?;
-        }
-        Ok(())
-    })?;
-    Ok(usage_fields)
+    let found = lenient_object(s, 2, |s| member(s, 2, "usage", |s| usage(s, 3)))?;
+    Ok(found.flatten().flatten())
 }
 
 // -- values ----------------------------------------------------------------------------------
-
-/// A string or null.
-#[inline]
-fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    match s.ws() {
-        b'"' => {
-            s.pos += 1;
-            let start = s.pos;
-            let text = s.string()?;
-            if s.record {
-                s.marks.push(Mark {
-                    start,
-                    end: s.pos - 1,
-                    // Unique while the text lives: a borrowed one's place in the input, an
-                    // unescaped one's allocation (see `Template::build`).
-                    text: text.as_ptr() as usize,
-                });
-            }
-            Ok(Ok(Some(text)))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A non-negative integer or null.
-#[inline]
-fn opt_index(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<u64>>> {
-    match s.ws() {
-        b'-' | b'0'..=b'9' => Ok(s.number()?.map(Some).ok_or(Bad)),
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A non-negative integer, or None for anything else.
-#[inline]
-fn count(s: &mut Scanner<'_>, depth: u32) -> Result<Option<u64>> {
-    match s.ws() {
-        b'-' | b'0'..=b'9' => s.number(),
-        _ => {
-            s.skip_value(depth)?;
-            Ok(None)
-        }
-    }
-}
 
 /// Whether a value is there and not null.
 #[inline]
@@ -854,6 +486,7 @@ fn not_null(s: &mut Scanner<'_>) -> Result<bool> {
     }
 }
 
+mod cache;
 #[cfg(test)]
 mod reference;
 #[cfg(test)]

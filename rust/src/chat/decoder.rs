@@ -12,10 +12,10 @@ use serde_json::Value;
 use super::chunk::{Chunk, ChunkReader, Delta, ReadError, ToolCallDelta};
 use super::mapping;
 use crate::errors::{upstream_error, MSG_UPSTREAM_DEFAULT};
-use crate::json::trim_json_ws;
+use crate::json::{self, trim_json_ws};
 use crate::signature::sign_thinking;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+use crate::stream::{start_once, BlockKind, Decoder, Event, Sink, Usage};
 
 pub const MSG_INTERLEAVED: &str = "the upstream interleaved the arguments of parallel tool calls";
 
@@ -77,25 +77,14 @@ impl ChatDecoder {
 
 impl Decoder for ChatDecoder {
     fn begin<S: Sink>(&mut self, emit: &mut S) {
-        if !self.started {
-            self.started = true;
-            emit.emit(Event::MessageStart {
-                id: None,
-                model: None,
-            });
-        }
+        start_once(&mut self.started, emit);
     }
 
     fn event<S: Sink>(&mut self, event: Option<&[u8]>, data: &[u8], emit: &mut S) {
         if self.ended {
             return; // the rest of a chunk after the end is not translated
         }
-        // Valid UTF-8 is the rule; the lossy decoder is only for the exception (it is
-        // several times slower than validation on the hot path).
-        let text = match std::str::from_utf8(data) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(data),
-        };
+        let text = json::text(data);
         if event == Some(b"error") {
             // Read as orjson reads it (the Python twin): its validity rules and depth.
             let payload = match crate::json::parse(&text) {
@@ -121,7 +110,7 @@ impl Decoder for ChatDecoder {
             // An error payload is reported as such even when the rest of the chunk is odd.
             Err(ReadError::BadShape { has_error: true }) => self.fail_upstream(&text, emit),
             Err(ReadError::BadShape { has_error: false }) => {
-                self.fail("api_error", MSG_BAD_SHAPE, emit)
+                self.fail("api_error", MSG_BAD_SHAPE, emit);
             }
             Err(ReadError::InvalidJson) => self.fail("api_error", MSG_INVALID_JSON, emit),
         }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use super::mapping;
 use super::output::{self as out, ChunkWriter};
 use crate::continuation::{self, Block};
-use crate::stream::{BlockKind, Encoder, Event};
+use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 enum Kind {
     Text,
@@ -27,9 +27,7 @@ pub struct ChatEncoder {
     include_usage: bool,
     continuation_key: Option<Vec<u8>>,
     started: bool,
-    ended: bool,
-    complete: bool,
-    error: Option<(&'static str, String)>,
+    outcome: Outcome,
     /// Open blocks by decoder id.
     blocks: BTreeMap<u64, Kind>,
     tools: u64,
@@ -37,11 +35,7 @@ pub struct ChatEncoder {
     thinking: Vec<Block>,
     stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
-    input: u64,
-    cache_read: u64,
-    cache_creation: u64,
-    output: u64,
-    reasoning: u64,
+    usage: Usage,
 }
 
 impl ChatEncoder {
@@ -59,24 +53,25 @@ impl ChatEncoder {
                 .filter(|k| !k.is_empty())
                 .map(<[u8]>::to_vec),
             started: false,
-            ended: false,
-            complete: false,
-            error: None,
+            outcome: Outcome::Open,
             blocks: BTreeMap::new(),
             tools: 0,
             thinking: Vec::new(),
             stop_reason: None,
             finish_reason: None,
-            input: 0,
-            cache_read: 0,
-            cache_creation: 0,
-            output: 0,
-            reasoning: 0,
+            usage: Usage::default(),
         }
     }
 
-    fn prompt_tokens(&self) -> u128 {
-        u128::from(self.input) + u128::from(self.cache_read) + u128::from(self.cache_creation)
+    /// (prompt_tokens, cached_tokens, completion_tokens): OpenAI's prompt counts the cached
+    /// and cache-written tokens that Anthropic's input leaves out.
+    fn counts(&self) -> (u128, u64, u64) {
+        let usage = &self.usage;
+        let cached = usage.cache_read_input_tokens.unwrap_or(0);
+        let prompt = u128::from(usage.input_tokens.unwrap_or(0))
+            + u128::from(cached)
+            + u128::from(usage.cache_creation_input_tokens.unwrap_or(0));
+        (prompt, cached, usage.output_tokens.unwrap_or(0))
     }
 
     fn start(&mut self, out: &mut Vec<u8>) {
@@ -120,7 +115,7 @@ impl ChatEncoder {
                 self.writer.tool_arguments(out, index, "{}"); // a tool without arguments
             }
             Some(Kind::Thinking { text, signature }) => {
-                self.thinking.push(Block::Thinking { text, signature })
+                self.thinking.push(Block::Thinking { text, signature });
             }
             Some(Kind::Redacted { data }) => self.thinking.push(Block::Redacted { data }),
             _ => {}
@@ -139,18 +134,16 @@ impl ChatEncoder {
         self.finish_reason = Some(reason);
         self.writer.finish(out, reason);
         if self.include_usage {
-            self.writer
-                .usage(out, self.prompt_tokens(), self.output, self.cache_read);
+            let (prompt, cached, completion) = self.counts();
+            self.writer.usage(out, prompt, completion, cached);
         }
         out.extend_from_slice(out::DONE);
-        self.ended = true;
-        self.complete = true;
+        self.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
         out::error(out, error_type, message);
-        self.error = Some((error_type, message.to_owned()));
-        self.ended = true;
+        self.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -197,24 +190,7 @@ impl Encoder for ChatEncoder {
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),
-            Event::Usage(usage) => {
-                // Anthropic counts are cumulative; a later event repeats or updates them.
-                if let Some(v) = usage.input_tokens {
-                    self.input = v;
-                }
-                if let Some(v) = usage.cache_read_input_tokens {
-                    self.cache_read = v;
-                }
-                if let Some(v) = usage.cache_creation_input_tokens {
-                    self.cache_creation = v;
-                }
-                if let Some(v) = usage.output_tokens {
-                    self.output = v;
-                }
-                if let Some(v) = usage.reasoning_tokens {
-                    self.reasoning = v;
-                }
-            }
+            Event::Usage(usage) => self.usage.update(&usage),
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
             Event::Error { kind, message } => self.fail(out, kind, message),
@@ -222,16 +198,8 @@ impl Encoder for ChatEncoder {
         }
     }
 
-    fn finished(&self) -> bool {
-        self.ended
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
-    fn error(&self) -> Option<(&'static str, &str)> {
-        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
     }
 
     /// A role chunk (and so a response) has been emitted.
@@ -245,10 +213,10 @@ impl Encoder for ChatEncoder {
     }
 
     fn usage(&self) -> (u128, u64, u64) {
-        (self.prompt_tokens(), self.cache_read, self.output)
+        self.counts()
     }
 
     fn reasoning_tokens(&self) -> u64 {
-        self.reasoning
+        self.usage.reasoning_tokens.unwrap_or(0)
     }
 }

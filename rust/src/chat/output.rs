@@ -31,48 +31,49 @@ impl ChunkWriter {
         ChunkWriter { head, usage_head }
     }
 
-    pub fn role(&self, out: &mut Vec<u8>) {
+    /// A chunk of the open choice: its delta written by `delta`.
+    #[inline]
+    fn delta(&self, out: &mut Vec<u8>, delta: impl FnOnce(&mut Vec<u8>)) {
         out.extend_from_slice(&self.head);
-        out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":\"\"}");
+        delta(out);
         out.extend_from_slice(OPEN);
+    }
+
+    pub fn role(&self, out: &mut Vec<u8>) {
+        self.delta(out, |out| {
+            out.extend_from_slice(b"{\"role\":\"assistant\",\"content\":\"\"}");
+        });
     }
 
     pub fn content(&self, out: &mut Vec<u8>, text: &str) {
-        out.extend_from_slice(&self.head);
-        out.extend_from_slice(b"{\"content\":");
-        write_str(out, text);
-        out.push(b'}');
-        out.extend_from_slice(OPEN);
+        self.delta(out, |out| string_member(out, b"{\"content\":", text, b"}"));
     }
 
     pub fn reasoning(&self, out: &mut Vec<u8>, text: &str) {
-        out.extend_from_slice(&self.head);
-        out.extend_from_slice(b"{\"reasoning_content\":");
-        write_str(out, text);
-        out.push(b'}');
-        out.extend_from_slice(OPEN);
+        self.delta(out, |out| {
+            string_member(out, b"{\"reasoning_content\":", text, b"}");
+        });
     }
 
     pub fn tool_start(&self, out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
-        out.extend_from_slice(&self.head);
-        out.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
-        write_u64(out, index);
-        out.extend_from_slice(b",\"id\":");
-        write_str(out, id);
-        out.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
-        write_str(out, name);
-        out.extend_from_slice(b",\"arguments\":\"\"}}]}");
-        out.extend_from_slice(OPEN);
+        self.delta(out, |out| {
+            tool_call(out, index);
+            string_member(
+                out,
+                b",\"id\":",
+                id,
+                b",\"type\":\"function\",\"function\":{\"name\":",
+            );
+            write_str(out, name);
+            out.extend_from_slice(b",\"arguments\":\"\"}}]}");
+        });
     }
 
     pub fn tool_arguments(&self, out: &mut Vec<u8>, index: u64, arguments: &str) {
-        out.extend_from_slice(&self.head);
-        out.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
-        write_u64(out, index);
-        out.extend_from_slice(b",\"function\":{\"arguments\":");
-        write_str(out, arguments);
-        out.extend_from_slice(b"}}]}");
-        out.extend_from_slice(OPEN);
+        self.delta(out, |out| {
+            tool_call(out, index);
+            string_member(out, b",\"function\":{\"arguments\":", arguments, b"}}]}");
+        });
     }
 
     pub fn finish(&self, out: &mut Vec<u8>, finish_reason: &str) {
@@ -94,6 +95,20 @@ impl ChunkWriter {
         write_u64(out, cached);
         out.extend_from_slice(b"}}}\n\n");
     }
+}
+
+/// `{"tool_calls":[{"index":N` of a tool call's delta.
+fn tool_call(out: &mut Vec<u8>, index: u64) {
+    out.extend_from_slice(b"{\"tool_calls\":[{\"index\":");
+    write_u64(out, index);
+}
+
+/// `head`, `text` as a JSON string, then `tail`.
+#[inline]
+fn string_member(out: &mut Vec<u8>, head: &[u8], text: &str, tail: &[u8]) {
+    out.extend_from_slice(head);
+    write_str(out, text);
+    out.extend_from_slice(tail);
 }
 
 /// An OpenAI-style error chunk: the openai SDK raises on it, Zed reports it.

@@ -9,6 +9,9 @@
 use std::borrow::Cow;
 
 use crate::json::scan::{Result, Scanner, Syntax, MAX_DEPTH};
+use crate::json::shaped::{
+    count, lenient_object, member, object, objects, opt_bool, opt_str, Bad, Shaped,
+};
 
 #[derive(Default)]
 pub struct Chunk<'a> {
@@ -246,11 +249,6 @@ pub enum ReadError {
     BadShape { has_error: bool },
 }
 
-/// A value of the wrong type.
-struct Bad;
-
-type Shaped<T> = std::result::Result<T, Bad>;
-
 /// Parse one chunk.
 pub fn read_chunk(json: &str) -> std::result::Result<Chunk<'_>, ReadError> {
     let mut s = Scanner::new(json);
@@ -307,54 +305,36 @@ struct Candidate<'a> {
 /// `usageMetadata`, leniently (not an object: absent; a count that is not a non-negative
 /// integer: absent).
 fn usage(s: &mut Scanner<'_>) -> Result<Option<UsageMetadata>> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(None);
-    }
-    s.pos += 1;
-    let mut usage = UsageMetadata::default();
-    s.members(|s, key| {
-        let slot = match key {
-            "promptTokenCount" => &mut usage.prompt,
-            "cachedContentTokenCount" => &mut usage.cached,
-            "candidatesTokenCount" => &mut usage.candidates,
-            "thoughtsTokenCount" => &mut usage.thoughts,
-            _ => return s.skip_value(2),
-        };
-        *slot = match s.ws() {
-            b'-' | b'0'..=b'9' => s.number()?,
-            _ => {
-                s.skip_value(2)?;
-                None
-            }
-        };
-        Ok(())
-    })?;
-    Ok(Some(usage))
+    lenient_object(s, 2, |s| {
+        let mut usage = UsageMetadata::default();
+        s.members(|s, key| {
+            let slot = match key {
+                "promptTokenCount" => &mut usage.prompt,
+                "cachedContentTokenCount" => &mut usage.cached,
+                "candidatesTokenCount" => &mut usage.candidates,
+                "thoughtsTokenCount" => &mut usage.thoughts,
+                _ => return s.skip_value(2),
+            };
+            *slot = count(s, 2)?;
+            Ok(())
+        })?;
+        Ok(usage)
+    })
 }
 
 /// Whether `promptFeedback.blockReason` is a non-empty string (read leniently).
 fn blocked(s: &mut Scanner<'_>) -> Result<bool> {
-    if s.ws() != b'{' {
-        s.skip_value(1)?;
-        return Ok(false);
-    }
-    s.pos += 1;
-    let mut blocked = false;
-    s.members(|s, key| {
-        if key != "blockReason" {
-            return s.skip_value(2);
-        }
-        blocked = if s.ws() == b'"' {
+    let non_empty = |s: &mut Scanner<'_>| {
+        if s.ws() == b'"' {
             s.pos += 1;
-            !s.string()?.is_empty()
+            Ok(!s.string()?.is_empty())
         } else {
             s.skip_value(2)?;
-            false
-        };
-        Ok(())
-    })?;
-    Ok(blocked)
+            Ok(false)
+        }
+    };
+    let found = lenient_object(s, 2, |s| member(s, 2, "blockReason", non_empty))?;
+    Ok(found.flatten() == Some(true))
 }
 
 /// `candidates`: null or an array whose first element (if any) must be a candidate object;
@@ -419,16 +399,8 @@ fn candidate<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Candidate<
 
 /// A content object's members (depth 4): its `parts`.
 fn content<'a>(s: &mut Scanner<'a>, json: &'a str) -> Result<Shaped<Option<Vec<Part<'a>>>>> {
-    let mut parts = Ok(None);
-    s.members(|s, key| {
-        if key == "parts" {
-            parts = objects(s, 4, |s| part(s, json))?.map(Some);
-        } else {
-            s.skip_value(4)?;
-        }
-        Ok(())
-    })?;
-    Ok(parts)
+    let parts = member(s, 4, "parts", |s| objects(s, 4, |s| part(s, json)))?;
+    Ok(parts.transpose())
 }
 
 /// A part's members (depth 6).
@@ -555,125 +527,20 @@ fn executable_code<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Code<'a>>> 
 }
 
 fn code_output<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<CodeResult<'a>>> {
-    let mut output = Ok(None);
-    s.members(|s, key| {
-        if key == "output" {
-            output = opt_str(s, d)?;
-        } else {
-            s.skip_value(d)?;
-        }
-        Ok(())
-    })?;
-    Ok(output.map(|output| CodeResult { output }))
+    Ok(member_str(s, d, "output")?.map(|output| CodeResult { output }))
 }
 
 fn media<'a>(s: &mut Scanner<'a>, d: u32) -> Result<Shaped<Media<'a>>> {
-    let mut mime_type = Ok(None);
-    s.members(|s, key| {
-        if key == "mimeType" {
-            mime_type = opt_str(s, d)?;
-        } else {
-            s.skip_value(d)?;
-        }
-        Ok(())
-    })?;
-    Ok(mime_type.map(|mime_type| Media { mime_type }))
+    Ok(member_str(s, d, "mimeType")?.map(|mime_type| Media { mime_type }))
+}
+
+/// The string member `key` of an object whose members (at depth `d`) are otherwise
+/// skipped.
+fn member_str<'a>(s: &mut Scanner<'a>, d: u32, key: &str) -> Result<Shaped<Option<Cow<'a, str>>>> {
+    Ok(member(s, d, key, |s| opt_str(s, d))?.unwrap_or(Ok(None)))
 }
 
 // -- values ------------------------------------------------------------------------------------
-
-/// An object read by `members` (its members are at `depth + 1`), or null.
-fn object<'a, T>(
-    s: &mut Scanner<'a>,
-    depth: u32,
-    members: impl FnOnce(&mut Scanner<'a>) -> Result<Shaped<T>>,
-) -> Result<Shaped<Option<T>>> {
-    match s.ws() {
-        b'{' => {
-            s.pos += 1;
-            Ok(members(s)?.map(Some))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// An array of objects (their members at `depth + 2`), or null (empty); null elements
-/// and other types are wrong.
-fn objects<'a, T>(
-    s: &mut Scanner<'a>,
-    depth: u32,
-    mut members: impl FnMut(&mut Scanner<'a>) -> Result<Shaped<T>>,
-) -> Result<Shaped<Vec<T>>> {
-    match s.ws() {
-        b'[' => {
-            s.pos += 1;
-            let mut items = Ok(Vec::new());
-            s.elements(|s| {
-                if s.ws() == b'{' {
-                    s.pos += 1;
-                    match (members(s)?, &mut items) {
-                        (Ok(item), Ok(list)) => list.push(item),
-                        (Err(Bad), _) => items = Err(Bad),
-                        _ => {}
-                    }
-                } else {
-                    s.skip_value(depth + 1)?;
-                    items = Err(Bad);
-                }
-                Ok(())
-            })?;
-            Ok(items)
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(Vec::new()))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A string or null.
-#[inline]
-fn opt_str<'a>(s: &mut Scanner<'a>, depth: u32) -> Result<Shaped<Option<Cow<'a, str>>>> {
-    match s.ws() {
-        b'"' => {
-            s.pos += 1;
-            Ok(Ok(Some(s.string()?)))
-        }
-        b'n' => {
-            s.null()?;
-            Ok(Ok(None))
-        }
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
-
-/// A bool or null.
-#[inline]
-fn opt_bool(s: &mut Scanner<'_>, depth: u32) -> Result<Shaped<Option<bool>>> {
-    match s.ws() {
-        b't' => s.literal(b"true").map(|()| Ok(Some(true))),
-        b'f' => s.literal(b"false").map(|()| Ok(Some(false))),
-        b'n' => s.null().map(|()| Ok(None)),
-        _ => {
-            s.skip_value(depth)?;
-            Ok(Err(Bad))
-        }
-    }
-}
 
 /// Any value, as orjson would hold it (`depth`: the containers enclosing it).
 fn node(s: &mut Scanner<'_>, json: &str, depth: u32) -> Result<Node> {
@@ -749,13 +616,13 @@ mod tests {
             (0.0001, "0.0001"),
             (0.00001, "0.00001"),
             (1.234e-5, "0.00001234"),
-            (123456789.123, "123456789.123"),
+            (123_456_789.123, "123456789.123"),
             (2.5e-10, "2.5e-10"),
             (1e-6, "1e-6"),
             (1.5e-6, "1.5e-6"),
             (5e-324, "5e-324"),
-            (1.7976931348623157e308, "1.7976931348623157e+308"),
-            (1.8446744073709552e19, "1.8446744073709552e+19"),
+            (1.797_693_134_862_315_7e308, "1.7976931348623157e+308"),
+            (1.844_674_407_370_955_2e19, "1.8446744073709552e+19"),
         ] {
             assert_eq!(orjson_float(v), s, "{v}");
         }

@@ -7,17 +7,15 @@
 //! block with the proxy's `gts` carrier. Streamed arguments (`partialArgs` with a
 //! `jsonPath`) are assembled per call and sent whole when the call ends.
 
-use std::borrow::Cow;
-
 use serde_json::Value;
 
 use super::chunk::{read_chunk, Call, Chunk, Node, Part, ReadError};
 use super::mapping;
 use crate::errors::anthropic_error_type;
-use crate::json::trim_json_ws;
+use crate::json::{self, trim_json_ws};
 use crate::signature::{sign_carried, sign_thinking, KIND_GEMINI_THOUGHT_SIGNATURE};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
-use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
+use crate::stream::{start_once, BlockKind, Decoder, Event, Sink, Usage};
 
 pub const MSG_BAD_JSON_PATH: &str =
     "the upstream sent a function-call argument path this proxy cannot read";
@@ -89,30 +87,21 @@ impl GeminiDecoder {
 
 impl Decoder for GeminiDecoder {
     fn begin<S: Sink>(&mut self, emit: &mut S) {
-        if !self.started {
-            self.started = true;
-            emit.emit(Event::MessageStart {
-                id: None,
-                model: None,
-            });
-        }
+        start_once(&mut self.started, emit);
     }
 
     fn event<S: Sink>(&mut self, _event: Option<&[u8]>, data: &[u8], emit: &mut S) {
         if self.ended || trim_json_ws(data).is_empty() {
             return;
         }
-        let text = match std::str::from_utf8(data) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(data),
-        };
+        let text = json::text(data);
         match read_chunk(&text) {
             Ok(chunk) if chunk.has_error => self.upstream_error(&text, emit),
             Ok(chunk) => self.chunk(chunk, emit),
             // An error object is reported as such even when the rest of the chunk is odd.
             Err(ReadError::BadShape { has_error: true }) => self.upstream_error(&text, emit),
             Err(ReadError::BadShape { has_error: false }) => {
-                self.fail("api_error", MSG_BAD_SHAPE, emit)
+                self.fail("api_error", MSG_BAD_SHAPE, emit);
             }
             Err(ReadError::InvalidJson) => self.fail("api_error", MSG_INVALID_JSON, emit),
         }

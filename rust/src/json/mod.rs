@@ -1,8 +1,22 @@
 //! JSON in and out of the transducers.
 
+use std::borrow::Cow;
+
 pub mod read;
 pub mod scan;
+pub mod shaped;
 pub mod write;
+
+/// An upstream event's text: its bytes as UTF-8, with U+FFFD for what is not (as Python's
+/// `decode("utf-8", "replace")`). Valid UTF-8 is the rule; the lossy decoder is only for the
+/// exception, as it is several times slower than validation on the hot path.
+#[inline]
+pub fn text(data: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(data) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(data),
+    }
+}
 
 /// Strip JSON whitespace (not Rust's ASCII whitespace, which also strips form feed).
 pub fn trim_json_ws(data: &[u8]) -> &[u8] {

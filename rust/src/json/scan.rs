@@ -57,8 +57,8 @@ const HI: u64 = 0x8080_8080_8080_8080;
 fn find_special(bytes: &[u8], mut i: usize) -> usize {
     while let Some(word) = bytes.get(i..i + 8) {
         let w = u64::from_le_bytes(word.try_into().unwrap());
-        let quote = w ^ (LO * b'"' as u64);
-        let backslash = w ^ (LO * b'\\' as u64);
+        let quote = w ^ (LO * u64::from(b'"'));
+        let backslash = w ^ (LO * u64::from(b'\\'));
         let found = (quote.wrapping_sub(LO) & !quote)
             | (backslash.wrapping_sub(LO) & !backslash)
             | (w.wrapping_sub(LO * 0x20) & !w);
@@ -80,9 +80,9 @@ fn find_special(bytes: &[u8], mut i: usize) -> usize {
 #[inline]
 fn hex_digit(b: u8) -> Option<u32> {
     match b {
-        b'0'..=b'9' => Some((b - b'0') as u32),
-        b'a'..=b'f' => Some((b - b'a' + 10) as u32),
-        b'A'..=b'F' => Some((b - b'A' + 10) as u32),
+        b'0'..=b'9' => Some(u32::from(b - b'0')),
+        b'a'..=b'f' => Some(u32::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u32::from(b - b'A' + 10)),
         _ => None,
     }
 }
@@ -284,7 +284,7 @@ impl<'a> Scanner<'a> {
                 while let d @ b'0'..=b'9' = self.peek() {
                     match value
                         .checked_mul(10)
-                        .and_then(|v| v.checked_add((d - b'0') as u64))
+                        .and_then(|v| v.checked_add(u64::from(d - b'0')))
                     {
                         Some(v) => value = v,
                         None => big = true,
@@ -319,7 +319,7 @@ impl<'a> Scanner<'a> {
             self.digits()?;
             for &d in &self.bytes[exp_start..self.pos] {
                 // Saturating: any exponent this large sends the value to the exact check.
-                exponent = (exponent * 10 + (d - b'0') as i64).min(1 << 40);
+                exponent = (exponent * 10 + i64::from(d - b'0')).min(1 << 40);
             }
             if negative_exponent {
                 exponent = -exponent;

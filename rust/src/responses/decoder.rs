@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
-use crate::json::trim_json_ws;
 use crate::json::write::write_str;
+use crate::json::{self, trim_json_ws};
 use crate::signature::sign_thinking;
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
 use crate::stream::{BlockKind, Decoder, Event, Sink, Usage};
@@ -127,7 +127,7 @@ impl Decoder for ResponsesDecoder {
             }
             return;
         }
-        let text = String::from_utf8_lossy(data);
+        let text = json::text(data);
         let Some(payload) = parse(&text) else {
             if error_event {
                 // An error event in plain text (a gateway's): its text is the message.
@@ -164,27 +164,27 @@ impl Decoder for ResponsesDecoder {
         let index = uint(payload, "output_index").map_or(-1, i128::from);
         match kind {
             Some("response.output_text.delta" | "response.refusal.delta") => {
-                self.text_delta(payload, index, emit)
+                self.text_delta(payload, index, emit);
             }
             Some(
                 kind @ ("response.reasoning_summary_text.delta" | "response.reasoning_text.delta"),
             ) => self.thinking_delta(kind, payload, index, emit),
             Some("response.function_call_arguments.delta") => {
-                self.arguments_delta(payload, index, emit)
+                self.arguments_delta(payload, index, emit);
             }
             Some("response.custom_tool_call_input.delta") => self.input_delta(payload, index, emit),
             Some("response.output_item.added") => {
-                self.item_added(get_dict(payload, "item"), index, emit)
+                self.item_added(get_dict(payload, "item"), index, emit);
             }
             Some("response.output_item.done") => {
-                self.item_done(get_dict(payload, "item"), index, emit)
+                self.item_done(get_dict(payload, "item"), index, emit);
             }
             Some("response.completed" | "response.incomplete") => {
-                self.end(get_dict(payload, "response"), emit)
+                self.end(get_dict(payload, "response"), emit);
             }
             Some("response.failed") => {
                 let error = get_dict(get_dict(payload, "response"), "error");
-                self.upstream_error(error, emit)
+                self.upstream_error(error, emit);
             }
             _ => {}
         }
@@ -357,7 +357,7 @@ impl ResponsesDecoder {
     fn item_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
         match get_str(item, "type") {
             Some("reasoning") if self.reasoning == Some(index) => {
-                self.reasoning_done(item, index, emit)
+                self.reasoning_done(item, index, emit);
             }
             Some("function_call") => {
                 if let Some(block) = self.is_open(Kind::Tool, index) {

@@ -15,7 +15,7 @@ use super::output::{self as out, ResponseTail};
 use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
 use crate::continuation::Block;
 use crate::json::trim_json_ws;
-use crate::stream::{BlockKind, Encoder, Event, Usage};
+use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 /// What a tool name sent upstream stands for in the client's request
 /// (responses.tools.ToolOrigin).
@@ -77,9 +77,7 @@ pub struct ResponsesEncoder {
     names: HashMap<String, ToolOrigin>,
     seq: u64,
     started: bool,
-    ended: bool,
-    complete: bool,
-    error: Option<(&'static str, String)>,
+    outcome: Outcome,
     stop_reason: Option<String>,
     status: Option<&'static str>,
     usage: Usage,
@@ -152,9 +150,7 @@ impl ResponsesEncoder {
             names: options.tool_names,
             seq: 0,
             started: false,
-            ended: false,
-            complete: false,
-            error: None,
+            outcome: Outcome::Open,
             stop_reason: None,
             status: None,
             usage: Usage::default(),
@@ -440,7 +436,15 @@ impl ResponsesEncoder {
                 ..
             } => {
                 let seq = self.next();
-                out::text_done(out, seq, &id, index, &text);
+                out::output_text(
+                    out,
+                    "response.output_text.done",
+                    "text",
+                    seq,
+                    &id,
+                    index,
+                    &text,
+                );
                 let seq = self.next();
                 let kind = "response.content_part.done";
                 out::content_part(out, kind, seq, &id, index, &text, &annotations);
@@ -552,7 +556,7 @@ impl ResponsesEncoder {
         let fresh = usage.input_tokens.unwrap_or(self.estimate);
         let cached = usage.cache_read_input_tokens.unwrap_or(0);
         let written = usage.cache_creation_input_tokens.unwrap_or(0);
-        let input = fresh as u128 + cached as u128 + written as u128;
+        let input = u128::from(fresh) + u128::from(cached) + u128::from(written);
         (input, cached, written, usage.output_tokens.unwrap_or(0))
     }
 
@@ -572,8 +576,7 @@ impl ResponsesEncoder {
         let seq = self.next();
         out::response_event(out, kind, seq, &response);
         self.status = Some(incomplete.unwrap_or("completed"));
-        self.ended = true;
-        self.complete = true;
+        self.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
@@ -585,8 +588,7 @@ impl ResponsesEncoder {
         let response = self.response("failed", &tail);
         let seq = self.next();
         out::response_event(out, "response.failed", seq, &response);
-        self.error = Some((error_type, message.to_owned()));
-        self.ended = true;
+        self.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 
     fn is_thinking(&self) -> bool {
@@ -615,7 +617,8 @@ impl Encoder for ResponsesEncoder {
                     {
                         all.push_str(text);
                         *length += text.chars().count() as u64;
-                        out::text_delta(out, seq, id, index, text);
+                        let kind = "response.output_text.delta";
+                        out::output_text(out, kind, "delta", seq, id, index, text);
                         self.seq += 1;
                     }
                 }
@@ -681,18 +684,7 @@ impl Encoder for ResponsesEncoder {
                     self.block_stop(out);
                 }
             }
-            Event::Usage(usage) => {
-                let mine = &mut self.usage;
-                mine.input_tokens = usage.input_tokens.or(mine.input_tokens);
-                mine.cache_read_input_tokens = usage
-                    .cache_read_input_tokens
-                    .or(mine.cache_read_input_tokens);
-                mine.cache_creation_input_tokens = usage
-                    .cache_creation_input_tokens
-                    .or(mine.cache_creation_input_tokens);
-                mine.output_tokens = usage.output_tokens.or(mine.output_tokens);
-                mine.reasoning_tokens = usage.reasoning_tokens.or(mine.reasoning_tokens);
-            }
+            Event::Usage(usage) => self.usage.update(&usage),
             Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
             Event::MessageStop => self.end(out),
             Event::Error { kind, message } => self.fail(out, kind, message),
@@ -700,16 +692,8 @@ impl Encoder for ResponsesEncoder {
         }
     }
 
-    fn finished(&self) -> bool {
-        self.ended
-    }
-
-    fn complete(&self) -> bool {
-        self.complete
-    }
-
-    fn error(&self) -> Option<(&'static str, &str)> {
-        self.error.as_ref().map(|(t, m)| (*t, m.as_str()))
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
     }
 
     fn has_content(&self) -> bool {

@@ -166,32 +166,20 @@ pub fn content_part(
     out.extend_from_slice(EVENT_END);
 }
 
-pub fn text_delta(
+/// An `output_text` delta (`field` `delta`) or done (`text`) event.
+pub fn output_text(
     out: &mut Vec<u8>,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    delta: &str,
-) {
-    event_start(out, "response.output_text.delta", sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"content_index\":0,\"delta\":");
-    write_str(out, delta);
-    out.extend_from_slice(b",\"logprobs\":[]");
-    out.extend_from_slice(EVENT_END);
-}
-
-pub fn text_done(
-    out: &mut Vec<u8>,
+    kind: &str,
+    field: &str,
     sequence_number: u64,
     item_id: &str,
     output_index: u64,
     text: &str,
 ) {
-    event_start(out, "response.output_text.done", sequence_number);
+    event_start(out, kind, sequence_number);
     in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"content_index\":0,\"text\":");
-    write_str(out, text);
+    out.extend_from_slice(b",\"content_index\":0");
+    string_field(out, field, text);
     out.extend_from_slice(b",\"logprobs\":[]");
     out.extend_from_slice(EVENT_END);
 }
@@ -231,10 +219,7 @@ pub fn summary_text(
     in_item(out, item_id, output_index);
     out.extend_from_slice(b",\"summary_index\":");
     write_u64(out, index);
-    out.extend_from_slice(b",\"");
-    out.extend_from_slice(field.as_bytes());
-    out.extend_from_slice(b"\":");
-    write_str(out, text);
+    string_field(out, field, text);
     out.extend_from_slice(EVENT_END);
 }
 
@@ -250,11 +235,16 @@ pub fn call_input(
 ) {
     event_start(out, kind, sequence_number);
     in_item(out, item_id, output_index);
+    string_field(out, field, text);
+    out.extend_from_slice(EVENT_END);
+}
+
+/// `,"<field>":` and `text` as a JSON string.
+fn string_field(out: &mut Vec<u8>, field: &str, text: &str) {
     out.extend_from_slice(b",\"");
     out.extend_from_slice(field.as_bytes());
     out.extend_from_slice(b"\":");
     write_str(out, text);
-    out.extend_from_slice(EVENT_END);
 }
 
 /// An assistant `message` item; `text` None for the empty item of output_item.added.
@@ -359,7 +349,7 @@ pub fn usage(out: &mut Vec<u8>, input: u128, cached: u64, written: u64, output: 
     out.extend_from_slice(b"},\"output_tokens\":");
     write_u64(out, output);
     out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":");
-    write_u128(out, input + output as u128);
+    write_u128(out, input + u128::from(output));
     out.push(b'}');
 }
 

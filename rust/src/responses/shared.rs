@@ -62,8 +62,7 @@ pub const MSG_UPSTREAM_FAILED: &str = "the upstream failed to generate a respons
 /// (responses.errors.upstream_failure).
 pub fn upstream_failure(code: Option<&str>, message: Option<&str>) -> (&'static str, String) {
     let error_type = match code {
-        None => "api_error",
-        Some("server_error") => "api_error",
+        None | Some("server_error") => "api_error",
         Some("rate_limit_exceeded") => "rate_limit_error",
         Some("vector_store_timeout") => "timeout_error",
         Some(_) => "invalid_request_error",
@@ -78,6 +77,7 @@ pub fn upstream_failure(code: Option<&str>, message: Option<&str>) -> (&'static 
 /// without the names already taken: a stream has no tool list).
 pub fn flatten(namespace: &str, name: &str) -> String {
     use sha2::{Digest, Sha256};
+    use std::fmt::Write;
     let flat = format!("{namespace}__{name}");
     if flat.chars().count() <= 64 {
         return flat;
@@ -86,7 +86,8 @@ pub fn flatten(namespace: &str, name: &str) -> String {
     let mut out: String = flat.chars().take(64 - 9).collect();
     out.push('_');
     for byte in &digest[..4] {
-        out.push_str(&format!("{byte:02x}"));
+        // (Writing to a String cannot fail.)
+        let _ = write!(out, "{byte:02x}");
     }
     out
 }

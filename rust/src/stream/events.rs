@@ -28,6 +28,23 @@ pub struct Usage {
     pub reasoning_tokens: Option<u64>,
 }
 
+impl Usage {
+    /// Take what a later `Usage` says: the counts are cumulative, so a later event repeats
+    /// or updates them, and a field it leaves out keeps its value.
+    #[inline]
+    pub fn update(&mut self, later: &Usage) {
+        self.input_tokens = later.input_tokens.or(self.input_tokens);
+        self.cache_read_input_tokens = later
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = later
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+        self.output_tokens = later.output_tokens.or(self.output_tokens);
+        self.reasoning_tokens = later.reasoning_tokens.or(self.reasoning_tokens);
+    }
+}
+
 /// What a started block holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind<'a> {

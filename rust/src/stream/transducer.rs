@@ -44,7 +44,7 @@ impl<E: Encoder> Sink for CutSink<'_, E> {
                 self.inner.emit(Event::Error {
                     kind,
                     message: MSG_CUT_INSIDE_EVENT,
-                })
+                });
             }
             event => self.inner.emit(event),
         }
@@ -64,17 +64,52 @@ pub trait Decoder {
     fn finish<S: Sink>(&mut self, emit: &mut S);
 }
 
+/// How a client's output has ended, which every encoder keeps (Python: `Ending`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It has not.
+    #[default]
+    Open,
+    /// With the client protocol's end: the reply is whole.
+    Complete,
+    /// With an error event: (Anthropic error type, message).
+    Failed(&'static str, String),
+}
+
+/// `Decoder::begin` of a protocol without a start event: the message begins at the first
+/// body bytes.
+#[inline]
+pub fn start_once<S: Sink>(started: &mut bool, emit: &mut S) {
+    if !*started {
+        *started = true;
+        emit.emit(Event::MessageStart {
+            id: None,
+            model: None,
+        });
+    }
+}
+
 /// Canonical events -> client protocol SSE bytes, and what the server asks of the stream.
 pub trait Encoder {
     /// The client protocol's token counts.
     type Usage;
 
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>);
+    fn outcome(&self) -> &Outcome;
     /// The output has ended (complete or with an error).
-    fn finished(&self) -> bool;
+    fn finished(&self) -> bool {
+        *self.outcome() != Outcome::Open
+    }
     /// The output ended with the client protocol's end: the reply is whole.
-    fn complete(&self) -> bool;
-    fn error(&self) -> Option<(&'static str, &str)>;
+    fn complete(&self) -> bool {
+        *self.outcome() == Outcome::Complete
+    }
+    fn error(&self) -> Option<(&'static str, &str)> {
+        match self.outcome() {
+            Outcome::Failed(kind, message) => Some((kind, message)),
+            _ => None,
+        }
+    }
     /// The client has been sent a response (not only keepalives or an error).
     fn has_content(&self) -> bool;
     /// The client protocol's stop reason, once the stream has ended cleanly.

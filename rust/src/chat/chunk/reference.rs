@@ -94,7 +94,7 @@ impl<'de> Fields<'de> for ChoiceFields<'de> {
                 self.delta = map
                     .next_value::<Obj<DeltaFields>>()?
                     .0
-                    .map(DeltaFields::into_delta)
+                    .map(DeltaFields::into_delta);
             }
             "finish_reason" => self.finish_reason = map.next_value::<OptStr>()?.0,
             _ => {

@@ -57,14 +57,14 @@ impl Outcome {
     }
 }
 
-fn own(text: &Option<Cow<'_, str>>, json: &str) -> Option<String> {
+fn own(text: Option<&Cow<'_, str>>, json: &str) -> Option<String> {
     if let Some(Cow::Owned(_)) = text {
         assert!(
             json.contains('\\'),
             "allocated a string without escapes: {json:?}"
         );
     }
-    text.as_ref().map(|t| t.to_string())
+    text.map(ToString::to_string)
 }
 
 fn norm(chunk: &Chunk<'_>, json: &str) -> NChunk {
@@ -84,26 +84,26 @@ fn norm(chunk: &Chunk<'_>, json: &str) -> NChunk {
             .map(|c| {
                 let delta = c.delta.as_ref().map(|d| NDelta {
                     reasoning: {
-                        own(&d.reasoning_content, json);
-                        own(&d.reasoning_fallback, json);
+                        own(d.reasoning_content.as_ref(), json);
+                        own(d.reasoning_fallback.as_ref(), json);
                         d.reasoning().map(str::to_owned)
                     },
-                    content: own(&d.content, json),
-                    refusal: own(&d.refusal, json),
+                    content: own(d.content.as_ref(), json),
+                    refusal: own(d.refusal.as_ref(), json),
                     tool_calls: d
                         .tool_calls
                         .iter()
                         .map(|t| {
                             (
                                 t.index,
-                                own(&t.id, json),
-                                own(&t.name, json),
-                                own(&t.arguments, json),
+                                own(t.id.as_ref(), json),
+                                own(t.name.as_ref(), json),
+                                own(t.arguments.as_ref(), json),
                             )
                         })
                         .collect(),
                 });
-                (delta, own(&c.finish_reason, json))
+                (delta, own(c.finish_reason.as_ref(), json))
             })
             .collect(),
     }
@@ -146,20 +146,20 @@ fn old(json: &str) -> Outcome {
                 .iter()
                 .map(|c| {
                     let delta = c.delta.as_ref().map(|d| NDelta {
-                        reasoning: d.reasoning.as_ref().map(|t| t.to_string()),
-                        content: d.content.as_ref().map(|t| t.to_string()),
-                        refusal: d.refusal.as_ref().map(|t| t.to_string()),
+                        reasoning: d.reasoning.as_ref().map(ToString::to_string),
+                        content: d.content.as_ref().map(ToString::to_string),
+                        refusal: d.refusal.as_ref().map(ToString::to_string),
                         tool_calls: d
                             .tool_calls
                             .iter()
                             .map(|t| {
                                 let s =
-                                    |x: &Option<Cow<'_, str>>| x.as_ref().map(|t| t.to_string());
+                                    |x: &Option<Cow<'_, str>>| x.as_ref().map(ToString::to_string);
                                 (t.index, s(&t.id), s(&t.name), s(&t.arguments))
                             })
                             .collect(),
                     });
-                    (delta, c.finish_reason.as_ref().map(|t| t.to_string()))
+                    (delta, c.finish_reason.as_ref().map(ToString::to_string))
                 })
                 .collect(),
         }),
@@ -800,7 +800,7 @@ impl Gen {
                 .push_str(if self.rng.chance(50) { "true" } else { "false" }),
             2 | 3 => self.number(),
             4 | 5 => self.string(),
-            6 => self.list(depth, |g, d| g.any(d)),
+            6 => self.list(depth, Gen::any),
             _ => {
                 let n = self.rng.below(4);
                 self.object(n, |g| {
@@ -922,7 +922,7 @@ impl Gen {
             "error",
         ];
         self.members(0, &names, |g, name, depth| match name {
-            "choices" => g.typed(depth, |g| g.list(depth, |g, d| g.choice(d))),
+            "choices" => g.typed(depth, |g| g.list(depth, Gen::choice)),
             "usage" => g.typed(depth, |g| g.usage(depth)),
             "x_groq" => g.typed(depth, |g| {
                 g.members(depth, &["usage", "id"], |g, n, d| {
@@ -931,7 +931,7 @@ impl Gen {
                     } else {
                         g.any(d);
                     }
-                })
+                });
             }),
             "error" => {
                 if g.rng.chance(70) {
@@ -968,7 +968,7 @@ impl Gen {
             "tool_calls",
         ];
         self.members(depth, &names, |g, name, d| match name {
-            "tool_calls" => g.typed(d, |g| g.list(d, |g, d| g.tool_call(d))),
+            "tool_calls" => g.typed(d, |g| g.list(d, Gen::tool_call)),
             "role" => g.any(d),
             _ => g.opt_string(d),
         });
@@ -1000,22 +1000,22 @@ impl Gen {
         self.members(depth, &names, |g, name, d| match name {
             "prompt_tokens_details" => g.typed(d, |g| {
                 g.members(d, &["cached_tokens", "audio_tokens"], |g, _, d| {
-                    g.typed(d, |g| g.number())
+                    g.typed(d, Gen::number);
                 });
             }),
             "completion_tokens_details" => g.typed(d, |g| {
                 g.members(d, &["reasoning_tokens", "audio_tokens"], |g, _, d| {
-                    g.typed(d, |g| g.number())
+                    g.typed(d, Gen::number);
                 });
             }),
-            _ => g.typed(d, |g| g.number()),
+            _ => g.typed(d, Gen::number),
         });
     }
 }
 
 fn mutate(rng: &mut Rng, text: &str) -> String {
     let mut b = text.as_bytes().to_vec();
-    for _ in 0..1 + rng.below(2) {
+    for _ in 0..=rng.below(2) {
         if b.is_empty() {
             break;
         }
@@ -1193,12 +1193,12 @@ fn surrogate_escapes_must_pair() {
         [Some("😀 😀".into())]
     );
     for lone in [
-        r#"\ud800"#,
-        r#"\udc00"#,
-        r#"\ud800\u0041"#,
-        r#"\ud800\ud800"#,
-        r#"\ud800\n"#,
-        r#"\ud800x"#,
+        r"\ud800",
+        r"\udc00",
+        r"\ud800\u0041",
+        r"\ud800\ud800",
+        r"\ud800\n",
+        r"\ud800x",
     ] {
         // In a field, in a skipped value, in a key: all invalid, as orjson has it.
         assert_eq!(
