@@ -8,7 +8,8 @@ protocol, with a message that names the problem and the limit (and the setting).
   whole request before they read: answered early, they see a broken pipe, not the 413.
   A client that sent `Expect: 100-continue` is answered at once, its body never sent.
 - A body not complete within `body_timeout` seconds of the start of its reading is a 408
-  (slow-loris uploads); the response closes the connection.
+  (slow-loris uploads); the response says ``connection: close`` and the connection
+  carries no other request (granian closes it at once, or once the declared body is in).
 - A Content-Type other than JSON (`application/json`, `application/*+json`), or none, is
   a 400: a web page can send any other body to any address (server/browser_guard.py).
 - Invalid JSON, invalid UTF-8, JSON that is not an object, and JSON nested deeper than
