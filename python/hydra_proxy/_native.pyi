@@ -25,6 +25,7 @@ __all__ = [
     "ResponsesViaGeminiStream",
     "ResponsesViaMessagesStream",
     "__version__",
+    "json_nested_deeper_than",
 ]
 
 class _Transducer:
@@ -130,3 +131,5 @@ GEMINI_ERROR_FINISH_REASONS: Final[list[str]]
 MSG_BAD_JSON_PATH: Final[str]
 RESPONSE_ERROR_CODES: Final[dict[str, str]]
 INCOMPLETE_REASONS: Final[dict[str, str]]
+
+def json_nested_deeper_than(data: bytes, limit: int, /) -> bool: ...

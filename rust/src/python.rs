@@ -229,10 +229,17 @@ fn table<'py>(py: Python<'py>, pairs: &[(&str, &str)]) -> PyResult<Bound<'py, Py
     Ok(dict)
 }
 
+/// Whether the JSON text `data` (parsed already) nests more than `limit` levels deep.
+#[pyfunction]
+fn json_nested_deeper_than(data: &[u8], limit: usize) -> bool {
+    crate::json::depth::nested_deeper_than(data, limit)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     add_compositions(m)?;
+    m.add_function(wrap_pyfunction!(json_nested_deeper_than, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;

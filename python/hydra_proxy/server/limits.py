@@ -29,6 +29,11 @@ from ..json_depth import nested_deeper_than
 from .browser_guard import content_type_refusal
 from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
 
+try:  # the native core reads the depth off the bytes, several times faster than the walk
+    from .._native import json_nested_deeper_than as _text_deeper_than
+except ImportError:  # pragma: no cover - the pure-Python install
+    _text_deeper_than = None
+
 if sys.version_info >= (3, 11):
     _timeout = asyncio.timeout
 else:  # pragma: no cover - exercised on 3.10 only
@@ -148,7 +153,11 @@ def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[s
         raise invalid_request(f"the request body is not valid JSON: {text}") from None
     if type(value) is not dict:
         raise invalid_request(f"the request body must be a JSON object, not {_json_kind(value)}")
-    if body.count(b"{") + body.count(b"[") > max_depth and nested_deeper_than(value, max_depth):
+    if body.count(b"{") + body.count(b"[") > max_depth and (
+        _text_deeper_than(body, max_depth)
+        if _text_deeper_than is not None
+        else nested_deeper_than(value, max_depth)
+    ):
         raise too_deep(max_depth)
     return value
 

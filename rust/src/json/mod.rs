@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+pub mod depth;
 pub mod read;
 pub mod scan;
 pub mod shaped;
