@@ -88,7 +88,7 @@ def main() -> None:
         ("MessagesViaChat", name, STREAMS[name]().split(b"\x00"), messages_via_chat)
         for name in STREAMS
     ]
-    from conftest import ANTHROPIC_STREAMS
+    from implementations import ANTHROPIC_STREAMS
 
     anthropic = [b for n, b in sorted(ANTHROPIC_STREAMS.items()) if b"message_stop" in b]
     cases.append(("ChatViaMessages", "anthropic corpus", anthropic, chat_via_messages))

@@ -15,7 +15,7 @@ module file count for the module whose globals they run in (a dataclass's genera
 ``__init__``: the module defining the class); the native extension is not counted. Also
 printed: how many calls on that path go from one hydra_proxy module into another.
 
-tests/test_request_path.py runs this script and bounds the count.
+tests/request/test_request_path.py runs this script and bounds the count.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pytest
 import anthropic_grammar
 import chat_grammar
 import responses_grammar
-from conftest import NATIVE_MISSING, _native
 from hydra_proxy import transducers
+from implementations import NATIVE_MISSING, _native
 
 KEY = b"compositions-key"
 

@@ -5,7 +5,7 @@ is cut inside an event (mid-JSON, mid-`event:` line, after a data line but befor
 line) or at an event boundary, the upstream reports an error, or the rest is not an event
 stream at all (an HTML error page or binary after the 200 `text/event-stream` headers).
 tests/golden/ records them through every composition (tests/golden_cases.py), and
-tests/test_stream_failures.py checks what each client is told.
+tests/twins/test_stream_failures.py checks what each client is told.
 """
 
 from __future__ import annotations

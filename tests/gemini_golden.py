@@ -1,4 +1,4 @@
-"""The Gemini golden cases (tests/golden/record.py, tests/test_golden.py): every Gemini
+"""The Gemini golden cases (tests/golden/record.py, tests/twins/test_golden.py): every Gemini
 recording and the hand-written corner cases through MessagesViaGeminiStream and
 ChatViaGeminiStream, plus seeded draws of the Gemini stream strategy."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from conftest import NATIVE_MISSING, _native
 from gemini_streams import GEMINI_STREAMS, chunk, frame
 from hydra_proxy import transducers
+from implementations import NATIVE_MISSING, _native
 
 GEMINI_DIRECTIONS = ("messages_via_gemini", "chat_via_gemini")
 GOLDEN = Path(__file__).parent / "golden"

@@ -3,7 +3,7 @@
 A case is a direction, an input (a recorded fixture or a file under tests/golden/inputs/),
 the transducer's options and a script of calls ("feed" the input, "finish", "ping", or
 ["fail", type, message]); tests/golden/record.py records each case's output bytes and end
-state, tests/test_golden.py replays them on both implementations.
+state, tests/twins/test_golden.py replays them on both implementations.
 """
 
 from __future__ import annotations
@@ -13,18 +13,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from conftest import (
+from failure_streams import failure_inputs
+from gemini_golden import GEMINI_DIRECTIONS, make_gemini
+from gemini_streams import gemini_stream
+from hydra_proxy import transducers
+from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
+from implementations import (
     ANTHROPIC_STREAMS,
     _native,
     chat_via_messages_class,
     messages_via_chat_class,
     openai_stream,
 )
-from failure_streams import failure_inputs
-from gemini_golden import GEMINI_DIRECTIONS, make_gemini
-from gemini_streams import gemini_stream
-from hydra_proxy import transducers
-from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
 from responses_streams import RESPONSES_STREAMS
 
 GOLDEN = Path(__file__).parent / "golden"

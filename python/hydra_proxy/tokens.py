@@ -6,7 +6,7 @@ package (``data/o200k_base.tiktoken``, see ``data/SOURCES.md``) and is loaded on
 process on first use. Nothing is downloaded at run time.
 
 What is counted, and the constants used (calibrated against real Anthropic answers, see
-``tests/test_tokens.py``):
+``tests/request/test_tokens.py``):
 
 * every request: ``_REQUEST_OVERHEAD``; every message: ``_MESSAGE_OVERHEAD`` (together 7,
   which two independent Anthropic answers agree on); small guessed overheads per content

@@ -3,7 +3,7 @@
     PYTHONPATH=python:tests python tests/golden/record.py [--inputs | --gemini-inputs] [--responses-inputs] [--failure-inputs]
 
 The goldens pin the bytes both transducers emit today, so a refactoring of the stream code
-can be checked byte for byte (tests/test_golden.py). Re-record only for an intended change
+can be checked byte for byte (tests/twins/test_golden.py). Re-record only for an intended change
 of output, and say so in the commit. `--inputs` also regenerates the generated inputs under
 inputs/ (seeded hypothesis draws and hand-written corner cases); without it the stored
 inputs are replayed (`--gemini-inputs` regenerates only inputs/gemini/, `--failure-inputs`
@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import gemini_golden  # noqa: E402
 import golden_cases  # noqa: E402
-from conftest import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
+from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
 from responses_streams import RESPONSES_STREAMS  # noqa: E402
 
 KEY = "golden-key"

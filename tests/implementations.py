@@ -1,0 +1,100 @@
+"""Both transducer implementations and the recorded provider streams the tests feed them
+(imported by the test modules; the `impl` fixture is conftest's)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from hydra_proxy.transducers import ChatViaMessagesStream as PyChatViaMessagesStream
+from hydra_proxy.transducers import MessagesViaChatStream as PyMessagesViaChatStream
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+try:
+    from hydra_proxy import _native
+except ImportError as exc:  # pragma: no cover - the test runner always builds it
+    if os.environ.get("HYDRA_REQUIRE_NATIVE") == "1":
+        raise
+    _native = None  # type: ignore[assignment]
+    NATIVE_MISSING = f"optional native extension hydra_proxy._native is not built ({exc})"
+else:
+    NATIVE_MISSING = ""
+
+IMPLEMENTATIONS = ("native", "python")
+
+
+def messages_via_chat_class(impl: str) -> Callable[..., Any]:
+    if impl == "python":
+        return PyMessagesViaChatStream
+    if _native is None:
+        pytest.skip(NATIVE_MISSING)
+    return _native.MessagesViaChatStream  # type: ignore[no-any-return]
+
+
+def chat_via_messages_class(impl: str) -> Callable[..., Any]:
+    if impl == "python":
+        return PyChatViaMessagesStream
+    if _native is None:
+        pytest.skip(NATIVE_MISSING)
+    return _native.ChatViaMessagesStream  # type: ignore[no-any-return]
+
+
+def openai_stream(name: str) -> bytes:
+    """A recorded OpenAI-compatible stream as raw SSE bytes.
+
+    `.sse` files are byte-exact HTTP bodies; `.jsonl` files (vercel/ai) lost their SSE
+    framing, one data payload a line, and are re-framed as `data: <line>\\n\\n` + [DONE].
+    """
+    path = FIXTURES / "openai" / name
+    data = path.read_bytes()
+    if path.suffix == ".jsonl":
+        lines = [line for line in data.splitlines() if line.strip()]
+        data = b"".join(b"data: " + line + b"\n\n" for line in lines) + b"data: [DONE]\n\n"
+    return data
+
+
+OPENAI_STREAMS = sorted(
+    p.name for p in (FIXTURES / "openai").iterdir() if p.suffix in (".sse", ".jsonl")
+)
+
+
+def _anthropic_streams() -> dict[str, bytes]:
+    """Every recorded Anthropic stream: raw `.sse` bodies, `.jsonl` payloads re-framed as
+    `event: <type>\ndata: <line>\n\n`, and the 200 SSE bodies inside HTTP recordings."""
+    streams: dict[str, bytes] = {}
+    for path in sorted((FIXTURES / "anthropic").iterdir()):
+        if path.suffix == ".sse":
+            streams[path.name] = path.read_bytes()
+        elif path.suffix == ".jsonl":
+            lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+            streams[path.name] = b"".join(
+                b"event: " + orjson.loads(line)["type"].encode() + b"\ndata: " + line + b"\n\n"
+                for line in lines
+            )
+        elif path.name.startswith("sdkpy-recording"):
+            for i, exchange in enumerate(orjson.loads(path.read_bytes())):
+                body = exchange["response"]["body"]
+                if exchange["response"]["status_code"] == 200 and isinstance(body, str):
+                    streams[f"{path.name}#{i}"] = body.encode()
+    return streams
+
+
+ANTHROPIC_STREAMS = _anthropic_streams()
+
+
+def feed_all(transducer: Any, data: bytes, cuts: list[int] | None = None) -> bytes:
+    """Feed `data` split at the given offsets (each chunk in order), then finish()."""
+    out = []
+    start = 0
+    for cut in sorted(cuts or []):
+        out.append(transducer.feed(data[start:cut]))
+        start = cut
+    out.append(transducer.feed(data[start:]))
+    out.append(transducer.finish())
+    return b"".join(out)
