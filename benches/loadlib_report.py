@@ -293,7 +293,7 @@ def markdown(data: dict[str, Any]) -> str:
                 "",
             ]
     if data["targets"]:
-        out += ["## Targets (from issue 5; reported, not asserted)", ""]
+        out += ["## Targets (reported, not asserted)", ""]
         out += ["| target | this run | met |", "|---|---:|---|"]
         for t in data["targets"]:
             v = t["value"]

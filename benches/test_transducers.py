@@ -167,7 +167,7 @@ def test_gemini_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: 
     benchmark(lambda: [loads(p) for p in payloads])
 
 
-# -- the OpenAI Responses compositions (issue 10) ------------------------------------------
+# -- the OpenAI Responses compositions ---------------------------------------------------
 # Each runs on the synthetic streams in its upstream's protocol: the Chat stream itself, or
 # that stream translated once into Anthropic (MessagesViaChatStream) or into Responses
 # (ResponsesViaChatStream), so every row carries the same content.

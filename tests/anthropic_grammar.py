@@ -1,7 +1,7 @@
 """A strict checker of Anthropic Messages SSE output (what Claude Code and the SDKs need).
 
 Independent of the code under test: it parses the bytes as SSE and checks the event
-grammar of PROTOCOL.md 1.1-1.2, returning the rebuilt message.
+grammar of the Messages stream, returning the rebuilt message.
 """
 
 from __future__ import annotations

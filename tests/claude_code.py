@@ -1,4 +1,4 @@
-"""Claude Code, the real CLI, as a test client of the proxy (SPEC section 7).
+"""Claude Code, the real CLI, as a test client of the proxy.
 
 `tests/run` installs the pinned npm package `@anthropic-ai/claude-code` into `.e2e/`
 (gitignored). The tests need it: when it is missing they fail, unless

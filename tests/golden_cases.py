@@ -474,7 +474,7 @@ def load_input(source: str) -> bytes:
     return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
 
 
-# The OpenAI Responses compositions (issue 10): direction -> (class name, leading arguments).
+# The OpenAI Responses compositions: direction -> (class name, leading arguments).
 RESPONSES_DIRECTIONS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "responses_via_chat": ("ResponsesViaChatStream", ("resp_golden", "gpt-golden", 1764547200, 42)),
     "responses_via_messages": (

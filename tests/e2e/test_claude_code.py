@@ -1,5 +1,5 @@
 """Claude Code itself, end to end: the pinned CLI runs a real tool loop through the proxy
-against the mock OpenAI upstream (SPEC section 7; harness in claude_code.py).
+against the mock OpenAI upstream (harness in claude_code.py).
 
 The mock's scripted turns carry ``match`` conditions, so any request Claude Code sends
 besides the scripted conversation (a title or warmup call on a haiku model, a request

@@ -1,4 +1,4 @@
-"""A mixed team through ONE proxy process (issue 12): the real Claude Code CLI as lead on
+"""A mixed team through ONE proxy process: the real Claude Code CLI as lead on
 Claude (passed through to an Anthropic mock), a subagent it spawns with its Agent tool
 routed by the subagent trait to an OpenAI mock, where it reads and edits a real file and
 reports back; and an OpenAI client on Claude through the same process.

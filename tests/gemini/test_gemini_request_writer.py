@@ -377,7 +377,7 @@ def test_unsendable_sources_are_400(block: dict[str, Any]) -> None:
 
 
 def test_tool_result_images_stay_in_the_same_turn() -> None:
-    """PITFALLS 15: an image returned by a tool reaches Gemini as image data, not text."""
+    """An image returned by a tool reaches Gemini as image data, not text."""
     result = {
         "type": "tool_result",
         "tool_use_id": "toolu_1",

@@ -88,7 +88,7 @@ def write_inputs() -> None:
 
 
 def _responses_cases(chat_inputs: list[str], anthropic_inputs: list[str]) -> list[dict[str, Any]]:
-    """The OpenAI Responses compositions (issue 10): the encoder behind the Chat and the
+    """The OpenAI Responses compositions: the encoder behind the Chat and the
     Anthropic decoders over their inputs, and the decoder over the Responses recordings."""
     from hydra_proxy.responses.context import ResponsesContext
     from hydra_proxy.responses.encoder import echo_text

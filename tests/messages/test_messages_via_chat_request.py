@@ -1216,7 +1216,7 @@ def assert_valid_chat(request: dict[str, Any]) -> None:
             continue
         assert m["role"] != "tool", "tool message not right after an assistant tool_calls message"
         i += 1
-    # Blocks are never JSON-stringified into the prompt (PITFALLS 15).
+    # Blocks are never JSON-stringified into the prompt.
     for m in messages:
         if isinstance(m.get("content"), str):
             assert '"type":' not in m["content"] and "'type':" not in m["content"]

@@ -1,4 +1,4 @@
-"""The running proxy and OpenAI Responses (issue 10): the openai SDK's `responses.stream` /
+"""The running proxy and OpenAI Responses: the openai SDK's `responses.stream` /
 `responses.create` through `POST /v1/responses` (passed through to a `responses` provider,
 or translated onto Chat and Anthropic upstreams), and Anthropic / Chat clients on a
 `responses` provider; the proxy's state refusals and errors in OpenAI's shape.

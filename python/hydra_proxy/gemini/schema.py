@@ -1,4 +1,4 @@
-"""JSON Schema -> the OpenAPI-3.0 subset Gemini's ``Schema`` accepts (PITFALLS 5).
+"""JSON Schema -> the OpenAPI-3.0 subset Gemini's ``Schema`` accepts.
 
 Gemini answers 400 to a tool schema with a key it does not know (``additionalProperties``
 anywhere, even inside ``anyOf``/``items``; ``$schema``; ``propertyNames``; ``const``;

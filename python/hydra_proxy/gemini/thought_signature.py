@@ -4,7 +4,7 @@ Gemini returns an opaque ``thoughtSignature`` (base64 bytes) on some response pa
 first ``functionCall`` part of each step, and sometimes on a text part or a trailing empty
 text part. Gemini 3 rejects a request (400) whose current-turn function calls lack the
 signature they came with; Gemini 2.5 accepts that but reasons worse. Anthropic ``tool_use``
-has no field for it (PITFALLS 4), so the proxy carries it in a thinking block of its own,
+has no field for it, so the proxy carries it in a thinking block of its own,
 signed with the proxy's signature carrier (`hydra_proxy.signature`, kind ``gts``):
 
     {"type": "thinking", "thinking": <thought summary text, often "">,
