@@ -1,4 +1,4 @@
-"""`hydra-proxy serve` refuses the config errors (routes, fallbacks, key pools) not covered by
+"""`hydra-proxy serve` refuses the config errors (unknown tables, bad values, bad routes) not covered by
 test_cli_config.py: each prints its file:line message, exits 2, and nothing listens."""
 
 from __future__ import annotations
