@@ -19,6 +19,7 @@ from typing import Any, Literal
 import orjson
 
 from .. import ids
+from ..canonical.effort import anthropic_thinking, asked_effort
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
@@ -231,6 +232,15 @@ Writer = Callable[[dict[str, Any], Attempt, bytes, bool], tuple[str, Any]]
 """(canonical request, attempt, signing key, stream) -> (path, the upstream's request)."""
 
 
+def route_effort(attempt: Attempt, asked: str | None) -> str | None:
+    """The reasoning effort the attempt's route sets (None: the route sets none for this
+    request, whose own effort goes as it is): its fixed one, else its map's entry."""
+    options = attempt.options
+    if options.effort is None and asked not in dict(options.effort_map):
+        return None
+    return options.map_effort(asked)
+
+
 def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool) -> tuple[str, Any]:
     provider = attempt.provider
     target = ChatTarget(
@@ -241,6 +251,7 @@ def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool)
         replay_reasoning=provider.replay_reasoning,
         signing_key=key,
         sampling=provider.sampling,
+        effort=route_effort(attempt, asked_effort(canonical)),
     )
     return DIALECTS["openai"].path, chat_request_from_messages(canonical, target, stream=stream)
 
@@ -253,6 +264,9 @@ def _anthropic(
     if isinstance(body.get("messages"), list):
         body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
     body = strip_proxy_signatures(body)
+    effort = route_effort(attempt, asked_effort(body))
+    if effort is not None:
+        body = anthropic_thinking(body, effort)
     body["model"] = attempt.model
     limit = attempt.max_tokens_limit
     if limit is not None and isinstance(body.get("max_tokens"), int):
@@ -274,6 +288,7 @@ def _responses(
         reasoning=provider.reasoning,
         sampling=provider.sampling,
         signing_key=key,
+        effort=route_effort(attempt, asked_effort(canonical)),
     )
     body = responses_request_from_messages(canonical, target, stream=stream)
     return DIALECTS["responses"].path, body
@@ -286,7 +301,10 @@ def _gemini(
         path = "/" + gemini_path(attempt.model, stream=stream)
     except ValueError as exc:
         raise invalid_request(f"model: {exc}", "model") from None
-    options: dict[str, Any] = {"signing_key": key}
+    options: dict[str, Any] = {
+        "signing_key": key,
+        "effort": route_effort(attempt, asked_effort(canonical)),
+    }
     limit = attempt.max_tokens_limit or attempt.provider.max_output
     if limit is not None:
         options["max_output_tokens"] = limit

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
@@ -16,7 +17,7 @@ from ...config.routes import Attempt, RequestTraits, RouteDecision, request_trai
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
+from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
@@ -148,7 +149,13 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
 
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """An OpenAI upstream: the bytes go through unchanged both ways."""
-    if attempt.model != request["model"]:
-        body = orjson.dumps({**request, "model": attempt.model})
+    """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
+    attempt renames the model or its route sets the effort)."""
+    asked = request.get("reasoning_effort")
+    effort = route_effort(attempt, asked if isinstance(asked, str) else None)
+    if attempt.model != request["model"] or effort is not None:
+        changed = {**request, "model": attempt.model}
+        if effort is not None:
+            changed["reasoning_effort"] = openai_effort(effort)
+        body = orjson.dumps(changed)
     return passthrough(attempt, body, model=request["model"])

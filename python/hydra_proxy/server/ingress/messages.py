@@ -9,12 +9,20 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...canonical.effort import anthropic_thinking, asked_effort
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import DIALECTS, Factory, Plan, passthrough, strip_proxy_signatures
+from ..upstream_kinds import (
+    DIALECTS,
+    Factory,
+    Plan,
+    passthrough,
+    route_effort,
+    strip_proxy_signatures,
+)
 from ..upstream_kinds import translated as translated_plan
 
 
@@ -79,10 +87,13 @@ def _passthrough(
     exchange: Exchange, body: bytes, request: dict[str, Any], attempt: Attempt
 ) -> Plan:
     """An Anthropic upstream: bytes in and out (re-encoded only when the attempt renames the
-    model or the proxy's own signatures must go)."""
+    model, its route sets the effort, or the proxy's own signatures must go)."""
     model: str = request["model"]
-    if attempt.model != model:
+    effort = route_effort(attempt, asked_effort(request))
+    if attempt.model != model or effort is not None:
         request = {**request, "model": attempt.model}  # the request stays shared by attempts
+        if effort is not None:
+            request = anthropic_thinking(request, effort)
         body = orjson.dumps(request)
     if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...ids import response_id as new_response_id
@@ -25,7 +26,7 @@ from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
+from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
@@ -121,11 +122,20 @@ def _translated(
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """A Responses upstream: the bytes go through unchanged both ways, except the model
-    rename and the proxy's reasoning carriers (the upstream cannot read them: they hold
+    rename, the route's effort and the proxy's reasoning carriers (the upstream cannot read them: they hold
     reasoning of another upstream)."""
     model: str = request["model"]
     reencode = attempt.model != model
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
+    reasoning = request.get("reasoning")
+    asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    effort = route_effort(attempt, asked if isinstance(asked, str) else None)
+    if effort is not None:
+        request["reasoning"] = {
+            **(reasoning if isinstance(reasoning, dict) else {}),
+            "effort": openai_effort(effort),
+        }
+        reencode = True
     if CARRIER_PREFIX.encode() in body and isinstance(request.get("input"), list):
         request["input"] = [
             item

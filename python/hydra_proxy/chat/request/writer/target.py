@@ -25,3 +25,6 @@ class ChatTarget:
     include_usage: bool = True
     # The model accepts temperature/top_p (o-series/GPT-5 reasoning models reject them).
     sampling: bool = True
+    # The route's reasoning effort (canonical.effort): sent as `reasoning_effort` whatever
+    # the request asks (None: the request's, for a `reasoning` target).
+    effort: str | None = None

@@ -19,3 +19,6 @@ class ResponsesTarget:
     sampling: bool = False
     # Key of the upstream reasoning carrier (hydra_proxy.responses.reasoning).
     signing_key: bytes = b""
+    # The route's reasoning effort (canonical.effort): sent as `reasoning.effort` whatever
+    # the request asks.
+    effort: str | None = None

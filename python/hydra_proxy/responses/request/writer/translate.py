@@ -13,7 +13,8 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
   ``stream`` as asked. For a ``reasoning`` target ``include:
   ["reasoning.encrypted_content"]`` and ``reasoning: {effort, summary: "auto"}`` (effort
   as `canonical.thinking.thinking_effort` reads it, omitted when there is none), so the
-  reasoning comes back replayable and readable.
+  reasoning comes back replayable and readable. A route's effort (`canonical.effort`) is
+  ``reasoning.effort`` for any target.
 - Tools -> ``{"type": "function", name, description, parameters, strict: false}``
   (Anthropic server tools are a 400); ``tool_choice`` auto/any/tool/none ->
   ``"auto"``/``"required"``/``{"type": "function", name}``/``"none"``,
@@ -31,6 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ....canonical.effort import openai_effort
 from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
 from ....canonical.thinking import thinking_effort
 from ....canonical.tools import custom_tools, read_tool_choice
@@ -86,13 +88,16 @@ def responses_request_from_messages(
     numbers = sampling(body)
     if target.sampling:
         out.update(numbers)
-    if target.reasoning:
-        effort = thinking_effort(body)
-        reasoning: dict[str, Any] = {"summary": "auto"}
+    if target.reasoning or target.effort is not None:
+        effort = (
+            openai_effort(target.effort) if target.effort is not None else thinking_effort(body)
+        )
+        reasoning: dict[str, Any] = {"summary": "auto"} if target.reasoning else {}
         if effort is not None:
             reasoning["effort"] = effort
         out["reasoning"] = reasoning
-        out["include"] = [ENCRYPTED_REASONING]
+        if target.reasoning:
+            out["include"] = [ENCRYPTED_REASONING]
     schema = output_schema(body)
     if schema is not None:
         out["text"] = {
