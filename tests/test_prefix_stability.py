@@ -30,6 +30,7 @@ from hydra_proxy.config.presets import preset_row
 from hydra_proxy.config.providers import build_provider
 from hydra_proxy.config.routes import Attempt, RouteOptions
 from hydra_proxy.responses.request.reader import messages_request_from_responses
+from hydra_proxy.server.sessions import session_cache_key
 from hydra_proxy.server.upstream_kinds import WRITERS
 from recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
 
@@ -89,15 +90,26 @@ def _client_variations_set_aside(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "system": blocks}
 
 
-def claude_code_upstream(upstream: str, body: dict[str, Any]) -> dict[str, Any]:
+def cache_key(asked: object, headers: dict[str, str]) -> str | None:
+    def header(name: bytes) -> bytes | None:
+        value = headers.get(name.decode())
+        return value.encode() if value is not None else None
+
+    return session_cache_key(asked, header)
+
+
+def claude_code_upstream(
+    upstream: str, body: dict[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
     """Claude Code's request as the proxy sends it: the Messages reader is the identity."""
     attempt = attempt_for(upstream)
-    _, out = WRITERS[attempt.provider.kind](body, attempt, SIGNING_KEY, True)
+    key = cache_key(None, headers)
+    _, out = WRITERS[attempt.provider.kind](body, attempt, SIGNING_KEY, True, key)
     result: dict[str, Any] = out
     return result
 
 
-def codex_upstream(upstream: str, body: dict[str, Any]) -> dict[str, Any]:
+def codex_upstream(upstream: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """Codex's request as the proxy sends it: passed through to a Responses upstream (the
     model renamed), else read into the canonical request and written for the upstream."""
     attempt = attempt_for(upstream)
@@ -111,7 +123,8 @@ def codex_upstream(upstream: str, body: dict[str, Any]) -> dict[str, Any]:
             continuation_key=SIGNING_KEY,
         ),
     )
-    _, out = WRITERS[attempt.provider.kind](translation.body, attempt, SIGNING_KEY, True)
+    key = cache_key(translation.context.prompt_cache_key, headers)
+    _, out = WRITERS[attempt.provider.kind](translation.body, attempt, SIGNING_KEY, True, key)
     result: dict[str, Any] = out
     return result
 
@@ -156,15 +169,15 @@ def rest_of_body(body: dict[str, Any], kind: str) -> bytes:
 
 def prefix_shares(
     session: list[tuple[dict[str, str], dict[str, Any]]],
-    write: Callable[[str, dict[str, Any]], dict[str, Any]],
+    write: Callable[[str, dict[str, Any], dict[str, str]], dict[str, Any]],
     upstream: str,
 ) -> list[tuple[float, int, bytes, bytes]]:
     """(share, offset of the first differing byte, its context in turn N, in turn N+1) of
     every consecutive pair of turns."""
     kind = attempt_for(upstream).provider.kind
     bodies = []
-    for _, body in session:
-        out = _without_markers(write(upstream, body))
+    for headers, body in session:
+        out = _without_markers(write(upstream, body, headers))
         if kind == "anthropic":
             out = _client_variations_set_aside(out)
         bodies.append(out)
@@ -211,8 +224,8 @@ def test_billing_header_stays_out_of_translated_upstreams() -> None:
     for upstream in UPSTREAMS:
         if attempt_for(upstream).provider.kind == "anthropic":
             continue
-        for body in (first, second):
-            out = orjson.dumps(claude_code_upstream(upstream, body))
+        for headers, body in claude_code_session(2):
+            out = orjson.dumps(claude_code_upstream(upstream, body, headers))
             assert b"x-anthropic-billing-header" not in out, upstream
             assert b"cc_version" not in out, upstream
 
@@ -221,11 +234,46 @@ def test_a_varying_byte_before_the_new_turn_fails_the_measure() -> None:
     """The measure itself: a per-request value early in the body is caught."""
     session = claude_code_session(3)
 
-    def stamped(upstream: str, body: dict[str, Any]) -> dict[str, Any]:
-        out = claude_code_upstream(upstream, body)
+    def stamped(upstream: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        out = claude_code_upstream(upstream, body, headers)
         first = out["messages"][0]
         return {**out, "messages": [{"name": body["system"][0]["text"], **first},
                                     *out["messages"][1:]]}  # fmt: skip
 
     shares = prefix_shares(session, stamped, "openai")
     assert all(share < 0.01 for share, *_ in shares), shares
+
+
+def _markers(value: Any) -> int:
+    if isinstance(value, dict):
+        return ("cache_control" in value) + sum(_markers(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_markers(v) for v in value)
+    return 0
+
+
+@pytest.mark.parametrize("upstream", sorted(UPSTREAMS))
+def test_cache_hints_follow_the_preset(upstream: str) -> None:
+    """OpenAI gets the session as prompt_cache_key; OpenRouter gets Claude Code's
+    breakpoints (the system prompt's and the last message's) as cache_control parts; the
+    others get neither (an Anthropic upstream has the client's own)."""
+    (headers, body), (_, later) = claude_code_session(2)[1], claude_code_session(3)[2]
+    session = headers["x-claude-code-session-id"]
+    hints = attempt_for(upstream).provider.cache_hints
+    for request in (body, later):
+        out = claude_code_upstream(upstream, request, headers)
+        assert out.get("prompt_cache_key") == (session if hints == "prompt_cache_key" else None)
+        if hints == "cache_control":
+            messages = out["messages"]
+            assert messages[0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+            last = messages[-1]["content"]
+            assert isinstance(last, list) and last[-1]["cache_control"] == {"type": "ephemeral"}
+            assert _markers(out) == 2
+        elif attempt_for(upstream).provider.kind != "anthropic":
+            assert _markers(out) == 0, upstream
+    codex_headers, codex = codex_session(1)[0]
+    out = codex_upstream(upstream, codex, codex_headers)
+    if hints == "prompt_cache_key" or attempt_for(upstream).provider.kind == "responses":
+        assert out["prompt_cache_key"] == codex["prompt_cache_key"]
+    else:
+        assert "prompt_cache_key" not in out

@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .providers import MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
+from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
 from .routes import CLIENT_PROTOCOLS, EFFORTS
 
 IMPLEMENTATIONS = ("auto", "native", "python")
@@ -124,6 +124,8 @@ PROVIDER: dict[str, Field] = {
     "sampling": Field((bool,), "takes temperature/top_p"),
     "context_window": Field((int,), "context window in tokens (GET /v1/models)", minimum=1),
     "max_output": Field((int,), "largest output in tokens (GET /v1/models)", minimum=1),
+    "cache_hints": Field((str,), "the prompt-cache hint the upstream takes", CACHE_HINTS),
+    "vision": Field((bool,), "the upstream reads images"),
 }  # fmt: skip
 
 ROUTE: dict[str, Field] = {

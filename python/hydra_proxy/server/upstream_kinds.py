@@ -197,14 +197,17 @@ def translated(
     write_reply: Callable[[dict[str, Any]], Any],
     build: Callable[[Factory], StreamTransducer],
     log: dict[str, object],
+    cache_key: str | None = None,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
     kind. The client's ingress says how the canonical reply reaches its client:
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
-    from its factory, with the client's constructor arguments)."""
+    from its factory, with the client's constructor arguments); `cache_key`: the client's
+    session as a prompt-cache key (server.sessions), for upstreams whose `cache_hints`
+    take one."""
     provider = attempt.provider
     kind = provider.kind
-    path, body = WRITERS[kind](canonical, attempt, signing_key, stream)
+    path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
         headers=DIALECTS[kind].headers(
@@ -228,8 +231,9 @@ def translated(
 
 # -- requests: canonical -> upstream ---------------------------------------------------
 
-Writer = Callable[[dict[str, Any], Attempt, bytes, bool], tuple[str, Any]]
-"""(canonical request, attempt, signing key, stream) -> (path, the upstream's request)."""
+Writer = Callable[[dict[str, Any], Attempt, bytes, bool, str | None], tuple[str, Any]]
+"""(canonical request, attempt, signing key, stream, cache key) -> (path, the upstream's
+request)."""
 
 
 def route_effort(attempt: Attempt, asked: str | None) -> str | None:
@@ -241,7 +245,13 @@ def route_effort(attempt: Attempt, asked: str | None) -> str | None:
     return options.map_effort(asked)
 
 
-def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool) -> tuple[str, Any]:
+def _chat(
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
+) -> tuple[str, Any]:
     provider = attempt.provider
     target = ChatTarget(
         model=attempt.model,
@@ -252,12 +262,18 @@ def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool)
         signing_key=key,
         sampling=provider.sampling,
         effort=route_effort(attempt, asked_effort(canonical)),
+        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
+        cache_control=provider.cache_hints == "cache_control",
     )
     return DIALECTS["openai"].path, chat_request_from_messages(canonical, target, stream=stream)
 
 
 def _anthropic(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     # Copies down to the messages: the canonical request stays shared by a chain's attempts.
     body = dict(canonical)
@@ -279,7 +295,11 @@ def _anthropic(
 
 
 def _responses(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     provider = attempt.provider
     target = ResponsesTarget(
@@ -289,13 +309,18 @@ def _responses(
         sampling=provider.sampling,
         signing_key=key,
         effort=route_effort(attempt, asked_effort(canonical)),
+        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
     )
     body = responses_request_from_messages(canonical, target, stream=stream)
     return DIALECTS["responses"].path, body
 
 
 def _gemini(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     try:
         path = "/" + gemini_path(attempt.model, stream=stream)

@@ -17,6 +17,7 @@ from ...config.routes import Attempt, RequestTraits, RouteDecision, request_trai
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
+from ..sessions import session_cache_key
 from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
@@ -134,6 +135,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
         write_reply=write_reply,
         build=build,
         log={"model": model},
+        cache_key=session_cache_key(request.get("prompt_cache_key"), exchange.header),
     )
 
 

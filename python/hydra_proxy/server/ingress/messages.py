@@ -15,6 +15,7 @@ from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
+from ..sessions import session_cache_key
 from ..upstream_kinds import (
     DIALECTS,
     Factory,
@@ -80,6 +81,7 @@ def _translated(
         write_reply=lambda message: message,
         build=build,
         log={"model": request["model"]},
+        cache_key=session_cache_key(None, exchange.header),
     )
 
 

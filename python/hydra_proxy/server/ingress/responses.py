@@ -26,6 +26,7 @@ from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
+from ..sessions import session_cache_key
 from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
@@ -117,6 +118,7 @@ def _translated(
         write_reply=write_reply,
         build=build,
         log={"model": model},
+        cache_key=session_cache_key(translation.context.prompt_cache_key, exchange.header),
     )
 
 

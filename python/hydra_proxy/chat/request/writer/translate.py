@@ -18,7 +18,9 @@ reject non-default values); ``top_k`` is dropped; ``reasoning_effort`` for a
 ``reasoning`` target, or the route's effort for any (`canonical.effort`); ``output_config.format`` (or the older top-level
 ``output_format``) json_schema -> ``response_format`` json_schema named ``output``
 without ``strict`` (OpenAI strict mode requires a schema subset Anthropic does not);
-``metadata.user_id`` -> ``user``; ``cache_control``, ``context_management``,
+``metadata.user_id`` -> ``user``; ``target.prompt_cache_key`` -> ``prompt_cache_key``;
+``cache_control`` is carried for a ``cache_control`` target (`messages`), else dropped, as
+are ``context_management``,
 ``service_tier``, ``container`` and unknown fields are dropped; streaming asks for the
 usage chunk when ``target.include_usage``.
 """
@@ -95,6 +97,8 @@ def chat_request_from_messages(
     if user is not None:
         out["user"] = openai_user(user)
 
+    if target.prompt_cache_key is not None:
+        out["prompt_cache_key"] = target.prompt_cache_key
     if stream:
         out["stream"] = True
         if target.include_usage:

@@ -22,3 +22,5 @@ class ResponsesTarget:
     # The route's reasoning effort (canonical.effort): sent as `reasoning.effort` whatever
     # the request asks.
     effort: str | None = None
+    # Sent as `prompt_cache_key` (the client's session; None: none sent).
+    prompt_cache_key: str | None = None

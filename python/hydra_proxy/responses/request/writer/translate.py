@@ -24,7 +24,7 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
   dropped (the Responses API has no stop parameter; debug log); ``output_config.format``
   json_schema -> ``text.format`` ``{type: json_schema, name: "output", schema, strict:
   false}``; ``metadata.user_id`` -> ``safety_identifier`` as the Chat writer shapes
-  ``user``.
+  ``user``; ``target.prompt_cache_key`` -> ``prompt_cache_key``.
 """
 
 from __future__ import annotations
@@ -106,6 +106,8 @@ def responses_request_from_messages(
     user = user_id(body)
     if user is not None:
         out["safety_identifier"] = openai_user(user)
+    if target.prompt_cache_key is not None:
+        out["prompt_cache_key"] = target.prompt_cache_key
     out["store"] = False
     out["stream"] = stream
     return out
