@@ -280,7 +280,7 @@ class MockApp:
             if entry is not None:
                 entry["reply"] = source
             if self.options.prefix_cache or headers.get("x-mock-prefix-cache") == "1":
-                turn = self._prefix_cached(turn, knobs, body, headers, raw)
+                turn = self._prefix_cached(turn, knobs, wire.name, body, headers)
                 if entry is not None:
                     entry["cached_tokens"] = turn.usage.cached_tokens if turn.usage else 0
             if turn is not None:
@@ -314,16 +314,16 @@ class MockApp:
         self,
         turn: Turn | None,
         knobs: _Knobs,
+        wire: str,
         body: dict[str, Any],
         headers: dict[str, str],
-        raw: bytes,
     ) -> Turn:
         """The turn with the prompt and cached counts of the prefix cache (a replayed or raw
         turn keeps its own bytes)."""
         turn = turn if turn is not None else canned_turn(knobs.chunks, knobs.chunk_size)
         if turn.replay is not None or turn.raw is not None:
             return turn
-        prompt, cached = self._prefix.usage(body, headers, raw)
+        prompt, cached = self._prefix.usage(wire, body, headers)
         old = turn.usage or Usage()
         usage = Usage(prompt, old.completion_tokens, cached, old.cache_hit_field)
         return dataclasses.replace(turn, usage=usage)

@@ -2,9 +2,12 @@
 prefix it shares with the last request of the same cache key.
 
 The cache key is the body's ``prompt_cache_key`` (OpenAI's), else the ``x-mock-cache-key``
-header, else one shared key (OpenAI and DeepSeek cache without one too). Token counts are
-bytes / `BYTES_PER_TOKEN` of the raw request body: the prompt is the whole body, the
-cached part its prefix shared with the previous body of the key. Bounded: at most
+header, else one shared key (OpenAI and DeepSeek cache without one too). The prompt is
+rendered as providers render it, whatever the order of the JSON keys: the tools, the
+system text, then the conversation (`PROMPT_FIELDS`, each field's JSON as sent; settings
+such as ``max_tokens`` or ``stream`` are no part of it). Token counts are bytes /
+`BYTES_PER_TOKEN` of that rendering: the prompt is all of it, the cached part its prefix
+shared with the previous prompt of the key. Bounded: at most
 `MAX_KEYS` keys (the least recently used go), each body kept to `MAX_BODY` bytes.
 """
 
@@ -13,12 +16,28 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["BYTES_PER_TOKEN", "PrefixCache", "shared_prefix"]
+import orjson
+
+__all__ = ["BYTES_PER_TOKEN", "PROMPT_FIELDS", "PrefixCache", "prompt_bytes", "shared_prefix"]
+
+# The request fields that make the prompt, in the order a provider renders them, by wire.
+PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
+    "openai": ("tools", "messages"),
+    "anthropic": ("tools", "system", "messages"),
+    "responses": ("tools", "instructions", "input"),
+    "gemini": ("tools", "systemInstruction", "contents"),
+}
 
 BYTES_PER_TOKEN = 4
 MAX_KEYS = 256
 MAX_BODY = 4 * 1024 * 1024
 _MAX_KEY = 256
+
+
+def prompt_bytes(wire: str, body: dict[str, Any]) -> bytes:
+    """The prompt of a request as the provider renders it (`PROMPT_FIELDS`)."""
+    fields = PROMPT_FIELDS.get("gemini" if wire.startswith("gemini") else wire, ())
+    return b"".join(orjson.dumps(body[name]) for name in fields if name in body)
 
 
 def shared_prefix(a: bytes, b: bytes) -> int:
@@ -41,8 +60,9 @@ class PrefixCache:
     def clear(self) -> None:
         self._last.clear()
 
-    def usage(self, body: dict[str, Any], headers: dict[str, str], raw: bytes) -> tuple[int, int]:
+    def usage(self, wire: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, int]:
         """(prompt tokens, cached tokens) of this request; it becomes its key's last."""
+        raw = prompt_bytes(wire, body)
         key = body.get("prompt_cache_key")
         if not isinstance(key, str):
             key = headers.get("x-mock-cache-key", "")
