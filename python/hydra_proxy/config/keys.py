@@ -1,5 +1,9 @@
 """Key pools: several keys for one provider, rotated round-robin, rested after failures.
 
+A request that names its client's session keeps the key its session had, until that key
+rests (provider state lives per key or account: prompt caches, Responses reasoning items
+another account cannot decrypt); the pool remembers the last `MAX_SESSIONS` sessions.
+
 Pure and clock-injected (``now`` is any monotonic clock in seconds): the server keeps one
 pool per provider per worker process and calls ``acquire`` before each attempt and
 ``report`` after it. A key never appears in a repr or a log line: `Key.masked` does.
@@ -22,6 +26,7 @@ import email.utils
 import logging
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..gemini.errors import AUTH_REASONS
@@ -40,6 +45,8 @@ BACKOFF_MAX = 32.0
 # Rest of a rejected key (401, an authentication error): likely revoked; retried now and
 # then.
 AUTH_COOLDOWN = 3600.0
+# Sessions a pool remembers the key of (the least recently used are forgotten).
+MAX_SESSIONS = 4096
 # Error types and codes by which providers say "this key", whatever the status.
 _AUTH_KINDS = frozenset(
     {
@@ -123,6 +130,7 @@ class KeyPool:
         self.keys = tuple(keys)
         self._state = [_State() for _ in keys]
         self._next = 0
+        self._sessions: OrderedDict[str, int] = OrderedDict()
 
     @classmethod
     def for_provider(cls, provider: Provider) -> KeyPool:
@@ -136,14 +144,25 @@ class KeyPool:
     def __repr__(self) -> str:
         return f"KeyPool({self.provider!r}, {[k.masked for k in self.keys]})"
 
-    def acquire(self, now: float) -> Key | None:
-        """The next ready key in turn; None when the pool is empty or every key rests
-        (then `soonest` says which key is ready first and when)."""
+    def acquire(self, now: float, session: str | None = None) -> Key | None:
+        """The next ready key in turn, or the key `session` had while it is ready; None
+        when the pool is empty or every key rests (then `soonest` says which key is ready
+        first and when)."""
+        if session is not None:
+            kept = self._sessions.get(session)
+            if kept is not None and self._state[kept].ready_at <= now:
+                self._sessions.move_to_end(session)
+                return self.keys[kept]
         count = len(self.keys)
         for step in range(count):
             i = (self._next + step) % count
             if self._state[i].ready_at <= now:
                 self._next = (i + 1) % count
+                if session is not None:
+                    self._sessions[session] = i
+                    self._sessions.move_to_end(session)
+                    if len(self._sessions) > MAX_SESSIONS:
+                        self._sessions.popitem(last=False)
                 return self.keys[i]
         return None
 

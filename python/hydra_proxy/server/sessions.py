@@ -1,4 +1,5 @@
-"""A client's agent session as a prompt-cache key for the upstream.
+"""A client's agent session: the key pool's key it keeps (`session_id`) and, for the
+upstream, a prompt-cache key (`session_cache_key`).
 
 Providers that cache by prefix route a request to a cache by a key (OpenAI's
 ``prompt_cache_key``): one key per client session keeps a session's turns on the cache that
@@ -15,11 +16,20 @@ import hashlib
 import re
 from collections.abc import Callable
 
-__all__ = ["SESSION_HEADERS", "session_cache_key"]
+__all__ = ["SESSION_HEADERS", "session_cache_key", "session_id"]
 
 SESSION_HEADERS = (b"x-claude-code-session-id", b"session-id", b"session_id")
 _PLAIN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _MAX_INPUT = 1024  # longer values are hashed from their first bytes: a key, not a payload
+
+
+def session_id(header: Callable[[bytes], bytes | None]) -> str | None:
+    """The session a client names in its headers (None: none; bounded)."""
+    for name in SESSION_HEADERS:
+        raw = header(name)
+        if raw:
+            return raw[:_MAX_INPUT].decode("latin-1")
+    return None
 
 
 def session_cache_key(asked: object, header: Callable[[bytes], bytes | None]) -> str | None:
@@ -27,11 +37,7 @@ def session_cache_key(asked: object, header: Callable[[bytes], bytes | None]) ->
     request's own ``prompt_cache_key`` field, `header` reads a client header."""
     value: str | None = asked if isinstance(asked, str) and asked else None
     if value is None:
-        for name in SESSION_HEADERS:
-            raw = header(name)
-            if raw:
-                value = raw[:_MAX_INPUT].decode("latin-1")
-                break
+        value = session_id(header)
     if value is None:
         return None
     if _PLAIN.fullmatch(value):
