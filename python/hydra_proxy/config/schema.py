@@ -145,6 +145,7 @@ ROUTE: dict[str, Field] = {
     "effort": Field((str, dict), "a fixed reasoning effort, or a map requested -> sent", EFFORTS),
     "context_window": Field((int,), "context window reported by GET /v1/models", minimum=1),
     "max_output": Field((int,), "max output reported by GET /v1/models", minimum=1),
+    "vision": Field((bool,), "the upstream reads images (default: the provider's vision)"),
 }  # fmt: skip
 
 FALLBACK_ENTRY: dict[str, Field] = {

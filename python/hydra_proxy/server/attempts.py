@@ -45,6 +45,7 @@ from . import reply
 from .admission import Admitted, session_of
 from .exchange import ClientRequest, Exchange
 from .http1 import H1Client, H1Error, H1Response, Request
+from .left_out import NOTICES
 from .reply import UpstreamHTTPError, UpstreamUnavailable
 from .sessions import session_id
 from .upstream_kinds import Plan, authorize
@@ -270,6 +271,10 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             log["attempts"] = ",".join(tried)
             continue
         plan = request.plan(decision, attempt)
+        left_out = plan.log.get("images_left_out")
+        if isinstance(left_out, int):
+            client = session_of(exchange.scope, client_key_id(exchange.client_key))
+            NOTICES.images(client, name, left_out)
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key

@@ -20,6 +20,7 @@ import orjson
 
 from .. import ids
 from ..canonical.effort import anthropic_thinking, asked_effort
+from ..canonical.text_only import without_images
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
@@ -204,9 +205,14 @@ def translated(
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
     from its factory, with the client's constructor arguments); `cache_key`: the client's
     session as a prompt-cache key (server.sessions), for upstreams whose `cache_hints`
-    take one."""
+    take one. A text-only attempt (`Attempt.vision`) gets a placeholder for each image
+    (canonical.text_only; counted in the log as ``images_left_out``)."""
     provider = attempt.provider
     kind = provider.kind
+    if not attempt.vision:
+        canonical, left_out = without_images(canonical)
+        if left_out:
+            log = {**log, "images_left_out": left_out}
     path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,

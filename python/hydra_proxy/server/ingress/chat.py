@@ -11,6 +11,7 @@ import orjson
 from ... import ids
 from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
+from ...canonical.text_only import without_openai_images
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
@@ -152,12 +153,17 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
-    attempt renames the model or its route sets the effort)."""
+    attempt renames the model, its route sets the effort, or a text-only upstream gets
+    placeholders for images)."""
     asked = request.get("reasoning_effort")
     effort = route_effort(attempt, asked if isinstance(asked, str) else None)
-    if attempt.model != request["model"] or effort is not None:
-        changed = {**request, "model": attempt.model}
+    changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
+    if attempt.model != request["model"] or effort is not None or left_out:
+        changed = {**changed, "model": attempt.model}
         if effort is not None:
             changed["reasoning_effort"] = openai_effort(effort)
         body = orjson.dumps(changed)
-    return passthrough(attempt, body, model=request["model"])
+    plan = passthrough(attempt, body, model=request["model"])
+    if left_out:
+        plan.log["images_left_out"] = left_out
+    return plan

@@ -17,6 +17,7 @@ import orjson
 
 from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
+from ...canonical.text_only import without_openai_images
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...ids import response_id as new_response_id
 from ...responses.encoder import echo_text, name_table
@@ -124,7 +125,8 @@ def _translated(
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """A Responses upstream: the bytes go through unchanged both ways, except the model
-    rename, the route's effort and the proxy's reasoning carriers (the upstream cannot read them: they hold
+    rename, the route's effort, placeholders for images on a text-only upstream and the
+    proxy's reasoning carriers (the upstream cannot read them: they hold
     reasoning of another upstream)."""
     model: str = request["model"]
     reencode = attempt.model != model
@@ -149,6 +151,13 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
             )
         ]
         reencode = True
+    left_out = 0
+    if not attempt.vision:
+        request, left_out = without_openai_images(request)
+        reencode = reencode or bool(left_out)
     if reencode:
         body = orjson.dumps(request)
-    return passthrough(attempt, body, model=model)
+    plan = passthrough(attempt, body, model=model)
+    if left_out:
+        plan.log["images_left_out"] = left_out
+    return plan
