@@ -249,7 +249,9 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
     resting: ProxyError | None = None
     attempts = decision.attempts
     # A session keeps its pool key until the key rests (the upstream's state is per key).
-    session = session_id(exchange.header)
+    session: str | None = None
+    if any(len(worker.pools.get(a.provider.name) or ()) > 1 for a in attempts):
+        session = session_id(exchange.header)
     for index, attempt in enumerate(attempts):
         name = attempt.provider.name
         pool = worker.pools.get(name)

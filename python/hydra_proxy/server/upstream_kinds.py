@@ -198,13 +198,13 @@ def translated(
     write_reply: Callable[[dict[str, Any]], Any],
     build: Callable[[Factory], StreamTransducer],
     log: dict[str, object],
-    cache_key: str | None = None,
+    session_key: Callable[[], str | None] | None = None,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
     kind. The client's ingress says how the canonical reply reaches its client:
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
-    from its factory, with the client's constructor arguments); `cache_key`: the client's
-    session as a prompt-cache key (server.sessions), for upstreams whose `cache_hints`
+    from its factory, with the client's constructor arguments); `session_key`: the client's
+    session as a prompt-cache key (server.sessions), read for upstreams whose `cache_hints`
     take one. A text-only attempt (`Attempt.vision`) gets a placeholder for each image
     (canonical.text_only; counted in the log as ``images_left_out``)."""
     provider = attempt.provider
@@ -213,6 +213,9 @@ def translated(
         canonical, left_out = without_images(canonical)
         if left_out:
             log = {**log, "images_left_out": left_out}
+    cache_key = (
+        session_key() if session_key is not None and provider.cache_hints != "none" else None
+    )
     path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
@@ -242,13 +245,19 @@ Writer = Callable[[dict[str, Any], Attempt, bytes, bool, str | None], tuple[str,
 request)."""
 
 
-def route_effort(attempt: Attempt, asked: str | None) -> str | None:
+def route_effort(attempt: Attempt, asked: Callable[[], str | None]) -> str | None:
     """The reasoning effort the attempt's route sets (None: the route sets none for this
-    request, whose own effort goes as it is): its fixed one, else its map's entry."""
+    request, whose own effort goes as it is): its fixed one, else its map's entry for the
+    effort `asked` reads from the request (only read when the route has a map)."""
     options = attempt.options
-    if options.effort is None and asked not in dict(options.effort_map):
+    if options.effort is not None:
+        return options.effort
+    if not options.effort_map:
         return None
-    return options.map_effort(asked)
+    requested = asked()
+    if requested not in dict(options.effort_map):
+        return None
+    return options.map_effort(requested)
 
 
 def _chat(
@@ -267,7 +276,7 @@ def _chat(
         replay_reasoning=provider.replay_reasoning,
         signing_key=key,
         sampling=provider.sampling,
-        effort=route_effort(attempt, asked_effort(canonical)),
+        effort=route_effort(attempt, lambda: asked_effort(canonical)),
         prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
         cache_control=provider.cache_hints == "cache_control",
     )
@@ -286,7 +295,7 @@ def _anthropic(
     if isinstance(body.get("messages"), list):
         body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
     body = strip_proxy_signatures(body)
-    effort = route_effort(attempt, asked_effort(body))
+    effort = route_effort(attempt, lambda: asked_effort(body))
     if effort is not None:
         body = anthropic_thinking(body, effort)
     body["model"] = attempt.model
@@ -314,7 +323,7 @@ def _responses(
         reasoning=provider.reasoning,
         sampling=provider.sampling,
         signing_key=key,
-        effort=route_effort(attempt, asked_effort(canonical)),
+        effort=route_effort(attempt, lambda: asked_effort(canonical)),
         prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
     )
     body = responses_request_from_messages(canonical, target, stream=stream)
@@ -334,7 +343,7 @@ def _gemini(
         raise invalid_request(f"model: {exc}", "model") from None
     options: dict[str, Any] = {
         "signing_key": key,
-        "effort": route_effort(attempt, asked_effort(canonical)),
+        "effort": route_effort(attempt, lambda: asked_effort(canonical)),
     }
     limit = attempt.max_tokens_limit or attempt.provider.max_output
     if limit is not None:

@@ -136,7 +136,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
         write_reply=write_reply,
         build=build,
         log={"model": model},
-        cache_key=session_cache_key(request.get("prompt_cache_key"), exchange.header),
+        session_key=lambda: session_cache_key(request.get("prompt_cache_key"), exchange.header),
     )
 
 
@@ -156,7 +156,7 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
     attempt renames the model, its route sets the effort, or a text-only upstream gets
     placeholders for images)."""
     asked = request.get("reasoning_effort")
-    effort = route_effort(attempt, asked if isinstance(asked, str) else None)
+    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
     changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
     if attempt.model != request["model"] or effort is not None or left_out:
         changed = {**changed, "model": attempt.model}

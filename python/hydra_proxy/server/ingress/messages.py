@@ -82,7 +82,7 @@ def _translated(
         write_reply=lambda message: message,
         build=build,
         log={"model": request["model"]},
-        cache_key=session_cache_key(None, exchange.header),
+        session_key=lambda: session_cache_key(None, exchange.header),
     )
 
 
@@ -93,7 +93,7 @@ def _passthrough(
     model, its route sets the effort, a text-only upstream gets placeholders for images, or
     the proxy's own signatures must go)."""
     model: str = request["model"]
-    effort = route_effort(attempt, asked_effort(request))
+    effort = route_effort(attempt, lambda: asked_effort(request))
     left_out = 0
     if not attempt.vision:
         request, left_out = without_images(request)

@@ -119,7 +119,9 @@ def _translated(
         write_reply=write_reply,
         build=build,
         log={"model": model},
-        cache_key=session_cache_key(translation.context.prompt_cache_key, exchange.header),
+        session_key=lambda: session_cache_key(
+            translation.context.prompt_cache_key, exchange.header
+        ),
     )
 
 
@@ -133,7 +135,7 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
     reasoning = request.get("reasoning")
     asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
-    effort = route_effort(attempt, asked if isinstance(asked, str) else None)
+    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
     if effort is not None:
         request["reasoning"] = {
             **(reasoning if isinstance(reasoning, dict) else {}),
