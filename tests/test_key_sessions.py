@@ -46,6 +46,25 @@ def test_a_session_moves_when_its_key_rests_and_stays_on_the_new_one() -> None:
     assert keys.acquire(40.0, "s") is moved
 
 
+def test_workers_pick_the_same_key_for_a_session_and_spread_sessions() -> None:
+    """Each worker process has its own pool: a session's key is the same in all of them,
+    also after a rest moves it, and sessions share the keys about evenly."""
+    one, two = pool(), pool()
+    sessions = [f"session-{n}" for n in range(300)]
+    picked = [one.acquire(0.0, s) for s in sessions]
+    assert picked == [two.acquire(0.0, s) for s in sessions]
+    counts = {k.env: sum(p is not None and p.env == k.env for p in picked) for k in one.keys}
+    assert all(60 <= n <= 140 for n in counts.values()), counts
+    first = picked[0]
+    assert first is not None
+    for keys in (one, two):
+        same = next(k for k in keys.keys if k.index == first.index)
+        keys.report(same, 429, "30", 0.0)
+    moved = one.acquire(1.0, sessions[0]), two.acquire(1.0, sessions[0])
+    assert moved[0] is not None and moved[1] is not None
+    assert moved[0].index == moved[1].index != first.index
+
+
 def test_every_key_resting_is_none_for_a_session_too() -> None:
     keys = pool()
     for key in keys.keys:

@@ -2,7 +2,9 @@
 
 A request that names its client's session keeps the key its session had, until that key
 rests (provider state lives per key or account: prompt caches, Responses reasoning items
-another account cannot decrypt); the pool remembers the last `MAX_SESSIONS` sessions.
+another account cannot decrypt). A session's first key, and the one it moves to, is the
+ready key its id ranks first (highest-random-weight hashing), so every worker process
+picks the same one; the pool remembers the last `MAX_SESSIONS` sessions.
 
 Pure and clock-injected (``now`` is any monotonic clock in seconds): the server keeps one
 pool per provider per worker process and calls ``acquire`` before each attempt and
@@ -23,6 +25,7 @@ A rest follows its cause, so one client's request cannot take the pool down:
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import logging
 import math
 import time
@@ -111,6 +114,12 @@ class _State:
     rate_limits: int = 0  # 429s without a retry hint in a row (the backoff's exponent)
 
 
+def _rank(session: str, key: Key) -> bytes:
+    """How a session ranks a key (highest-random-weight hashing over the key's variable
+    name, never its secret): sessions spread evenly over the keys."""
+    return hashlib.sha256(f"{session}\0{key.env}\0{key.index}".encode()).digest()
+
+
 def rejects_key(status: int | None, body: ErrorBody | bytes = b"") -> bool:
     """Whether an upstream error says the key itself is bad (not the model or request);
     `body` as read once by the caller, or its bytes."""
@@ -149,22 +158,31 @@ class KeyPool:
         when the pool is empty or every key rests (then `soonest` says which key is ready
         first and when)."""
         if session is not None:
-            kept = self._sessions.get(session)
-            if kept is not None and self._state[kept].ready_at <= now:
-                self._sessions.move_to_end(session)
-                return self.keys[kept]
+            return self._session_key(now, session)
         count = len(self.keys)
         for step in range(count):
             i = (self._next + step) % count
             if self._state[i].ready_at <= now:
                 self._next = (i + 1) % count
-                if session is not None:
-                    self._sessions[session] = i
-                    self._sessions.move_to_end(session)
-                    if len(self._sessions) > MAX_SESSIONS:
-                        self._sessions.popitem(last=False)
                 return self.keys[i]
         return None
+
+    def _session_key(self, now: float, session: str) -> Key | None:
+        """The session's key while it is ready; else the ready key its session id ranks
+        first (the same in every worker process, which share no memory), kept from now on."""
+        kept = self._sessions.get(session)
+        if kept is not None and self._state[kept].ready_at <= now:
+            self._sessions.move_to_end(session)
+            return self.keys[kept]
+        ready = [i for i in range(len(self.keys)) if self._state[i].ready_at <= now]
+        if not ready:
+            return None
+        i = max(ready, key=lambda j: _rank(session, self.keys[j]))
+        self._sessions[session] = i
+        self._sessions.move_to_end(session)
+        if len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        return self.keys[i]
 
     def soonest(self, now: float) -> tuple[Key, float] | None:
         """The key that is ready first and the seconds until then (None: empty pool). The
