@@ -145,3 +145,45 @@ base_url = "{mock.url}/v1"
         body = json.dumps(request["body"])
         assert "image_url" not in body and "data:image/png" not in body
     assert log.count("image(s) left out for provider 'deepseek'") == 1, report
+
+
+def test_a_pasted_image_takes_the_images_route(
+    claude: Path, mock: MockServer, tmp_path: Path
+) -> None:
+    """With an `images = true` route to a provider that reads images, the session's turns
+    carrying the image go there, the image as it was pasted."""
+    mock.clear()
+    config = tmp_path / "hydra.toml"
+    config.write_text(
+        f"""
+[server]
+provider = "deepseek"
+
+[providers.deepseek]
+base_url = "{mock.url}/v1"
+
+[providers.eyes]
+kind = "openai"
+base_url = "{mock.url}/v1"
+api_key_env = "DEEPSEEK_API_KEY"
+
+[[routes]]
+name = "images"
+match = "*"
+images = true
+provider = "eyes"
+model = "vision-model"
+""",
+        encoding="utf-8",
+    )
+    env = {"DEEPSEEK_API_KEY": "sk-deepseek-dummy-key"}
+    with ProxyServer(mock.url + "/v1", "--config", str(config), env=env) as proxy:
+        mock.script([
+            {"text": f"SEEN-{n}", "match": {"contains": [TAG, f"question {n}:", "data:image/png"]}}
+            for n in range(2)
+        ])  # fmt: skip
+        results = converse(claude, proxy.url, user_messages()[:2])
+    assert [str(r.get("result", ""))[:6] for r in results] == ["SEEN-0", "SEEN-1"], results
+    scripted = [r["body"] for r in mock.requests() if r.get("reply") == "script"]
+    assert [b["model"] for b in scripted] == ["vision-model", "vision-model"]
+    assert all(IMAGE_PLACEHOLDER not in json.dumps(b) for b in scripted)
