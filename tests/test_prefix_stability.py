@@ -277,3 +277,6 @@ def test_cache_hints_follow_the_preset(upstream: str) -> None:
         assert out["prompt_cache_key"] == codex["prompt_cache_key"]
     else:
         assert "prompt_cache_key" not in out
+    if hints == "cache_control":  # Codex asks for caching: its last message is the breakpoint
+        assert _markers(out) == 1
+        assert out["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
