@@ -128,3 +128,12 @@ def test_anthropic_thinking_is_not_turned_on_where_anthropic_refuses_it() -> Non
 def test_gemini_levels_and_budgets(model: str, effort: str, config: dict[str, Any]) -> None:
     out = gemini_request_from_messages(body(), gemini_target(model, effort=effort))
     assert out["generationConfig"]["thinkingConfig"] == config
+
+
+def test_anthropic_budget_fits_under_the_attempt_limit() -> None:
+    out = anthropic_thinking(body(max_tokens=1000), "high", 8000)
+    assert out["max_tokens"] == 8000 and out["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 4000,
+    }
+    assert "thinking" not in anthropic_thinking(body(max_tokens=1000), "high", 1500)

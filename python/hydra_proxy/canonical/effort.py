@@ -13,7 +13,8 @@ The forms (each writer asks here, so every upstream kind reads a route effort al
   effort as ``output_config.effort`` (``xhigh`` -> ``high``: Anthropic has no xhigh);
   any other request gets ``thinking: enabled`` with the effort's budget
   (`thinking.DEFAULT_THINKING_BUDGETS`), ``max_tokens`` raised to keep the answer's room
-  (`thinking.fit_budget`), and sampling fitted to thinking (``temperature``/``top_k``
+  (`thinking.fit_budget`: under the attempt's limit the budget is halved to fit, and
+  thinking stays off when that leaves less than 1024), and sampling fitted to thinking (``temperature``/``top_k``
   dropped, ``top_p`` at least 0.95). Thinking is not turned on where Anthropic would
   refuse it: a forced tool choice, or a tool loop whose first assistant turn has no
   thinking block to restore (then the request goes as it is).
@@ -64,8 +65,11 @@ def openai_effort(effort: str) -> str:
     return "xhigh" if effort == "max" else effort
 
 
-def anthropic_thinking(body: dict[str, Any], effort: str) -> dict[str, Any]:
-    """`body` (a canonical request, not modified) with its thinking set by `effort`."""
+def anthropic_thinking(
+    body: dict[str, Any], effort: str, max_tokens_limit: int | None = None
+) -> dict[str, Any]:
+    """`body` (a canonical request, not modified) with its thinking set by `effort`, the
+    budget fitted under `max_tokens_limit` (the attempt's clamp)."""
     out = dict(body)
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
@@ -85,8 +89,9 @@ def anthropic_thinking(body: dict[str, Any], effort: str) -> dict[str, Any]:
     max_tokens = body.get("max_tokens")
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
         return out  # the upstream names the missing field
-    budget = effort_budget(effort, MessagesTarget(model=""))
-    max_tokens, fitted = fit_budget(budget, max_tokens, MessagesTarget(model=""))
+    target = MessagesTarget(model="", max_tokens_limit=max_tokens_limit)
+    budget = effort_budget(effort, target)
+    max_tokens, fitted = fit_budget(budget, max_tokens, target)
     if fitted is None:
         return out
     out["max_tokens"] = max_tokens

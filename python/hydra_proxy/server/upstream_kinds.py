@@ -296,10 +296,10 @@ def _anthropic(
         body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
     body = strip_proxy_signatures(body)
     effort = route_effort(attempt, lambda: asked_effort(body))
-    if effort is not None:
-        body = anthropic_thinking(body, effort)
-    body["model"] = attempt.model
     limit = attempt.max_tokens_limit
+    if effort is not None:
+        body = anthropic_thinking(body, effort, limit)
+    body["model"] = attempt.model
     if limit is not None and isinstance(body.get("max_tokens"), int):
         body["max_tokens"] = min(body["max_tokens"], limit)
     if stream:

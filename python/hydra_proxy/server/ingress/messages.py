@@ -100,7 +100,7 @@ def _passthrough(
     if attempt.model != model or effort is not None or left_out:
         request = {**request, "model": attempt.model}  # the request stays shared by attempts
         if effort is not None:
-            request = anthropic_thinking(request, effort)
+            request = anthropic_thinking(request, effort, attempt.max_tokens_limit)
         body = orjson.dumps(request)
     if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
