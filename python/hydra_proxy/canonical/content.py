@@ -6,7 +6,8 @@ redacted_thinking) are each writer's to translate; every other block is tolerate
 a 4xx: a block of an unknown type with a string ``text`` field keeps that text, any other
 is dropped (debug log), and ``search_result`` / ``tool_reference`` blocks are rendered as
 text (`fallback_text`). Malformed core blocks are a 400 naming the field
-(``messages.3.content.1.id``).
+(``messages.3.content.1.id``). A block's ``cache_control`` is a prompt-cache breakpoint
+(`breakpoint_of`), carried only to upstreams that honour one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "THINKING_TYPES",
     "Block",
     "block_type",
+    "breakpoint_of",
     "content_blocks",
     "fallback_text",
     "shown_text",
@@ -41,6 +43,15 @@ def block_type(block: Any, path: str) -> str:
     if not isinstance(btype, str) or not btype:
         raise bad(f"{path}.type", "content block type is required")
     return btype
+
+
+def breakpoint_of(blocks: list[Any]) -> dict[str, Any] | None:
+    """The last ``cache_control`` breakpoint among `blocks` (None: there is none)."""
+    for block in reversed(blocks):
+        marker = block.get("cache_control") if isinstance(block, dict) else None
+        if isinstance(marker, dict):
+            return marker
+    return None
 
 
 def content_blocks(content: Any, path: str) -> list[Any]:

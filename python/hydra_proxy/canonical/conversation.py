@@ -3,7 +3,8 @@
 System text: ``system`` (a string or text blocks) and every ``role: "system"`` message in
 ``messages[]`` (Claude Code sends some mid-conversation) are collected, in request order,
 into `ConversationWriter.system_texts`; each writer joins them its protocol's way.
-Whitespace-only pieces are dropped. The ``x-anthropic-billing-header: ...`` block Claude
+Whitespace-only pieces are dropped; the ``system`` field's last ``cache_control``
+breakpoint is `ConversationWriter.system_breakpoint`. The ``x-anthropic-billing-header: ...`` block Claude
 Code puts first is Anthropic billing metadata, not an instruction, and it changes per
 conversation (which defeats upstream prefix caching), so it is removed.
 
@@ -17,7 +18,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from .content import block_type, content_blocks, fallback_text, text_of, well_formed_text
+from .content import (
+    block_type,
+    breakpoint_of,
+    content_blocks,
+    fallback_text,
+    text_of,
+    well_formed_text,
+)
 from .fields import bad
 
 __all__ = ["BILLING_HEADER_PREFIX", "ConversationWriter"]
@@ -31,6 +39,8 @@ class ConversationWriter(ABC):
 
     def __init__(self) -> None:
         self.system_texts: list[str] = []
+        # The breakpoint of the ``system`` field's blocks (None: none there).
+        self.system_breakpoint: dict[str, Any] | None = None
 
     def write(self, body: dict[str, Any]) -> None:
         self._system(body.get("system"))
@@ -74,6 +84,7 @@ class ConversationWriter(ABC):
         if not isinstance(system, list):
             raise bad("system", "must be a string or a list of text blocks")
         self._system_blocks(system, "system")
+        self.system_breakpoint = breakpoint_of(system)
 
     def _system_blocks(self, blocks: list[Any], path: str) -> None:
         for j, block in enumerate(blocks):

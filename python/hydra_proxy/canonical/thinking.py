@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_THINKING_BUDGETS",
     "EFFORTS_OFF",
     "MIN_THINKING_BUDGET",
+    "THREE_LEVELS",
     "budget_effort",
     "check_effort",
     "effort_budget",
@@ -63,7 +64,7 @@ DEFAULT_THINKING_BUDGETS: dict[str, int] = {
 }
 EFFORTS_OFF = ("none", "minimal")
 # An effort on the three-level scale the OpenAI APIs and Gemini's levels share.
-_THREE_LEVELS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+THREE_LEVELS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 
 
 # -- readers
@@ -163,7 +164,7 @@ def requested_effort(body: dict[str, Any]) -> str | None:
     """``output_config.effort`` when it is one of low..max."""
     output_config = body.get("output_config")
     effort = output_config.get("effort") if isinstance(output_config, dict) else None
-    return effort if isinstance(effort, str) and effort in _THREE_LEVELS else None
+    return effort if isinstance(effort, str) and effort in THREE_LEVELS else None
 
 
 def budget_effort(budget: int) -> str:
@@ -183,7 +184,7 @@ def thinking_effort(body: dict[str, Any]) -> str | None:
         return None
     effort = requested_effort(body)
     if effort is not None:
-        return _THREE_LEVELS[effort]
+        return THREE_LEVELS[effort]
     if thinking_type == "enabled" and isinstance(thinking, dict):
         budget = thinking.get("budget_tokens")
         if isinstance(budget, int) and not isinstance(budget, bool):

@@ -1,5 +1,11 @@
 """Key pools: several keys for one provider, rotated round-robin, rested after failures.
 
+A request that names its client's session keeps the key its session had, until that key
+rests (provider state lives per key or account: prompt caches, Responses reasoning items
+another account cannot decrypt). A session's first key, and the one it moves to, is the
+ready key its id ranks first (highest-random-weight hashing), so every worker process
+picks the same one; the pool remembers the last `MAX_SESSIONS` sessions.
+
 Pure and clock-injected (``now`` is any monotonic clock in seconds): the server keeps one
 pool per provider per worker process and calls ``acquire`` before each attempt and
 ``report`` after it. A key never appears in a repr or a log line: `Key.masked` does.
@@ -19,9 +25,11 @@ A rest follows its cause, so one client's request cannot take the pool down:
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import logging
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..gemini.errors import AUTH_REASONS
@@ -40,6 +48,8 @@ BACKOFF_MAX = 32.0
 # Rest of a rejected key (401, an authentication error): likely revoked; retried now and
 # then.
 AUTH_COOLDOWN = 3600.0
+# Sessions a pool remembers the key of (the least recently used are forgotten).
+MAX_SESSIONS = 4096
 # Error types and codes by which providers say "this key", whatever the status.
 _AUTH_KINDS = frozenset(
     {
@@ -104,6 +114,12 @@ class _State:
     rate_limits: int = 0  # 429s without a retry hint in a row (the backoff's exponent)
 
 
+def _rank(session: str, key: Key) -> bytes:
+    """How a session ranks a key (highest-random-weight hashing over the key's variable
+    name, never its secret): sessions spread evenly over the keys."""
+    return hashlib.sha256(f"{session}\0{key.env}\0{key.index}".encode()).digest()
+
+
 def rejects_key(status: int | None, body: ErrorBody | bytes = b"") -> bool:
     """Whether an upstream error says the key itself is bad (not the model or request);
     `body` as read once by the caller, or its bytes."""
@@ -123,6 +139,7 @@ class KeyPool:
         self.keys = tuple(keys)
         self._state = [_State() for _ in keys]
         self._next = 0
+        self._sessions: OrderedDict[str, int] = OrderedDict()
 
     @classmethod
     def for_provider(cls, provider: Provider) -> KeyPool:
@@ -136,9 +153,12 @@ class KeyPool:
     def __repr__(self) -> str:
         return f"KeyPool({self.provider!r}, {[k.masked for k in self.keys]})"
 
-    def acquire(self, now: float) -> Key | None:
-        """The next ready key in turn; None when the pool is empty or every key rests
-        (then `soonest` says which key is ready first and when)."""
+    def acquire(self, now: float, session: str | None = None) -> Key | None:
+        """The next ready key in turn, or the key `session` had while it is ready; None
+        when the pool is empty or every key rests (then `soonest` says which key is ready
+        first and when)."""
+        if session is not None:
+            return self._session_key(now, session)
         count = len(self.keys)
         for step in range(count):
             i = (self._next + step) % count
@@ -146,6 +166,23 @@ class KeyPool:
                 self._next = (i + 1) % count
                 return self.keys[i]
         return None
+
+    def _session_key(self, now: float, session: str) -> Key | None:
+        """The session's key while it is ready; else the ready key its session id ranks
+        first (the same in every worker process, which share no memory), kept from now on."""
+        kept = self._sessions.get(session)
+        if kept is not None and self._state[kept].ready_at <= now:
+            self._sessions.move_to_end(session)
+            return self.keys[kept]
+        ready = [i for i in range(len(self.keys)) if self._state[i].ready_at <= now]
+        if not ready:
+            return None
+        i = max(ready, key=lambda j: _rank(session, self.keys[j]))
+        self._sessions[session] = i
+        self._sessions.move_to_end(session)
+        if len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        return self.keys[i]
 
     def soonest(self, now: float) -> tuple[Key, float] | None:
         """The key that is ready first and the seconds until then (None: empty pool). The

@@ -17,6 +17,11 @@ PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 MAX_TOKENS_FIELDS: tuple[str, ...] = get_args(MaxTokensField)
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+# The prompt-cache hint an upstream takes: OpenAI's `prompt_cache_key` (one per client
+# session), Anthropic-style `cache_control` on Chat content parts (OpenRouter, Chat servers
+# in front of Claude), or none (the upstream caches by itself, or would refuse a hint).
+CacheHints = Literal["prompt_cache_key", "cache_control", "none"]
+CACHE_HINTS: tuple[str, ...] = get_args(CacheHints)
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,9 @@ class Provider:
     # No key needed: a local server by preset (ollama, vllm) or `api_key_optional = true`.
     keyless: bool = False
     preset: str | None = None
+    cache_hints: CacheHints = "none"
+    # Reads images (False: an image goes to the `images` route, or becomes a placeholder).
+    vision: bool = True
     # Keys `load` read where the process environment has none (the .env file), by variable.
     dotenv_keys: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
 
@@ -113,5 +121,7 @@ def build_provider(name: str, raw: Mapping[str, Any], env: Mapping[str, str]) ->
         max_output=raw.get("max_output"),
         keyless=bool(raw.get("keyless", False) or raw.get("api_key_optional", False)),
         preset=raw.get("preset"),
+        cache_hints=raw.get("cache_hints", "none"),
+        vision=bool(raw.get("vision", True)),
         dotenv_keys=tuple((var, env[var]) for var in envs if var in env and var not in os.environ),
     )

@@ -76,6 +76,8 @@ class RouteOptions:
     effort_map: tuple[tuple[str, str], ...] = ()
     context_window: int | None = None
     max_output: int | None = None
+    # The upstream reads images (None: as its provider's `vision` column says).
+    vision: bool | None = None
 
     def map_effort(self, requested: str | None) -> str | None:
         """The effort to ask the upstream for (None: leave the request's as it is)."""
@@ -215,6 +217,7 @@ class Route:
     effort_map: tuple[tuple[str, str], ...] = ()
     context_window: int | None = None
     max_output: int | None = None
+    vision: bool | None = None
 
     def matches(self, model: str) -> bool:
         """The glob alone (the model name)."""
@@ -253,6 +256,7 @@ class Route:
             effort_map=self.effort_map,
             context_window=self.context_window,
             max_output=self.max_output,
+            vision=self.vision,
         )
 
 
@@ -268,6 +272,11 @@ class Attempt:
     def max_tokens_limit(self) -> int | None:
         """The clamp: the route's, else the provider's."""
         return self.options.max_tokens_limit or self.provider.max_tokens_limit
+
+    @property
+    def vision(self) -> bool:
+        """Whether the upstream reads images: the route's say, else the provider's."""
+        return self.options.vision if self.options.vision is not None else self.provider.vision
 
 
 @dataclass(frozen=True)
@@ -298,7 +307,9 @@ def decide(
     providers: Mapping[str, Provider],
     traits: RequestTraits,
 ) -> RouteDecision | None:
-    """The first route that applies (else `default`), as attempts (None: nothing routes)."""
+    """The first route that applies (else `default`), as attempts (None: nothing routes).
+    A request with images whose route cannot read them (`vision`) takes the first
+    ``images = true`` route that applies and can, when there is one."""
     chosen: tuple[int | None, Route] | None = next(
         ((i, r) for i, r in enumerate(routes) if r.applies(traits)), None
     )
@@ -307,12 +318,31 @@ def decide(
             return None
         chosen = (None, default)
     index, route = chosen
+    if traits.images and not _reads_images(route, providers):
+        # A text-only upstream: the first `images = true` route that can read them, if any.
+        images = next(
+            (
+                (i, r)
+                for i, r in enumerate(routes)
+                if r.images is True and r.applies(traits) and _reads_images(r, providers)
+            ),
+            None,
+        )
+        if images is not None:
+            index, route = images
     options = route.options
     attempts = tuple(
         Attempt(providers[t.provider], t.model or route.model or traits.model, options)
         for t in route.chain
     )
     return RouteDecision(route, index, attempts, traits.model)
+
+
+def _reads_images(route: Route, providers: Mapping[str, Provider]) -> bool:
+    if route.vision is not None:
+        return route.vision
+    provider = providers.get(route.provider)
+    return provider is None or provider.vision
 
 
 def should_fall_back(status: int | None) -> bool:

@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .providers import MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
+from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
 from .routes import CLIENT_PROTOCOLS, EFFORTS
 
 IMPLEMENTATIONS = ("auto", "native", "python")
@@ -124,6 +124,8 @@ PROVIDER: dict[str, Field] = {
     "sampling": Field((bool,), "takes temperature/top_p"),
     "context_window": Field((int,), "context window in tokens (GET /v1/models)", minimum=1),
     "max_output": Field((int,), "largest output in tokens (GET /v1/models)", minimum=1),
+    "cache_hints": Field((str,), "the prompt-cache hint the upstream takes", CACHE_HINTS),
+    "vision": Field((bool,), "the upstream reads images"),
 }  # fmt: skip
 
 ROUTE: dict[str, Field] = {
@@ -143,6 +145,7 @@ ROUTE: dict[str, Field] = {
     "effort": Field((str, dict), "a fixed reasoning effort, or a map requested -> sent", EFFORTS),
     "context_window": Field((int,), "context window reported by GET /v1/models", minimum=1),
     "max_output": Field((int,), "max output reported by GET /v1/models", minimum=1),
+    "vision": Field((bool,), "the upstream reads images (default: the provider's vision)"),
 }  # fmt: skip
 
 FALLBACK_ENTRY: dict[str, Field] = {

@@ -379,6 +379,7 @@ class Validator:
             effort_map=effort_map,
             context_window=raw.get("context_window"),
             max_output=raw.get("max_output"),
+            vision=raw.get("vision"),
         )
 
     def pricing(self, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ Endpoints:
   /v1/messages/count_tokens``; ``GET /v1/models`` (Anthropic shape when the request has
   ``anthropic-version``); ``GET /health``. Query strings are accepted anywhere.
 - Control API for tests: ``GET|DELETE /_mock/requests`` (the recorded requests, API keys
-  redacted), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
+  redacted; DELETE also empties the prefix cache), ``GET|POST|DELETE /_mock/script`` (FIFO of scripted turns, one consumed per
   model request that its ``match`` accepts; when empty, the default reply is used).
 
 Which reply a model request gets: the ``x-mock-turn`` header (a turn as JSON), else the
@@ -23,12 +23,16 @@ CLI option. A recorded model request says which it got: ``"reply"`` is ``"header
 
 With no delay the whole body goes out in one ASGI message, and the canned reply for given
 parameters is rendered once and cached, so a request costs little more than parsing its
-JSON. State (recordings, script) is per process: use one worker for scripted tests.
+JSON. With ``--prefix-cache`` (or the ``x-mock-prefix-cache: 1`` header) the usage
+reports the prompt and cached tokens of a provider's prompt cache by prefix
+(:mod:`hydra_proxy.mock.prefix_cache`; a recorded request has its ``cached_tokens``).
+State (recordings, script, prefix cache) is per process: use one worker for scripted tests.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import itertools
 import random
@@ -43,9 +47,10 @@ import orjson
 
 from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
 from .options import MockOptions
+from .prefix_cache import PrefixCache
 from .replay import ReplayCache, ReplayError
 from .response import RenderContext, Reply, json_reply
-from .script import Pacing, Turn, TurnError, canned_turn, parse_script, parse_turn
+from .script import Pacing, Turn, TurnError, Usage, canned_turn, parse_script, parse_turn
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -204,6 +209,7 @@ class MockApp:
         if options.replay is not None:
             self._default_replay = self._replays.reply(options.replay.resolve())
         self._canned: dict[tuple[Any, ...], Reply] = {}
+        self._prefix = PrefixCache()
         self._ids = itertools.count(1)
         self._token = secrets.token_hex(6)
 
@@ -273,6 +279,10 @@ class MockApp:
             turn, source = self._pick_turn(headers, body)
             if entry is not None:
                 entry["reply"] = source
+            if self.options.prefix_cache or headers.get("x-mock-prefix-cache") == "1":
+                turn = self._prefix_cached(turn, knobs, wire.name, body, headers)
+                if entry is not None:
+                    entry["cached_tokens"] = turn.usage.cached_tokens if turn.usage else 0
             if turn is not None:
                 knobs = knobs.with_pacing(turn.pacing)
             reply = self._reply(wire, turn, body, knobs)
@@ -299,6 +309,24 @@ class MockApp:
         if self._script and self._script[0].accepts(body):
             return self._script.popleft(), "script"
         return None, "default"
+
+    def _prefix_cached(
+        self,
+        turn: Turn | None,
+        knobs: _Knobs,
+        wire: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+    ) -> Turn:
+        """The turn with the prompt and cached counts of the prefix cache (a replayed or raw
+        turn keeps its own bytes)."""
+        turn = turn if turn is not None else canned_turn(knobs.chunks, knobs.chunk_size)
+        if turn.replay is not None or turn.raw is not None:
+            return turn
+        prompt, cached = self._prefix.usage(wire, body, headers)
+        old = turn.usage or Usage()
+        usage = Usage(prompt, old.completion_tokens, cached, old.cache_hit_field)
+        return dataclasses.replace(turn, usage=usage)
 
     def _context(self, wire: _Wire, body: dict[str, Any], chunk_size: int) -> RenderContext:
         n = next(self._ids)
@@ -421,6 +449,7 @@ class MockApp:
         elif method == "DELETE":
             self._recorded.clear()
             self._recorded_bytes = 0
+            self._prefix.clear()
             await self._send(send, json_reply(200, {"cleared": True}))
         else:
             await self._send(send, _method_not_allowed(_OPENAI, method, "GET, DELETE"))

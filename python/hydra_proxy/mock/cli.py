@@ -98,6 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ".jsonl re-framed, .json status+body); a name is looked up in --fixtures",
     )
     reply.add_argument(
+        "--prefix-cache",
+        action="store_true",
+        help="report cached input as a prompt cache by prefix would (per prompt_cache_key)",
+    )
+    reply.add_argument(
         "--fixtures",
         type=Path,
         default=None,
@@ -177,6 +182,7 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         fixtures=fixtures.resolve() if fixtures is not None else None,
         max_recorded=args.max_recorded,
         max_body_bytes=args.max_body_bytes,
+        prefix_cache=args.prefix_cache,
     )
 
 

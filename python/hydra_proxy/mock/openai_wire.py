@@ -32,13 +32,18 @@ def _sse(obj: dict[str, Any]) -> bytes:
 
 
 def _usage_object(u: ResolvedUsage) -> dict[str, Any]:
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.prompt_tokens + u.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": u.cached_tokens},
-        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
     }
+    if u.cache_hit_field:  # DeepSeek's shape
+        usage["prompt_cache_hit_tokens"] = u.cached_tokens
+        usage["prompt_cache_miss_tokens"] = max(u.prompt_tokens - u.cached_tokens, 0)
+    else:
+        usage["prompt_tokens_details"] = {"cached_tokens": u.cached_tokens}
+    usage["completion_tokens_details"] = {"reasoning_tokens": u.reasoning_tokens}
+    return usage
 
 
 def _headers(ctx: RenderContext) -> Headers:

@@ -51,6 +51,9 @@ class MockOptions:
     """Larger request bodies are refused with 413."""
     max_script: int = 10_000
     """Upper bound on queued scripted turns."""
+    prefix_cache: bool = False
+    """Report cached input as a provider's prompt cache by prefix would (`prefix_cache`);
+    per request with the ``x-mock-prefix-cache: 1`` header."""
 
     def __post_init__(self) -> None:
         if self.chunks < 0:

@@ -16,7 +16,9 @@ Fields (all optional):
 - ``finish_reason``: OpenAI vocabulary (``stop``, ``length``, ``tool_calls``,
   ``content_filter``), Anthropic's (``end_turn``...) is accepted too; default ``stop``, or
   ``tool_calls`` when there are tool calls. Unknown values go out verbatim.
-- ``usage``: ``{"prompt_tokens", "completion_tokens", "cached_tokens"}``.
+- ``usage``: ``{"prompt_tokens", "completion_tokens", "cached_tokens"}``; DeepSeek's
+  ``prompt_cache_hit_tokens`` instead of ``cached_tokens`` makes the Chat wire report the
+  cache DeepSeek's way (``prompt_cache_hit_tokens`` / ``prompt_cache_miss_tokens``).
 - ``error``: ``{"status", "type"?, "message"?, "retry_after"?, "code"?}``: answer with that
   HTTP error in the endpoint's own error format.
 - ``stream_error``: ``{"type", "message"}``: a 200 stream whose content is followed by an
@@ -104,6 +106,8 @@ class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int = 0
+    # Reported as DeepSeek's prompt_cache_hit_tokens (the Chat wire).
+    cache_hit_field: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +200,7 @@ class ResolvedUsage:
     completion_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    cache_hit_field: bool = False
 
 
 def resolve_usage(turn: Turn) -> ResolvedUsage:
@@ -211,6 +216,7 @@ def resolve_usage(turn: Turn) -> ResolvedUsage:
         completion_tokens=completion,
         cached_tokens=usage.cached_tokens,
         reasoning_tokens=min(reasoning_tokens, completion),
+        cache_hit_field=usage.cache_hit_field,
     )
 
 
@@ -356,7 +362,10 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
         usage = Usage(
             prompt_tokens=_opt_int(raw_usage, "prompt_tokens", w),
             completion_tokens=_opt_int(raw_usage, "completion_tokens", w),
-            cached_tokens=_opt_int(raw_usage, "cached_tokens", w) or 0,
+            cached_tokens=_opt_int(raw_usage, "cached_tokens", w)
+            or _opt_int(raw_usage, "prompt_cache_hit_tokens", w)
+            or 0,
+            cache_hit_field="prompt_cache_hit_tokens" in raw_usage,
         )
 
     error = None if obj.get("error") is None else _parse_error(obj["error"], f"{where}.error")

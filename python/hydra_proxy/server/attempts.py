@@ -8,7 +8,9 @@ that is not the last is connected (its response head awaited) before its reply i
 relayed, so a stream is never spliced. The last (or only) attempt is written at once and
 its reply relayed while the upstream works: the transducer is built meanwhile, with pings.
 
-Keys: an attempt whose pool has every key resting (after a 429 or 401/403) is skipped; when
+Keys: a request whose client names its session (server.sessions) keeps the key its session
+had until that key rests; others take the pool's keys in turn. An attempt whose pool has
+every key resting (after a 429 or 401/403) is skipped; when
 no attempt is left the client gets a 429 with the soonest key's retry-after. A pool of one
 key on the last attempt is sent anyway (there is nothing to rotate to). On the last attempt
 of a pool of several keys, a 429 is tried once more with the next resting-free key (before
@@ -43,7 +45,9 @@ from . import reply
 from .admission import Admitted, session_of
 from .exchange import ClientRequest, Exchange
 from .http1 import H1Client, H1Error, H1Response, Request
+from .left_out import NOTICES
 from .reply import UpstreamHTTPError, UpstreamUnavailable
+from .sessions import session_id
 from .upstream_kinds import Plan, authorize
 
 if sys.version_info >= (3, 11):
@@ -244,12 +248,16 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
     exchange.log = log
     resting: ProxyError | None = None
     attempts = decision.attempts
+    # A session keeps its pool key until the key rests (the upstream's state is per key).
+    session: str | None = None
+    if any(len(worker.pools.get(a.provider.name) or ()) > 1 for a in attempts):
+        session = session_id(exchange.header)
     for index, attempt in enumerate(attempts):
         name = attempt.provider.name
         pool = worker.pools.get(name)
         key: Key | None = None
         if pool is not None and len(pool):
-            key = pool.acquire(time.monotonic())
+            key = pool.acquire(time.monotonic(), session)
             if key is None and len(pool) == 1 and index + 1 == len(attempts):
                 # A lone key on the last attempt still goes: nothing else could answer, and
                 # the upstream's own 429 (with its retry-after) is the truth.
@@ -265,6 +273,10 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             log["attempts"] = ",".join(tried)
             continue
         plan = request.plan(decision, attempt)
+        left_out = plan.log.get("images_left_out")
+        if isinstance(left_out, int):
+            client = session_of(exchange.scope, client_key_id(exchange.client_key))
+            NOTICES.images(client, name, left_out)
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key
@@ -274,7 +286,7 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
         log = exchange.log = plan.log
         report = _Reporter(name, pool, key, tried, log)
         if last:
-            rekey = _rekey(attempt, pool, key, tried, log) if pool is not None else None
+            rekey = _rekey(attempt, pool, key, tried, log, session) if pool is not None else None
             await _last(exchange, plan, report, rekey)
             return
         try:
@@ -300,7 +312,12 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
 
 
 def _rekey(
-    attempt: Attempt, pool: KeyPool, key: Key | None, tried: list[str], log: dict[str, object]
+    attempt: Attempt,
+    pool: KeyPool,
+    key: Key | None,
+    tried: list[str],
+    log: dict[str, object],
+    session: str | None = None,
 ) -> Rekey | None:
     """For the last attempt of a pool of several keys: after a 429 (which rested `key`), the
     next resting-free key for one more try, so that one busy key is not the client's 429."""
@@ -308,7 +325,7 @@ def _rekey(
         return None
 
     def rekey(plan: Plan) -> Report | None:
-        other = pool.acquire(time.monotonic())
+        other = pool.acquire(time.monotonic(), session)
         if other is None or other is key:
             return None
         authorize(plan, attempt.provider.kind, other.value)

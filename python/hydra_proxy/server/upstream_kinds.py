@@ -19,6 +19,8 @@ from typing import Any, Literal
 import orjson
 
 from .. import ids
+from ..canonical.effort import anthropic_thinking, asked_effort
+from ..canonical.text_only import without_images
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
@@ -196,14 +198,25 @@ def translated(
     write_reply: Callable[[dict[str, Any]], Any],
     build: Callable[[Factory], StreamTransducer],
     log: dict[str, object],
+    session_key: Callable[[], str | None] | None = None,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
     kind. The client's ingress says how the canonical reply reaches its client:
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
-    from its factory, with the client's constructor arguments)."""
+    from its factory, with the client's constructor arguments); `session_key`: the client's
+    session as a prompt-cache key (server.sessions), read for upstreams whose `cache_hints`
+    take one. A text-only attempt (`Attempt.vision`) gets a placeholder for each image
+    (canonical.text_only; counted in the log as ``images_left_out``)."""
     provider = attempt.provider
     kind = provider.kind
-    path, body = WRITERS[kind](canonical, attempt, signing_key, stream)
+    if not attempt.vision:
+        canonical, left_out = without_images(canonical)
+        if left_out:
+            log = {**log, "images_left_out": left_out}
+    cache_key = (
+        session_key() if session_key is not None and provider.cache_hints != "none" else None
+    )
+    path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
         headers=DIALECTS[kind].headers(
@@ -227,11 +240,33 @@ def translated(
 
 # -- requests: canonical -> upstream ---------------------------------------------------
 
-Writer = Callable[[dict[str, Any], Attempt, bytes, bool], tuple[str, Any]]
-"""(canonical request, attempt, signing key, stream) -> (path, the upstream's request)."""
+Writer = Callable[[dict[str, Any], Attempt, bytes, bool, str | None], tuple[str, Any]]
+"""(canonical request, attempt, signing key, stream, cache key) -> (path, the upstream's
+request)."""
 
 
-def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool) -> tuple[str, Any]:
+def route_effort(attempt: Attempt, asked: Callable[[], str | None]) -> str | None:
+    """The reasoning effort the attempt's route sets (None: the route sets none for this
+    request, whose own effort goes as it is): its fixed one, else its map's entry for the
+    effort `asked` reads from the request (only read when the route has a map)."""
+    options = attempt.options
+    if options.effort is not None:
+        return options.effort
+    if not options.effort_map:
+        return None
+    requested = asked()
+    if requested not in dict(options.effort_map):
+        return None
+    return options.map_effort(requested)
+
+
+def _chat(
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
+) -> tuple[str, Any]:
     provider = attempt.provider
     target = ChatTarget(
         model=attempt.model,
@@ -241,20 +276,30 @@ def _chat(canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool)
         replay_reasoning=provider.replay_reasoning,
         signing_key=key,
         sampling=provider.sampling,
+        effort=route_effort(attempt, lambda: asked_effort(canonical)),
+        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
+        cache_control=provider.cache_hints == "cache_control",
     )
     return DIALECTS["openai"].path, chat_request_from_messages(canonical, target, stream=stream)
 
 
 def _anthropic(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     # Copies down to the messages: the canonical request stays shared by a chain's attempts.
     body = dict(canonical)
     if isinstance(body.get("messages"), list):
         body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
     body = strip_proxy_signatures(body)
-    body["model"] = attempt.model
+    effort = route_effort(attempt, lambda: asked_effort(body))
     limit = attempt.max_tokens_limit
+    if effort is not None:
+        body = anthropic_thinking(body, effort, limit)
+    body["model"] = attempt.model
     if limit is not None and isinstance(body.get("max_tokens"), int):
         body["max_tokens"] = min(body["max_tokens"], limit)
     if stream:
@@ -265,7 +310,11 @@ def _anthropic(
 
 
 def _responses(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     provider = attempt.provider
     target = ResponsesTarget(
@@ -274,19 +323,28 @@ def _responses(
         reasoning=provider.reasoning,
         sampling=provider.sampling,
         signing_key=key,
+        effort=route_effort(attempt, lambda: asked_effort(canonical)),
+        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
     )
     body = responses_request_from_messages(canonical, target, stream=stream)
     return DIALECTS["responses"].path, body
 
 
 def _gemini(
-    canonical: dict[str, Any], attempt: Attempt, key: bytes, stream: bool
+    canonical: dict[str, Any],
+    attempt: Attempt,
+    key: bytes,
+    stream: bool,
+    cache_key: str | None = None,
 ) -> tuple[str, Any]:
     try:
         path = "/" + gemini_path(attempt.model, stream=stream)
     except ValueError as exc:
         raise invalid_request(f"model: {exc}", "model") from None
-    options: dict[str, Any] = {"signing_key": key}
+    options: dict[str, Any] = {
+        "signing_key": key,
+        "effort": route_effort(attempt, lambda: asked_effort(canonical)),
+    }
     limit = attempt.max_tokens_limit or attempt.provider.max_output
     if limit is not None:
         options["max_output_tokens"] = limit

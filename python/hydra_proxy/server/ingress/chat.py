@@ -9,14 +9,17 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
+from ...canonical.text_only import without_openai_images
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
+from ..sessions import session_cache_key
+from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
@@ -133,6 +136,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
         write_reply=write_reply,
         build=build,
         log={"model": model},
+        session_key=lambda: session_cache_key(request.get("prompt_cache_key"), exchange.header),
     )
 
 
@@ -148,7 +152,18 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
 
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """An OpenAI upstream: the bytes go through unchanged both ways."""
-    if attempt.model != request["model"]:
-        body = orjson.dumps({**request, "model": attempt.model})
-    return passthrough(attempt, body, model=request["model"])
+    """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
+    attempt renames the model, its route sets the effort, or a text-only upstream gets
+    placeholders for images)."""
+    asked = request.get("reasoning_effort")
+    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
+    changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
+    if attempt.model != request["model"] or effort is not None or left_out:
+        changed = {**changed, "model": attempt.model}
+        if effort is not None:
+            changed["reasoning_effort"] = openai_effort(effort)
+        body = orjson.dumps(changed)
+    plan = passthrough(attempt, body, model=request["model"])
+    if left_out:
+        plan.log["images_left_out"] = left_out
+    return plan

@@ -9,12 +9,22 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...canonical.effort import anthropic_thinking, asked_effort
+from ...canonical.text_only import without_images
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import DIALECTS, Factory, Plan, passthrough, strip_proxy_signatures
+from ..sessions import session_cache_key
+from ..upstream_kinds import (
+    DIALECTS,
+    Factory,
+    Plan,
+    passthrough,
+    route_effort,
+    strip_proxy_signatures,
+)
 from ..upstream_kinds import translated as translated_plan
 
 
@@ -72,6 +82,7 @@ def _translated(
         write_reply=lambda message: message,
         build=build,
         log={"model": request["model"]},
+        session_key=lambda: session_cache_key(None, exchange.header),
     )
 
 
@@ -79,17 +90,27 @@ def _passthrough(
     exchange: Exchange, body: bytes, request: dict[str, Any], attempt: Attempt
 ) -> Plan:
     """An Anthropic upstream: bytes in and out (re-encoded only when the attempt renames the
-    model or the proxy's own signatures must go)."""
+    model, its route sets the effort, a text-only upstream gets placeholders for images, or
+    the proxy's own signatures must go)."""
     model: str = request["model"]
-    if attempt.model != model:
+    effort = route_effort(attempt, lambda: asked_effort(request))
+    left_out = 0
+    if not attempt.vision:
+        request, left_out = without_images(request)
+    if attempt.model != model or effort is not None or left_out:
         request = {**request, "model": attempt.model}  # the request stays shared by attempts
+        if effort is not None:
+            request = anthropic_thinking(request, effort, attempt.max_tokens_limit)
         body = orjson.dumps(request)
     if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
-    return passthrough(
+    plan = passthrough(
         attempt,
         body,
         model=model,
         client_header=exchange.header,
         query=exchange.scope.get("query_string", b""),
     )
+    if left_out:
+        plan.log["images_left_out"] = left_out
+    return plan

@@ -15,7 +15,9 @@ from typing import Any
 
 import orjson
 
+from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
+from ...canonical.text_only import without_openai_images
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...ids import response_id as new_response_id
 from ...responses.encoder import echo_text, name_table
@@ -25,7 +27,8 @@ from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
+from ..sessions import session_cache_key
+from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
@@ -116,16 +119,29 @@ def _translated(
         write_reply=write_reply,
         build=build,
         log={"model": model},
+        session_key=lambda: session_cache_key(
+            translation.context.prompt_cache_key, exchange.header
+        ),
     )
 
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """A Responses upstream: the bytes go through unchanged both ways, except the model
-    rename and the proxy's reasoning carriers (the upstream cannot read them: they hold
+    rename, the route's effort, placeholders for images on a text-only upstream and the
+    proxy's reasoning carriers (the upstream cannot read them: they hold
     reasoning of another upstream)."""
     model: str = request["model"]
     reencode = attempt.model != model
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
+    reasoning = request.get("reasoning")
+    asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
+    if effort is not None:
+        request["reasoning"] = {
+            **(reasoning if isinstance(reasoning, dict) else {}),
+            "effort": openai_effort(effort),
+        }
+        reencode = True
     if CARRIER_PREFIX.encode() in body and isinstance(request.get("input"), list):
         request["input"] = [
             item
@@ -137,6 +153,13 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
             )
         ]
         reencode = True
+    left_out = 0
+    if not attempt.vision:
+        request, left_out = without_openai_images(request)
+        reencode = reencode or bool(left_out)
     if reencode:
         body = orjson.dumps(request)
-    return passthrough(attempt, body, model=model)
+    plan = passthrough(attempt, body, model=model)
+    if left_out:
+        plan.log["images_left_out"] = left_out
+    return plan

@@ -25,6 +25,13 @@ gets ``reasoning_content`` on every assistant message (``""`` when no verified r
 exists) because DeepSeek-style APIs reject a tool turn without the field. An assistant
 turn with neither text nor tool calls is dropped.
 
+Breakpoints (a ``cache_control`` target only): a ``cache_control`` on a system block
+marks the end of the system message; one on a user turn's blocks marks the turn's last
+part, or its last tool message when the turn is only tool results; the request's
+top-level ``cache_control`` (automatic caching) marks the last message. Such a target
+always gets list content for system, user and tool messages, so that the bytes of a
+message stay the same when the breakpoint moves on to a later turn.
+
 Sequence: consecutive user messages and consecutive assistant messages are merged (strict
 chat templates require alternation; OpenAI does not mind). When the first non-system
 message would be an assistant turn, a user message `LEADING_USER_PLACEHOLDER` is put
@@ -38,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ....canonical.arguments import tool_arguments
-from ....canonical.content import block_type, shown_text, tool_call
+from ....canonical.content import block_type, breakpoint_of, shown_text, tool_call
 from ....canonical.conversation import ConversationWriter
 from ....canonical.fields import bad
 from ....canonical.parts import MISSING_TOOL_RESULT, Part, ToolResult, match_results
@@ -72,6 +79,7 @@ class _Assistant:
 class _Tool:
     tool_call_id: str
     content: str
+    cache_control: Any = None
 
 
 _Message: TypeAlias = "_User | _Assistant | _Tool"
@@ -124,12 +132,30 @@ class MessagesWriter(ConversationWriter):
 
     def user(self, blocks: list[Any], path: str) -> None:
         results, parts = CHAT_PARTS.user_turn(blocks, path)
+        answered = len(self.out)
         if results:
             parts = self._answer(results) + parts
         else:
             self._answer_pending({})
+        marker = breakpoint_of(blocks) if self.target.cache_control else None
         if parts:
+            if marker is not None:
+                parts[-1] = {**parts[-1], "cache_control": marker}
             self.out.append(_User(parts))
+        elif marker is not None and len(self.out) > answered:
+            last = self.out[-1]
+            if isinstance(last, _Tool):
+                last.cache_control = marker
+
+    def write(self, body: dict[str, Any]) -> None:
+        super().write(body)
+        marker = body.get("cache_control")
+        if self.target.cache_control and isinstance(marker, dict) and self.out:
+            last = self.out[-1]
+            if isinstance(last, _User) and last.parts:
+                last.parts[-1] = {**last.parts[-1], "cache_control": marker}
+            elif isinstance(last, _Tool):
+                last.cache_control = marker
 
     def _answer(self, results: list[ToolResult]) -> list[Part]:
         """Tool messages for the pending calls; the user content that goes before the rest
@@ -171,21 +197,31 @@ class MessagesWriter(ConversationWriter):
 
         out: list[dict[str, Any]] = []
         if self.system_texts:
-            out.append({"role": "system", "content": SYSTEM_SEPARATOR.join(self.system_texts)})
+            system = SYSTEM_SEPARATOR.join(self.system_texts)
+            if self.target.cache_control:
+                part: dict[str, Any] = {"type": "text", "text": system}
+                if self.system_breakpoint is not None:
+                    part["cache_control"] = self.system_breakpoint
+                out.append({"role": "system", "content": [part]})
+            else:
+                out.append({"role": "system", "content": system})
         for message in merged:
             out.append(self._render(message))
         return out
 
     def _render(self, message: _Message) -> dict[str, Any]:
         if isinstance(message, _Tool):
-            return {
-                "role": "tool",
-                "tool_call_id": message.tool_call_id,
-                "content": message.content,
-            }
+            content: Any = message.content
+            if self.target.cache_control:
+                content = [{"type": "text", "text": message.content}]
+                if message.cache_control is not None:
+                    content[0]["cache_control"] = message.cache_control
+            return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
         if isinstance(message, _User):
-            if all(part["type"] == "text" for part in message.parts):
-                content: Any = TEXT_SEPARATOR.join(part["text"] for part in message.parts)
+            if not self.target.cache_control and all(
+                part["type"] == "text" for part in message.parts
+            ):
+                content = TEXT_SEPARATOR.join(part["text"] for part in message.parts)
             else:
                 content = message.parts
             return {"role": "user", "content": content}

@@ -25,3 +25,12 @@ class ChatTarget:
     include_usage: bool = True
     # The model accepts temperature/top_p (o-series/GPT-5 reasoning models reject them).
     sampling: bool = True
+    # The route's reasoning effort (canonical.effort): sent as `reasoning_effort` whatever
+    # the request asks (None: the request's, for a `reasoning` target).
+    effort: str | None = None
+    # Sent as `prompt_cache_key` (the client's session; None: none sent).
+    prompt_cache_key: str | None = None
+    # The upstream honours Anthropic-style `cache_control` on content parts (OpenRouter):
+    # the request's breakpoints are carried, and message content is always a list of parts
+    # (a breakpoint moving to the next turn must not change the earlier message's bytes).
+    cache_control: bool = False

@@ -15,10 +15,12 @@ effort) is `canonical`'s. Here: ``max_tokens`` -> ``target.max_tokens_field``;
 ``stop_sequences`` -> ``stop`` (at most `MAX_STOP_SEQUENCES`); ``temperature``/``top_p``
 are passed unless the target has ``sampling=False`` (o-series/GPT-5 reasoning models
 reject non-default values); ``top_k`` is dropped; ``reasoning_effort`` for a
-``reasoning`` target; ``output_config.format`` (or the older top-level
+``reasoning`` target, or the route's effort for any (`canonical.effort`); ``output_config.format`` (or the older top-level
 ``output_format``) json_schema -> ``response_format`` json_schema named ``output``
 without ``strict`` (OpenAI strict mode requires a schema subset Anthropic does not);
-``metadata.user_id`` -> ``user``; ``cache_control``, ``context_management``,
+``metadata.user_id`` -> ``user``; ``target.prompt_cache_key`` -> ``prompt_cache_key``;
+``cache_control`` is carried for a ``cache_control`` target (`messages`), else dropped, as
+are ``context_management``,
 ``service_tier``, ``container`` and unknown fields are dropped; streaming asks for the
 usage chunk when ``target.include_usage``.
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....canonical.effort import openai_effort
 from ....canonical.params import (
     max_tokens,
     openai_user,
@@ -76,7 +79,9 @@ def chat_request_from_messages(
         if parallel is not None:
             out["parallel_tool_calls"] = parallel
 
-    if target.reasoning:
+    if target.effort is not None:
+        out["reasoning_effort"] = openai_effort(target.effort)
+    elif target.reasoning:
         effort = thinking_effort(body)
         if effort is not None:
             out["reasoning_effort"] = effort
@@ -92,6 +97,8 @@ def chat_request_from_messages(
     if user is not None:
         out["user"] = openai_user(user)
 
+    if target.prompt_cache_key is not None:
+        out["prompt_cache_key"] = target.prompt_cache_key
     if stream:
         out["stream"] = True
         if target.include_usage:

@@ -23,6 +23,8 @@ class GeminiTarget:
     require_call_signatures: bool = False
     # Key for hydra_proxy.signature (the thoughtSignature carrier).
     signing_key: bytes = b""
+    # The route's reasoning effort (canonical.effort), over the request's.
+    effort: str | None = None
 
 
 def gemini_target(model: str, **options: Any) -> GeminiTarget:

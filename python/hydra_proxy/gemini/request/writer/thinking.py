@@ -8,7 +8,9 @@
 (`canonical.thinking.thinking_effort`) -> ``thinkingLevel``, the nearest level the target
 offers at or above it; adaptive -> no level (Gemini's dynamic default); disabled -> the
 target's lowest level.
-``"none"``: no thinkingConfig. ``includeThoughts: true`` whenever thinking is enabled or
+A route's effort (`canonical.effort`) wins over the request's: the level of its
+three-level effort (none/minimal -> the lowest), or `EFFORT_BUDGETS` (none/minimal -> the
+minimum budget). ``"none"``: no thinkingConfig. ``includeThoughts: true`` whenever thinking is enabled or
 adaptive (the summaries become the client's thinking blocks), unless the client asked for
 ``display: "omitted"`` (Claude Code does on some turns): signatures still come back.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.thinking import requested_effort, thinking_effort
+from ....canonical.thinking import EFFORTS_OFF, THREE_LEVELS, requested_effort, thinking_effort
 from .target import GeminiTarget
 
 __all__ = ["EFFORT_BUDGETS", "thinking_config"]
@@ -32,7 +34,9 @@ def thinking_config(body: dict[str, Any], target: GeminiTarget) -> dict[str, Any
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     config: dict[str, Any] = {}
-    if target.thinking == "level":
+    if target.effort is not None:
+        config = _route_config(target.effort, target)
+    elif target.thinking == "level":
         levels = target.thinking_levels or ("low", "high")
         if kind == "disabled":
             return {"thinkingLevel": _level("minimal", levels)}
@@ -50,9 +54,24 @@ def thinking_config(body: dict[str, Any], target: GeminiTarget) -> dict[str, Any
         if value is not None:
             config["thinkingBudget"] = value
     display = thinking.get("display") if isinstance(thinking, dict) else None
-    if kind in ("enabled", "adaptive") and display != "omitted":
+    thinks = kind in ("enabled", "adaptive") and target.effort not in EFFORTS_OFF
+    if thinks and display != "omitted":
         config["includeThoughts"] = True
     return config or None
+
+
+def _route_config(effort: str, target: GeminiTarget) -> dict[str, Any]:
+    """A route's effort as the target's level or budget."""
+    if target.thinking == "level":
+        levels = target.thinking_levels or ("low", "high")
+        wanted = "minimal" if effort in EFFORTS_OFF else THREE_LEVELS[effort]
+        return {"thinkingLevel": _level(wanted, levels)}
+    if effort in EFFORTS_OFF:
+        return {"thinkingBudget": target.min_thinking_budget}
+    value = EFFORT_BUDGETS[effort]
+    if target.max_thinking_budget is not None:
+        value = min(value, target.max_thinking_budget)
+    return {"thinkingBudget": max(value, target.min_thinking_budget)}
 
 
 def _budget(body: dict[str, Any], kind: Any, thinking: Any) -> int | None:

@@ -19,3 +19,8 @@ class ResponsesTarget:
     sampling: bool = False
     # Key of the upstream reasoning carrier (hydra_proxy.responses.reasoning).
     signing_key: bytes = b""
+    # The route's reasoning effort (canonical.effort): sent as `reasoning.effort` whatever
+    # the request asks.
+    effort: str | None = None
+    # Sent as `prompt_cache_key` (the client's session; None: none sent).
+    prompt_cache_key: str | None = None

@@ -13,7 +13,8 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
   ``stream`` as asked. For a ``reasoning`` target ``include:
   ["reasoning.encrypted_content"]`` and ``reasoning: {effort, summary: "auto"}`` (effort
   as `canonical.thinking.thinking_effort` reads it, omitted when there is none), so the
-  reasoning comes back replayable and readable.
+  reasoning comes back replayable and readable. A route's effort (`canonical.effort`) is
+  ``reasoning.effort`` for any target.
 - Tools -> ``{"type": "function", name, description, parameters, strict: false}``
   (Anthropic server tools are a 400); ``tool_choice`` auto/any/tool/none ->
   ``"auto"``/``"required"``/``{"type": "function", name}``/``"none"``,
@@ -23,7 +24,7 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
   dropped (the Responses API has no stop parameter; debug log); ``output_config.format``
   json_schema -> ``text.format`` ``{type: json_schema, name: "output", schema, strict:
   false}``; ``metadata.user_id`` -> ``safety_identifier`` as the Chat writer shapes
-  ``user``.
+  ``user``; ``target.prompt_cache_key`` -> ``prompt_cache_key``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ....canonical.effort import openai_effort
 from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
 from ....canonical.thinking import thinking_effort
 from ....canonical.tools import custom_tools, read_tool_choice
@@ -86,13 +88,16 @@ def responses_request_from_messages(
     numbers = sampling(body)
     if target.sampling:
         out.update(numbers)
-    if target.reasoning:
-        effort = thinking_effort(body)
-        reasoning: dict[str, Any] = {"summary": "auto"}
+    if target.reasoning or target.effort is not None:
+        effort = (
+            openai_effort(target.effort) if target.effort is not None else thinking_effort(body)
+        )
+        reasoning: dict[str, Any] = {"summary": "auto"} if target.reasoning else {}
         if effort is not None:
             reasoning["effort"] = effort
         out["reasoning"] = reasoning
-        out["include"] = [ENCRYPTED_REASONING]
+        if target.reasoning:
+            out["include"] = [ENCRYPTED_REASONING]
     schema = output_schema(body)
     if schema is not None:
         out["text"] = {
@@ -101,6 +106,8 @@ def responses_request_from_messages(
     user = user_id(body)
     if user is not None:
         out["safety_identifier"] = openai_user(user)
+    if target.prompt_cache_key is not None:
+        out["prompt_cache_key"] = target.prompt_cache_key
     out["store"] = False
     out["stream"] = stream
     return out

@@ -1,0 +1,46 @@
+"""A client's agent session: the key pool's key it keeps (`session_id`) and, for the
+upstream, a prompt-cache key (`session_cache_key`).
+
+Providers that cache by prefix route a request to a cache by a key (OpenAI's
+``prompt_cache_key``): one key per client session keeps a session's turns on the cache that
+holds its history. The key is the client's own ``prompt_cache_key`` when it sends one
+(Codex does, its session id; Chat clients may), else its session header (Claude Code's
+``x-claude-code-session-id``, Codex's ``session-id``). A value of up to 64 characters of
+``[A-Za-z0-9_.:-]`` is sent as it is (a UUID); any other becomes ``hydra-`` and 40 hex
+digits of its SHA-256 (OpenAI bounds the key's length).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+
+__all__ = ["SESSION_HEADERS", "session_cache_key", "session_id"]
+
+SESSION_HEADERS = (b"x-claude-code-session-id", b"session-id", b"session_id")
+_PLAIN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_MAX_INPUT = 1024  # longer values are hashed from their first bytes: a key, not a payload
+
+
+def session_id(header: Callable[[bytes], bytes | None]) -> str | None:
+    """The session a client names in its headers (None: none; bounded)."""
+    for name in SESSION_HEADERS:
+        raw = header(name)
+        if raw:
+            return raw[:_MAX_INPUT].decode("latin-1")
+    return None
+
+
+def session_cache_key(asked: object, header: Callable[[bytes], bytes | None]) -> str | None:
+    """The cache key of a request (None: the client names no session): `asked` is the
+    request's own ``prompt_cache_key`` field, `header` reads a client header."""
+    value: str | None = asked if isinstance(asked, str) and asked else None
+    if value is None:
+        value = session_id(header)
+    if value is None:
+        return None
+    if _PLAIN.fullmatch(value):
+        return value
+    digest = hashlib.sha256(value[:_MAX_INPUT].encode("utf-8", "surrogatepass")).hexdigest()
+    return "hydra-" + digest[:40]
