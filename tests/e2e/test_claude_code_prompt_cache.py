@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_claude_code_images import converse
 
 from claude_code import require_claude
 from hydra_proxy.mock import MockServer
 from servers import ProxyServer
-from test_claude_code_images import converse
 
 pytestmark = pytest.mark.e2e
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 import pytest
-
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from hydra_proxy.mock import MockServer
-from servers import ProxyServer
 from test_server_usage import rows
+
+from hydra_proxy.mock import MockServer
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from servers import ProxyServer
 
 PROMPT, CACHED, COMPLETION = 1000, 800, 7
 # USD per million tokens: the cache read at a tenth of the input (as OpenAI and DeepSeek).

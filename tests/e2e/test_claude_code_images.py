@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_text_only_images import png
 
 from claude_code import claude_env, require_claude
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.canonical.text_only import IMAGE_PLACEHOLDER
 from hydra_proxy.mock import MockServer
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
-from test_text_only_images import png
 
 pytestmark = pytest.mark.e2e
 
