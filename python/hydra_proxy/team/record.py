@@ -52,7 +52,7 @@ class NamedKey:
         for field in ("created", "expires", "revoked", "previous_until", "last_used"):
             if doc[field] is not None:
                 doc[field] = utc_text(doc[field])
-        doc["rotated"] = doc.pop("previous_until")
+        doc["old_secret_until"] = doc.pop("previous_until")
         return doc
 
 
