@@ -170,7 +170,7 @@ def test_concurrent_requests_race_for_the_last_cent(
     budget = round(fits * need + need / 2, 4)  # room for 3 reservations, not 4
     secret = create(ledger, "bob", budget=budget)
     with proxy(mock, ledger, tmp_path) as server:
-        mock.script([turn(5, 10, delay_ms=40) for _ in range(12)])
+        mock.script([turn(5, 10, ttfb_ms=800) for _ in range(12)])
         with ThreadPoolExecutor(12) as pool:
             replies = list(
                 pool.map(lambda _: call(server.port, "POST", "/v1/messages", body, secret), range(12))
