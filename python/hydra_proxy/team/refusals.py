@@ -15,6 +15,7 @@ limit and when it resets.
 from __future__ import annotations
 
 import math
+import time
 
 from ..errors import ProxyError
 from .period import utc_text
@@ -34,7 +35,8 @@ def rate_limited(who: str, limit: str, value: float, wait: float) -> ProxyError:
     seconds = max(1, math.ceil(wait))
     return ProxyError(
         429,
-        f"hydra-proxy: {who} is over its {limit} limit ({value:g}); retry in {seconds} s",
+        f"hydra-proxy: {who} is over its limit of {value:g} {limit}; it has room again in "
+        f"{seconds} s (at {utc_text(time.time() + seconds)})",
         error_type="rate_limit_error",
         retry_after=str(seconds),
     )
