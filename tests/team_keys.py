@@ -81,7 +81,11 @@ def proxy(mock: MockServer, ledger: str, directory: Path, **env: str) -> ProxySe
 
 
 def turn(prompt: int = 5, completion: int = 10, **extra: Any) -> dict[str, Any]:
-    return {"text": "hello there", "usage": {"prompt_tokens": prompt, "completion_tokens": completion}, **extra}  # noqa: E501
+    return {
+        "text": "hello there",
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion},
+        **extra,
+    }
 
 
 class Reply:
@@ -118,7 +122,9 @@ def call(
     return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
 
 
-def messages(model: str = "priced-x", *, stream: bool = True, max_tokens: int = 10) -> dict[str, Any]:  # noqa: E501
+def messages(
+    model: str = "priced-x", *, stream: bool = True, max_tokens: int = 10
+) -> dict[str, Any]:
     return {"model": model, "max_tokens": max_tokens, "stream": stream,
             "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
 

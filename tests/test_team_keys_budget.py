@@ -173,7 +173,9 @@ def test_concurrent_requests_race_for_the_last_cent(
         mock.script([turn(5, 10, ttfb_ms=800) for _ in range(12)])
         with ThreadPoolExecutor(12) as pool:
             replies = list(
-                pool.map(lambda _: call(server.port, "POST", "/v1/messages", body, secret), range(12))
+                pool.map(
+                    lambda _: call(server.port, "POST", "/v1/messages", body, secret), range(12)
+                )
             )
         statuses = sorted(r.status for r in replies)
         assert statuses == [200] * fits + [400] * (12 - fits)
@@ -205,6 +207,8 @@ def test_team_budget_holds_for_all_its_keys(mock: MockServer, ledger: str, tmp_p
         assert call(server.port, "POST", "/v1/messages", body, two).status == 200
         refused = call(server.port, "POST", "/v1/messages", body, one)
         assert refused.status == 400 and "team 'core'" in refused.message
-        assert float(SPENT.search(refused.message).group(1)) == round(2 * cost("priced-a", 5, 10), 2)  # type: ignore[union-attr]  # noqa: E501
+        assert float(SPENT.search(refused.message).group(1)) == round(
+            2 * cost("priced-a", 5, 10), 2
+        )  # type: ignore[union-attr]
         rows = ledger_rows(ledger, "dave", 1)
         assert rows[0].team == "core" and rows[0].key_name == "dave"

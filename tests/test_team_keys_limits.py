@@ -48,7 +48,9 @@ def test_rpm_refused_exactly_past_the_bound(mock: MockServer, ledger: str, tmp_p
         assert refused.status == 429
         assert 1 <= int(refused.headers["retry-after"]) <= 60
         assert refused.json()["error"]["type"] == "rate_limit_error"
-        assert "key 'alice'" in refused.message and "limit of 3 requests per minute" in refused.message
+        assert (
+            "key 'alice'" in refused.message and "limit of 3 requests per minute" in refused.message
+        )
         for body, path in ((chat(), "/v1/chat/completions"), (responses(), "/v1/responses")):
             again = call(server.port, "POST", path, body, secret)
             assert again.status == 429 and again.headers["retry-after"]

@@ -56,7 +56,9 @@ async def admin_keys(exchange: Exchange) -> None:
             404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
         )
     if not team.is_admin(exchange.presented_key()):
-        raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
+        raise ProxyError(
+            401, "the admin API needs the admin key", error_type="authentication_error"
+        )
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
     store = team.store

@@ -83,7 +83,9 @@ def _table(doc: dict[str, Any]) -> str:
             "models", "expires", "last used")  # fmt: skip
     rows = [head]
     for k in doc["keys"]:
-        spent = _money(k["spent_usd"]) + (f" +{k['unpriced_requests']} unpriced" if k["unpriced_requests"] else "")  # noqa: E501
+        spent = _money(k["spent_usd"]) + (
+            f" +{k['unpriced_requests']} unpriced" if k["unpriced_requests"] else ""
+        )
         rows.append((
             k["name"], k["team"] or "-", k["state"], _money(k["budget_usd"]), spent, k["period"],
             str(k["rpm"] or "-"), str(k["tpm"] or "-"), str(k["streams"] or "-"),

@@ -41,7 +41,9 @@ def parse_expires(text: str | None) -> float | None:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise KeyChangeError(f"expires {text!r}: use a date like 2027-01-31 or 2027-01-31T12:00") from None
+        raise KeyChangeError(
+            f"expires {text!r}: use a date like 2027-01-31 or 2027-01-31T12:00"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()

@@ -206,13 +206,16 @@ class KeyStore:
     # -- changing --------------------------------------------------------------------------
 
     def _bump(self, cur: Any) -> None:
-        cur.execute(f"UPDATE hydra_keys_version SET version = version + 1 WHERE id = {self.mark}", (1,))
+        cur.execute(
+            f"UPDATE hydra_keys_version SET version = version + 1 WHERE id = {self.mark}", (1,)
+        )
 
     def add(self, key: NamedKey) -> None:
         marks = ", ".join(self.mark for _ in _KEY_COLUMNS)
         with self._tx() as cur:
             cur.execute(
-                f"INSERT INTO hydra_keys ({', '.join(_KEY_COLUMNS)}) VALUES ({marks})", _key_row(key)
+                f"INSERT INTO hydra_keys ({', '.join(_KEY_COLUMNS)}) VALUES ({marks})",
+                _key_row(key),
             )
             self._bump(cur)
 
