@@ -18,7 +18,7 @@ from servers import ProxyServer
 
 ADMIN_KEY = "admin-KEY-for-tests-0123456789"
 # USD per million tokens: one input token of priced-a costs exactly one cent.
-PRICES = {"priced-a": (10_000, 20_000), "priced-b": (20_000, 40_000)}
+PRICES = {"priced-a": (10_000, 20_000), "priced-b": (20_000, 40_000), "cheap-a": (1, 2)}
 
 CONFIG = """
 [providers.a]
@@ -37,6 +37,12 @@ match = "priced-*"
 provider = "a"
 model = "priced-a"
 fallback = [{{ provider = "b", model = "priced-b" }}]
+
+[[routes]]
+name = "cheap"
+match = "cheap-*"
+provider = "a"
+model = "cheap-a"
 
 [[routes]]
 name = "free"

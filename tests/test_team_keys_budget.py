@@ -139,9 +139,9 @@ def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path)
             spent += cost("priced-a", 5, 10)
             admitted += 1
         mock.clear()
-        assert reply.status == 400 and reply.headers["x-should-retry"] == "false"
+        assert reply.status == 402 and reply.headers["x-should-retry"] == "false"
         error = reply.json()["error"]
-        assert error["type"] == "invalid_request_error" and "key 'alice'" in error["message"]
+        assert error["type"] == "billing_error" and "key 'alice'" in error["message"]
         assert "in flight" not in error["message"]  # every reservation was settled
         counted = float(SPENT.search(error["message"]).group(1))  # type: ignore[union-attr]
         assert counted == round(spent, 2)
@@ -157,7 +157,7 @@ def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path)
     # A restart: the period's spend comes back from the ledger.
     with proxy(mock, ledger, tmp_path) as server:
         again = call(server.port, "POST", "/v1/messages", body, secret)
-        assert again.status == 400
+        assert again.status == 402
         assert float(SPENT.search(again.message).group(1)) == counted  # type: ignore[union-attr]
 
 
@@ -178,7 +178,7 @@ def test_concurrent_requests_race_for_the_last_cent(
                 )
             )
         statuses = sorted(r.status for r in replies)
-        assert statuses == [200] * fits + [400] * (12 - fits)
+        assert statuses == [200] * fits + [402] * (12 - fits)
         rows = [r for r in ledger_rows(ledger, "bob", 12) if r.status == 200]
         spent = sum(r.cost_usd or 0 for r in rows)
         assert len(rows) == fits and round(spent, 6) == round(fits * cost("priced-a", 5, 10), 6)
@@ -206,7 +206,7 @@ def test_team_budget_holds_for_all_its_keys(mock: MockServer, ledger: str, tmp_p
         assert call(server.port, "POST", "/v1/messages", body, one).status == 200
         assert call(server.port, "POST", "/v1/messages", body, two).status == 200
         refused = call(server.port, "POST", "/v1/messages", body, one)
-        assert refused.status == 400 and "team 'core'" in refused.message
+        assert refused.status == 402 and "team 'core'" in refused.message
         assert float(SPENT.search(refused.message).group(1)) == round(
             2 * cost("priced-a", 5, 10), 2
         )  # type: ignore[union-attr]

@@ -76,6 +76,7 @@ async def admit(exchange: Exchange, request: ClientRequest) -> None:
     assert team is not None and member is not None and decision is not None
     checks = team.checks
     exchange.log["key"] = member.key.name
+    exchange.log["model"] = decision.requested_model
     exchange.decision = decision = checks.rights(member.key, decision)
     exchange.held = await checks.admit(
         member.key, member.team, decision, request.traits, exchange.request_id, time.time()

@@ -5,8 +5,9 @@ live is a setting:
 
 1. model rights: the requested name, and each attempt's upstream model (an attempt the key
    may not use is dropped from the chain; none left: 403);
-2. tokens per minute, key then team: admitted while the tokens settled in the last 60 s are
-   below the limit (``hit`` of 0 against limit - 1: tokens are whole numbers);
+2. tokens per minute, key then team: admitted while the tokens settled in the window (60 s
+   by default) are below the limit (``hit`` of 0 against limit - 1: tokens are whole
+   numbers); a shorter window counts the same rate over less time (rpm x window / 60);
 3. budgets, key then team: a reservation of the request's estimate (its input tokens plus
    its max_tokens, at the dearest price of its attempts) within the budget, less what the
    period spent (seeded from the ledger once per period) and what is in flight;
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -38,6 +40,7 @@ from .period import bounds
 from .record import Limits, NamedKey, Team
 
 WINDOW = 60.0
+"""The default window of the per-minute limits, seconds."""
 # A stream's slot lapses this long after it was taken unless released (a worker that died
 # holding it in a shared store); no stream the proxy serves lasts longer than its timeouts.
 STREAM_LEASE = 3600.0
@@ -78,6 +81,8 @@ class Pass:
     stream: str | None = None
     settled: bool = False
 
+    window: float = WINDOW
+
     async def settle(self, cost: float, tokens: int, now: float) -> None:
         """The reply ended: `cost` (USD, 0 when nothing was billed or it has no price) and
         `tokens` (all of them) are what the ledger's record says."""
@@ -92,7 +97,7 @@ class Pass:
         if tokens:
             for subject in self.subjects:
                 if subject.limits.tpm is not None:
-                    await counters.add(subject.counter + ":tpm", tokens, WINDOW)
+                    await counters.add(subject.counter + ":tpm", tokens, self.window)
 
 
 def output_tokens(attempt: Attempt, traits: RequestTraits) -> int:
@@ -121,9 +126,16 @@ class Checks:
     """The checks of one worker (its counters, prices and how unpriced models are met)."""
 
     def __init__(
-        self, counters: Counters, prices: PriceTable, seed: Seed, *, allow_unpriced: bool
+        self,
+        counters: Counters,
+        prices: PriceTable,
+        seed: Seed,
+        *,
+        allow_unpriced: bool,
+        window: float = WINDOW,
     ) -> None:
         self.counters = counters
+        self.window = window
         self.prices = prices
         self.seed_from_ledger = seed
         self.allow_unpriced = allow_unpriced
@@ -156,12 +168,15 @@ class Checks:
     ) -> Pass:
         counters = self.counters
         found = subjects(key, team)
-        held = Pass(counters, holder, found)
+        window = self.window
+        scale = window / 60.0
+        held = Pass(counters, holder, found, window=window)
         try:
             for s in found:
                 tpm = s.limits.tpm
                 if tpm is not None:
-                    wait = await counters.hit(s.counter + ":tpm", tpm - 1, 0, WINDOW)
+                    bound = math.ceil(tpm * scale) - 1
+                    wait = await counters.hit(s.counter + ":tpm", bound, 0, window)
                     if wait:
                         raise refusals.rate_limited(s.who, "tokens per minute", tpm, wait)
             cost: float | None = None
@@ -194,7 +209,7 @@ class Checks:
             for s in found:
                 rpm = s.limits.rpm
                 if rpm is not None:
-                    wait = await counters.hit(s.counter + ":rpm", rpm, 1, WINDOW)
+                    wait = await counters.hit(s.counter + ":rpm", rpm * scale, 1, window)
                     if wait:
                         raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
         except ProxyError:

@@ -4,10 +4,11 @@ limit and when it resets.
 - a rate limit (rpm, tpm, concurrent streams): 429 ``rate_limit_error`` with ``retry-after``,
   which Claude Code, Codex and the SDKs wait out and retry;
 - over budget: the exhausted-quota convention of each protocol, which clients do not retry:
-  Anthropic's 400 ``invalid_request_error`` (what Anthropic answers an account out of
-  credit with, and what Claude Code shows and stops on), OpenAI's 429 ``insufficient_quota``
-  (Codex stops on that code; the SDKs would retry a 429, so ``x-should-retry: false`` says
-  not to). The message says the budget, the spend and the reset;
+  Anthropic's 402 ``billing_error`` (Claude Code 2.1.328 shows it and stops after one
+  request; a 400 it sends again up to five times, changing its tools), OpenAI's 429
+  ``insufficient_quota`` (Codex stops on that code; the SDKs would retry a 429, so
+  ``x-should-retry: false`` says not to). The message says the budget, the spend and the
+  reset;
 - a revoked, expired or unknown key: 401 ``authentication_error``;
 - a model the key may not use: 403 ``permission_error``.
 """
@@ -47,11 +48,11 @@ def over_budget(
 ) -> ProxyError:
     in_flight = f" and ${reserved:.2f} in flight" if reserved > 0.005 else ""
     return QuotaExhausted(
-        400,
+        402,
         f"hydra-proxy: {who} is over its budget of ${budget:.2f} per {period}: ${spent:.2f} "
         f"spent{in_flight}, this request may cost up to ${needed:.4f}. The budget resets at "
         f"{utc_text(reset)}; ask the proxy's admin to raise it",
-        error_type="invalid_request_error",
+        error_type="billing_error",
         code="insufficient_quota",
     )
 

@@ -36,6 +36,7 @@ log = logging.getLogger("hydra_proxy.keys")
 ADMIN_KEY_ENV = "HYDRA_ADMIN_KEY"
 UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
 REFRESH_ENV = "HYDRA_KEYS_REFRESH"
+WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
 UNPRICED_MODES = ("refuse", "allow")
 
 
@@ -180,6 +181,7 @@ def start(
         prices,
         seed,
         allow_unpriced=allow_unpriced(environ),
+        window=float(environ.get(WINDOW_ENV, "60") or 60),
     )
     keyring = Keyring(keys, store.teams(), store.version())
     refresh = float(environ.get(REFRESH_ENV, "1") or 1)
