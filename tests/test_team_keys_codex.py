@@ -80,5 +80,7 @@ def test_over_rpm_waits_and_retries(codex: Path, mock: MockServer, tmp_path: Pat
     for run in runs:
         assert run.returncode == 0 and run.messages(), explain(run, log)
     assert access(log, 429, "slow"), explain(runs[1], log)
-    print(f"codex over rpm: {len(access(log, 429, 'slow'))} refusals, runs {[round(r.elapsed, 1) for r in runs]} s")
+    print(
+        f"codex over rpm: {len(access(log, 429, 'slow'))} refusals, runs {[round(r.elapsed, 1) for r in runs]} s"
+    )
     assert len(access(log, 200, "slow")) == 2, explain(runs[1], log)

@@ -115,7 +115,17 @@ async def models(exchange: Exchange) -> None:
 
 
 async def metrics(exchange: Exchange) -> None:
-    exchange.authorize()
+    """The metrics; with named keys they name every key, so a member's key cannot read
+    them (the admin key and a HYDRA_PROXY_KEYS key can)."""
+    team = exchange.worker.team
+    if team is None or not team.is_admin(exchange.presented_key()):
+        exchange.authorize()
+        if exchange.member is not None:
+            raise ProxyError(
+                403,
+                "the metrics show every key: they need the admin key",
+                error_type="permission_error",
+            )
     usage = exchange.worker.usage
     if usage is None:
         raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
