@@ -52,7 +52,7 @@ def team_run(
 
 
 def test_data_scoped_by_key(team_run: tuple[str, str, dict[str, list[str]], int]) -> None:
-    ledger, alice, ids, port = team_run
+    _, alice, ids, port = team_run
     mine = call(port, "GET", "/dashboard/data.json", headers=basic(alice))
     assert mine.status == 200
     doc = mine.json()
