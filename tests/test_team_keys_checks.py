@@ -226,7 +226,7 @@ def test_store(ledger_url: str) -> None:
     store = open_key_store(ledger_url)
     name = f"k{abs(hash(ledger_url)) % 10**8}"
     version = store.version()
-    key_, secret = manage.create(store, name, T0, budget=2, team="core", models="claude-*,gpt-*")
+    _, secret = manage.create(store, name, T0, budget=2, team="core", models="claude-*,gpt-*")
     assert store.version() == version + 1
     stored = store.key(name)
     assert stored is not None and stored.secret_hash == secret_hash(secret)
