@@ -59,6 +59,16 @@ class Subject:
     who: str
     limits: Limits
 
+    def __post_init__(self) -> None:
+        # The counters' names, made once per key (not per request).
+        object.__setattr__(self, "tpm", self.counter + ":tpm")
+        object.__setattr__(self, "rpm", self.counter + ":rpm")
+        object.__setattr__(self, "budget", self.counter + ":budget")
+
+    tpm: str = field(init=False, default="")
+    rpm: str = field(init=False, default="")
+    budget: str = field(init=False, default="")
+
 
 def subjects(key: NamedKey, team: Team | None) -> list[Subject]:
     found = []
@@ -97,7 +107,7 @@ class Pass:
         if tokens:
             for subject in self.subjects:
                 if subject.limits.tpm is not None:
-                    await counters.add(subject.counter + ":tpm", tokens, self.window)
+                    await counters.add(subject.tpm, tokens, self.window)
 
 
 def output_tokens(attempt: Attempt, traits: RequestTraits) -> int:
@@ -142,6 +152,19 @@ class Checks:
         self._seeded: dict[str, float] = {}
         """Budget counter -> the end of the period it was seeded for."""
         self._seeding: dict[str, asyncio.Future[None]] = {}
+        self._found: dict[tuple[int, int], tuple[NamedKey, Team | None, list[Subject]]] = {}
+        """The subjects of a key and team (by identity: the keyring's objects, until a
+        reload replaces them)."""
+
+    def _subjects(self, key: NamedKey, team: Team | None) -> list[Subject]:
+        entry = self._found.get((id(key), id(team)))
+        if entry is not None and entry[0] is key and entry[1] is team:
+            return entry[2]
+        if len(self._found) >= 4096:  # reloads left old ones behind
+            self._found.clear()
+        found = subjects(key, team)
+        self._found[(id(key), id(team))] = (key, team, found)
+        return found
 
     def rights(self, key: NamedKey, decision: RouteDecision) -> RouteDecision:
         """The decision with only the attempts the key may use (403: none, or not the
@@ -167,7 +190,7 @@ class Checks:
         now: float,
     ) -> Pass:
         counters = self.counters
-        found = subjects(key, team)
+        found = self._subjects(key, team)
         window = self.window
         scale = window / 60.0
         held = Pass(counters, holder, found, window=window)
@@ -176,7 +199,7 @@ class Checks:
                 tpm = s.limits.tpm
                 if tpm is not None:
                     bound = math.ceil(tpm * scale) - 1
-                    wait = await counters.hit(s.counter + ":tpm", bound, 0, window)
+                    wait = await counters.hit(s.tpm, bound, 0, window)
                     if wait:
                         raise refusals.rate_limited(s.who, "tokens per minute", tpm, wait)
             cost: float | None = None
@@ -190,7 +213,7 @@ class Checks:
                         if self.allow_unpriced:
                             break  # admitted; its record says its cost is unknown
                         raise refusals.unpriced(s.who, model)
-                name = s.counter + ":budget"
+                name = s.budget
                 start, end = bounds(s.limits.period, now)
                 await self._seed(name, s, start, end)
                 if not await counters.reserve(name, cost, budget, holder):
@@ -209,7 +232,7 @@ class Checks:
             for s in found:
                 rpm = s.limits.rpm
                 if rpm is not None:
-                    wait = await counters.hit(s.counter + ":rpm", rpm * scale, 1, window)
+                    wait = await counters.hit(s.rpm, rpm * scale, 1, window)
                     if wait:
                         raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
         except ProxyError:

@@ -9,8 +9,21 @@ Period = Literal["day", "week", "month"]
 PERIODS: tuple[Period, ...] = ("day", "week", "month")
 
 
+_current: dict[str, tuple[float, float]] = {}
+"""The last period computed of each kind: every request of a period asks for the same."""
+
+
 def bounds(period: str, now: float) -> tuple[float, float]:
     """The (start, end) Unix times of the period holding `now`."""
+    known = _current.get(period)
+    if known is not None and known[0] <= now < known[1]:
+        return known
+    found = _bounds(period, now)
+    _current[period] = found
+    return found
+
+
+def _bounds(period: str, now: float) -> tuple[float, float]:
     moment = datetime.fromtimestamp(now, timezone.utc)
     day = moment.replace(hour=0, minute=0, second=0, microsecond=0)
     if period == "day":

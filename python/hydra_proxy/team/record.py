@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 
 from .period import utc_text
+
+
+# Per request the same few globs meet the same few model names: matched once.
+@lru_cache(maxsize=1024)
+def _allowed(globs: tuple[str, ...], model: str) -> bool:
+    return any(fnmatchcase(model, glob) for glob in globs)
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class NamedKey:
     last_used: float | None = None
 
     def may_use(self, model: str) -> bool:
-        return not self.models or any(fnmatchcase(model, glob) for glob in self.models)
+        return not self.models or _allowed(self.models, model)
 
     def public(self) -> dict[str, Any]:
         """The key as listings show it: everything but its hashes."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..counters import Counters, LocalCounters
 from ..errors import ProxyError
 from ..usage.pricing import PriceTable, default_table
+from ..usage.record import Tokens
 from . import refusals
 from .checks import Checks, Pass
 from .keyring import Keyring
@@ -96,10 +97,10 @@ class TeamKeys:
             and hmac.compare_digest(presented, self.admin_key)
         )
 
-    async def settle(self, held: Pass, model: str | None, tokens: object) -> None:
-        from ..usage.record import Tokens
-
-        assert isinstance(tokens, Tokens)
+    async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
+        """The request ended: its reservations become what its record costs."""
+        if tokens is None:
+            tokens = Tokens()
         cost = 0.0
         if model is not None and tokens.total:
             cost = self.checks.prices.cost(model, tokens) or 0.0
