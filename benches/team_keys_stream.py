@@ -23,18 +23,18 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benches")]
 
-from loadlib_proc import cpu_delta, cpu_seconds, tree  # noqa: E402
-from servers import ProxyServer  # noqa: E402
-
 from hydra_proxy.mock import MockServer  # noqa: E402
 from hydra_proxy.team import manage  # noqa: E402
 from hydra_proxy.team.store import open_key_store  # noqa: E402
+from loadlib_proc import cpu_delta, cpu_seconds, tree  # noqa: E402
+from servers import ProxyServer  # noqa: E402
 
 MODEL = "gpt-4o-2024-08-06"
 BODY = orjson.dumps({"model": MODEL, "max_tokens": 1024, "stream": True,
@@ -56,7 +56,6 @@ def stream(port: int, key: str) -> int:
 def check_cost(every_limit: bool, rounds: int = 20, per_round: int = 500) -> float:
     """Microseconds of the checks per request, in process (the median round)."""
     import test_team_keys as micro
-
     from hydra_proxy.config import Provider
     from hydra_proxy.config.routes import Attempt, RequestTraits, Route, RouteDecision, RouteOptions
     from hydra_proxy.usage.record import Tokens
@@ -101,13 +100,14 @@ def main() -> int:
     ledger = f"sqlite:{home / 'usage.sqlite3'}"
     store = open_key_store(ledger)
     manage.set_team(store, "core", budget=1e9, rpm=10**9, tpm=10**12)
-    limits: dict[str, object] = {
+    by_name: dict[str, dict[str, Any]] = {
         "every": {"team": "core", "budget": 1e9, "rpm": 10**9, "tpm": 10**12,
                   "streams": 10**6, "models": "gpt-*,claude-*"},
         "usual": {"budget": 1e9, "rpm": 10**9},
         "none": {},
-    }[args.limits]  # fmt: skip
-    _, named = manage.create(store, "bench", time.time(), **limits)  # type: ignore[arg-type]
+    }  # fmt: skip
+    limits = by_name[args.limits]
+    _, named = manage.create(store, "bench", time.time(), **limits)
     store.close()
     env = {"HYDRA_USAGE_LEDGER": ledger, "HYDRA_PROXY_KEYS": PLAIN}
     cpu: dict[str, list[float]] = {"plain": [], "named": []}
@@ -119,11 +119,11 @@ def main() -> int:
         assert proxy.process is not None
         pids = tree(proxy.process.pid)
         for key in (PLAIN, named):  # warm-up: connections, caches, the period's seed
-            list(pool.map(lambda _: stream(proxy.port, key), range(50)))
+            list(pool.map(stream, [proxy.port] * 50, [key] * 50))
         for _ in range(args.rounds):
             for label, key in (("plain", PLAIN), ("named", named)):
                 before = cpu_seconds(pids)
-                list(pool.map(lambda _: stream(proxy.port, key), range(args.streams)))
+                list(pool.map(stream, [proxy.port] * args.streams, [key] * args.streams))
                 cpu[label].append(cpu_delta(before, cpu_seconds(pids)) / args.streams * 1e6)
     every, usual = check_cost(True), check_cost(False)
     plain, named_cpu = statistics.median(cpu["plain"]), statistics.median(cpu["named"])

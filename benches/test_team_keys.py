@@ -41,7 +41,7 @@ from hydra_proxy.usage.record import Tokens
 EVENTS = 250
 PER_ROUND = 200  # checks per round: one event loop run for many (its own cost is not ours)
 MODEL = "gpt-4o-2024-08-06"
-REQUEST = {
+REQUEST: dict[str, Any] = {
     "model": "claude-sonnet-4-5",
     "max_tokens": 1024,
     "messages": [{"role": "user", "content": "Refactor this function and explain the change."}],

@@ -11,6 +11,7 @@ import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -75,10 +76,17 @@ def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 SPENT = re.compile(r"\$(\d+\.\d\d) spent")
 
 
-def reservation(model: str, body: dict[str, object]) -> float:
+def spent_in(message: str) -> float:
+    """The spend a refusal names."""
+    found = SPENT.search(message)
+    assert found is not None, message
+    return float(found.group(1))
+
+
+def reservation(model: str, body: dict[str, Any]) -> float:
     """What the proxy reserves for an Anthropic request: its input estimate plus its
     max_tokens, at the model's price."""
-    return cost(model, estimate_input_tokens(body), int(body["max_tokens"]))  # type: ignore[arg-type]
+    return cost(model, estimate_input_tokens(body), int(body["max_tokens"]))
 
 
 def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path) -> None:
@@ -143,7 +151,7 @@ def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path)
         error = reply.json()["error"]
         assert error["type"] == "billing_error" and "key 'alice'" in error["message"]
         assert "in flight" not in error["message"]  # every reservation was settled
-        counted = float(SPENT.search(error["message"]).group(1))  # type: ignore[union-attr]
+        counted = spent_in(error["message"])
         assert counted == round(spent, 2)
         assert spent + need > budget  # refused only when the next one might not fit
         rows = ledger_rows(ledger, "alice", 6 + admitted)
@@ -158,7 +166,7 @@ def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path)
     with proxy(mock, ledger, tmp_path) as server:
         again = call(server.port, "POST", "/v1/messages", body, secret)
         assert again.status == 402
-        assert float(SPENT.search(again.message).group(1)) == counted  # type: ignore[union-attr]
+        assert spent_in(again.message) == counted
 
 
 def test_concurrent_requests_race_for_the_last_cent(
@@ -207,8 +215,6 @@ def test_team_budget_holds_for_all_its_keys(mock: MockServer, ledger: str, tmp_p
         assert call(server.port, "POST", "/v1/messages", body, two).status == 200
         refused = call(server.port, "POST", "/v1/messages", body, one)
         assert refused.status == 402 and "team 'core'" in refused.message
-        assert float(SPENT.search(refused.message).group(1)) == round(
-            2 * cost("priced-a", 5, 10), 2
-        )  # type: ignore[union-attr]
+        assert spent_in(refused.message) == round(2 * cost("priced-a", 5, 10), 2)
         rows = ledger_rows(ledger, "dave", 1)
         assert rows[0].team == "core" and rows[0].key_name == "dave"

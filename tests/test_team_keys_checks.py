@@ -186,7 +186,10 @@ def test_reservation_prices_the_dearest_attempt() -> None:
 
 def test_periods() -> None:
     wed = datetime(2026, 12, 2, 18, 0, tzinfo=timezone.utc).timestamp()
-    iso = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat()  # noqa: E731
+
+    def iso(t: float) -> str:
+        return datetime.fromtimestamp(t, timezone.utc).isoformat()
+
     assert [iso(t) for t in bounds("day", wed)] == [
         "2026-12-02T00:00:00+00:00",
         "2026-12-03T00:00:00+00:00",

@@ -71,8 +71,7 @@ def test_over_budget_stops_at_once(claude: Path, mock: MockServer, tmp_path: Pat
             assert len(refused) == 1, refused  # one request, not retried
         with explained(other, server, mock):
             assert other.returncode == 0 and other.result().get("is_error") is False
-            served = access(log, 200, "fine")
-            assert served and not access(log, 402, "fine")
+            assert access(log, 200, "fine") and not access(log, 402, "fine")
 
 
 def test_over_rpm_waits_and_retries(claude: Path, mock: MockServer, tmp_path: Path) -> None:

@@ -146,6 +146,10 @@ def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Pro
     # With key passthrough a client reaches an upstream only with its own key.
     exposed = not is_loopback(settings.host) and not settings.key_passthrough
     if exposed and not keys and not settings.insecure_no_auth and not problems:
+        from ..team.service import configured  # named keys guard the proxy as well
+
+        exposed = not configured(settings, environ)
+    if exposed and not keys and not settings.insecure_no_auth and not problems:
         problems.append(
             Problem(
                 f"refusing to listen on {settings.host} without {PROXY_KEYS_ENV} (clients "

@@ -48,7 +48,7 @@ async def hello(exchange: Exchange) -> None:
 async def event_logging(exchange: Exchange) -> None:
     """Claude Code's telemetry: accepted and dropped (read within its own bound); with
     proxy keys, only from a client that holds one."""
-    if exchange.worker.proxy_keys:
+    if exchange.worker.proxy_keys or exchange.worker.team is not None:
         exchange.authorize()
     await read_telemetry(exchange.scope, exchange.receive, exchange.worker.settings.body_timeout)
     await exchange.respond(200, b"{}")

@@ -153,6 +153,22 @@ def allow_unpriced(environ: Mapping[str, str]) -> bool:
     return mode == "allow"
 
 
+def configured(settings: Settings, environ: Mapping[str, str]) -> bool:
+    """Whether workers will require named keys: an admin key is set, or the store holds a
+    key (a store that cannot be read holds none: its workers would say so at start)."""
+    if admin_key(environ) is not None:
+        return True
+    if not store_exists(settings.usage_ledger):
+        return False
+    store = open_key_store(settings.usage_ledger)
+    try:
+        return bool(store.keys())
+    except Exception:
+        return False
+    finally:
+        store.close()
+
+
 def start(
     settings: Settings,
     prices: PriceTable | None,
