@@ -27,6 +27,7 @@ from team_keys import (
     ledger_rows,
     messages,
     proxy,
+    responses,
     turn,
 )
 
@@ -162,6 +163,8 @@ def test_budget_exact_to_the_cent(mock: MockServer, ledger: str, tmp_path: Path)
         assert quota.json()["error"]["code"] == "insufficient_quota"
         assert quota.json()["error"]["type"] == "insufficient_quota"
         assert "retry-after" not in quota.headers
+        codex = call(port, "POST", "/v1/responses", responses(), secret)
+        assert codex.status == 429 and codex.json()["error"]["code"] == "insufficient_quota"
     # A restart: the period's spend comes back from the ledger.
     with proxy(mock, ledger, tmp_path) as server:
         again = call(server.port, "POST", "/v1/messages", body, secret)

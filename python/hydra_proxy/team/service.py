@@ -104,7 +104,10 @@ class TeamKeys:
         cost = 0.0
         if model is not None and tokens.total:
             cost = self.checks.prices.cost(model, tokens) or 0.0
-        await held.settle(cost, tokens.total, time.time())
+        try:
+            await held.settle(cost, tokens.total, time.time())
+        except Exception:  # a store away must not fail the request's end (it has ended)
+            log.exception("settling key %r failed", held.holder)
 
     # -- the keyring -----------------------------------------------------------------------
 
