@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from ..config.routes import Attempt, RequestTraits, RouteDecision
 from ..counters import Counters
 from ..errors import ProxyError
+from ..usage.ledger import LedgerError
 from ..usage.pricing import PriceTable
 from ..usage.record import Tokens
 from . import refusals
@@ -257,6 +258,13 @@ class Checks:
 
     async def _read_seed(self, name: str, subject: Subject, start: float, end: float) -> None:
         column = "key_name" if subject.counter.startswith("key:") else "team"
-        spent = await self.seed_from_ledger(column, subject.counter.split(":", 1)[1], start)
+        try:
+            spent = await self.seed_from_ledger(column, subject.counter.split(":", 1)[1], start)
+        except LedgerError as exc:  # the next request tries again
+            raise ProxyError(
+                503,
+                f"hydra-proxy: the spend of {subject.who} cannot be read from the ledger: {exc}",
+                error_type="api_error",
+            ) from None
         await self.counters.seed(name, spent, end)
         self._seeded[name] = end
