@@ -104,11 +104,22 @@ def test_model_rights_on_requested_and_upstream_names(
             assert refused.status == 403
             assert refused.json()["error"]["type"] == "permission_error"
             assert "may not use model 'free-model'" in refused.message
+        listed = call(server.port, "GET", "/v1/models", key=narrow).json()["data"]
+        assert [m["id"] for m in listed] == ["priced-a"]  # what the key may use only
+        everything = call(server.port, "GET", "/v1/models", key=create_plain(ledger)).json()
+        assert len(everything["data"]) > 1
         mock.clear()
         mock.script([{"error": {"status": 503}}, turn()])
         cut_off = call(server.port, "POST", "/v1/messages", messages(), narrow)
         assert cut_off.status >= 500  # priced-b, its fallback, is not allowed to it
         assert [r["body"]["model"] for r in mock.requests()] == ["priced-a"]
+
+
+def create_plain(ledger: str) -> str:
+    """A key without model rights (created while the proxy runs: seen on its refresh)."""
+    secret = create(ledger, f"plain{time.monotonic_ns()}")
+    time.sleep(0.5)
+    return secret
 
 
 def test_unknown_revoked_expired_keys(mock: MockServer, ledger: str, tmp_path: Path) -> None:

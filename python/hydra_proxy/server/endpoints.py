@@ -73,6 +73,9 @@ async def models(exchange: Exchange) -> None:
     exchange.authorize()
     worker = exchange.worker
     listing = models_listing(worker.settings)
+    member = exchange.member
+    if member is not None and member.key.models:  # a named key: the names it may use
+        listing = [m for m in listing if member.key.may_use(m.id)]
     if exchange.header(b"anthropic-version") is not None:
         data: list[dict[str, Any]] = []
         for m in listing:
