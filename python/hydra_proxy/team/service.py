@@ -192,7 +192,11 @@ def start(
         if settings.pricing:
             prices = prices.with_overrides(settings.pricing)
 
+    ledger_on = settings.usage_ledger is not None
+
     async def seed(column: str, name: str, since: float) -> float:
+        if not ledger_on:  # no ledger: what this worker counts since it started
+            return 0.0
         spent, _ = await asyncio.to_thread(store.spent, column, name, since)
         return spent
 
