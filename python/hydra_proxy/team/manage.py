@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .period import PERIODS, bounds, utc_text
-from .record import Limits, NamedKey, Team
+from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
-from .store import KeyStore, KeyStoreError
+from .store import KeyStore
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 DEFAULT_GRACE = 24 * 3600.0
@@ -195,7 +195,3 @@ def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, A
         teams.append({**team.public(), "spent_usd": round(spent, 6),
                       "unpriced_requests": unpriced, "period_resets": utc_text(end)})  # fmt: skip
     return {"keys": out_keys, "teams": teams}
-
-
-__all__ = ["KeyChangeError", "KeyStoreError", "Limits", "create", "listing", "revoke", "rotate",
-           "set_team", "update"]  # fmt: skip

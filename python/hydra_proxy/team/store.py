@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -334,7 +333,3 @@ def store_exists(ledger_url: str | None) -> bool:
     if isinstance(store, SqliteKeyStore):
         return store.path.exists()
     return True
-
-
-def now() -> float:
-    return time.time()
