@@ -225,3 +225,22 @@ def test_no_store_no_keys(mock: MockServer, tmp_path: Path) -> None:
         mock.script([turn()])
         assert call(server.port, "POST", "/v1/messages", messages("free-x")).status == 200
         assert call(server.port, "GET", "/admin/keys", key=ADMIN_KEY).status == 404
+
+
+def test_key_passthrough_excludes_named_keys(ledger: str, tmp_path: Path) -> None:
+    from hydra_proxy.config import Settings
+    from hydra_proxy.config.check import startup_problems
+
+    settings = Settings(
+        usage_ledger=ledger, key_passthrough=True, signing_key_file=str(tmp_path / "sk")
+    )
+    assert startup_problems(settings, {}) == []
+    create(ledger, "alice")
+    problems = startup_problems(settings, {})
+    assert [p.message for p in problems if "named keys" in p.message]
+    # A public bind is guarded by named keys as by HYDRA_PROXY_KEYS.
+    public = Settings(usage_ledger=ledger, host="0.0.0.0", signing_key_file=str(tmp_path / "sk"))
+    assert startup_problems(public, {}) == []
+    empty = Settings(usage_ledger=f"sqlite:{tmp_path / 'none.sqlite3'}", host="0.0.0.0",
+                     signing_key_file=str(tmp_path / "sk"))  # fmt: skip
+    assert any("refusing to listen" in p.message for p in startup_problems(empty, {}))
