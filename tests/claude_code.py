@@ -70,7 +70,7 @@ def require_claude() -> Path:
     pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
 
 
-def claude_env(base_url: str, home: str) -> dict[str, str]:
+def claude_env(base_url: str, home: str, api_key: str = DUMMY_API_KEY) -> dict[str, str]:
     """The environment Claude Code runs in: built from scratch, offline, non-interactive."""
     env = {
         "PATH": os.environ.get("PATH", os.defpath),
@@ -79,7 +79,7 @@ def claude_env(base_url: str, home: str) -> dict[str, str]:
         "TERM": "dumb",
         "NO_COLOR": "1",
         "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+        "ANTHROPIC_API_KEY": api_key,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_AUTOUPDATER": "1",
@@ -173,6 +173,7 @@ def run_claude(
     timeout: float = TIMEOUT,
     extra_args: Sequence[str] = (),
     cwd: str | os.PathLike[str] | None = None,
+    api_key: str = DUMMY_API_KEY,
 ) -> ClaudeRun:
     """`claude -p PROMPT` against `base_url` in a throwaway HOME and working directory
     (`cwd`: a project directory of the caller's instead)."""
@@ -198,7 +199,7 @@ def run_claude(
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,
-            env=claude_env(base_url, home),
+            env=claude_env(base_url, home, api_key),
             cwd=work if cwd is None else cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

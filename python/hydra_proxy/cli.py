@@ -1,5 +1,5 @@
 """The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, run the
-embedded `mock` upstream, or print the `usage` report.
+embedded `mock` upstream, print the `usage` report, or manage named client `keys`.
 
 Each subcommand is one entry of `COMMANDS`: a function adding its parser and one running
 it (returning the exit code). Configuration errors exit with code 2 and a message that
@@ -289,6 +289,22 @@ def _usage(args: argparse.Namespace) -> int:
     return usage_cli.run(args)
 
 
+def _keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .team import cli as keys_cli
+
+    keys = sub.add_parser(
+        "keys", help="named client keys: budgets, rate limits, model rights",
+        description=keys_cli.DESCRIPTION,
+    )  # fmt: skip
+    keys_cli.add_arguments(keys)
+
+
+def _keys(args: argparse.Namespace) -> int:
+    from .team import cli as keys_cli
+
+    return keys_cli.run(args)
+
+
 # Subcommand -> (add its parser, run it). A new subcommand is one more entry.
 COMMANDS: dict[
     str,
@@ -301,6 +317,7 @@ COMMANDS: dict[
     "config": (_config_parser, lambda args: _config(args)),
     "mock": (_mock_parser, lambda args: _mock(args)),
     "usage": (_usage_parser, lambda args: _usage(args)),
+    "keys": (_keys_parser, lambda args: _keys(args)),
 }
 
 

@@ -143,8 +143,23 @@ def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Pro
                 "sends would be both a proxy key and its provider key); use one"
             )
         )
+    if settings.key_passthrough and not problems:
+        from ..team.service import configured
+
+        if configured(settings, environ):
+            problems.append(
+                Problem(
+                    "key_passthrough and named keys exclude each other (a named key's "
+                    "limits would not hold for keys sent upstream); use one",
+                    hint="revoke the keys (hydra-proxy keys), or turn key_passthrough off",
+                )
+            )
     # With key passthrough a client reaches an upstream only with its own key.
     exposed = not is_loopback(settings.host) and not settings.key_passthrough
+    if exposed and not keys and not settings.insecure_no_auth and not problems:
+        from ..team.service import configured  # named keys guard the proxy as well
+
+        exposed = not configured(settings, environ)
     if exposed and not keys and not settings.insecure_no_auth and not problems:
         problems.append(
             Problem(

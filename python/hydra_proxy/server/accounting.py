@@ -245,6 +245,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
     status = exchange.status
     # An error answered before the reply started: nothing was generated or billed.
     counts, estimated = tokens(exchange) if status < 400 else (Tokens(), False)
+    exchange.counts = counts
     decision = exchange.decision
     attempt = exchange.attempt if decision is not None else None
     transducer = exchange.transducer
@@ -297,6 +298,8 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 error_type=error_type,
                 key=exchange.client_key,
                 stream=exchange.stream if routed else False,
+                key_name=exchange.member.key.name if exchange.member is not None else None,
+                team=exchange.member.key.team if exchange.member is not None else None,
             )
         )
     return details

@@ -39,7 +39,7 @@ from .limits import (
     require_model,
 )
 from .shutdown import refusal
-from .worker import Worker, start_usage
+from .worker import Worker, start_team, start_usage
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
@@ -64,7 +64,23 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
     param = None if protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)
     exchange.stream = request.stream
+    if exchange.member is not None:  # a named key: its rights, limits and budget
+        await admit(exchange, request)
     await attempts.answer(exchange, request)
+
+
+async def admit(exchange: Exchange, request: ClientRequest) -> None:
+    """A named key's checks after routing (hydra_proxy.team.checks); what they hold is
+    given back when the request ends (`App.http`)."""
+    team, member, decision = exchange.worker.team, exchange.member, exchange.decision
+    assert team is not None and member is not None and decision is not None
+    checks = team.checks
+    exchange.log["key"] = member.key.name
+    exchange.log["model"] = decision.requested_model
+    exchange.decision = decision = checks.rights(member.key, decision)
+    exchange.held = await checks.admit(
+        member.key, member.team, decision, request.traits, exchange.request_id, time.time()
+    )
 
 
 # Every endpoint, by method and path (a dashboard page by its prefix).
@@ -87,6 +103,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("GET", endpoints.DASHBOARD): endpoints.dashboard,
     ("HEAD", endpoints.DASHBOARD): endpoints.dashboard,
 }
+ADMIN_KEYS = "/admin/keys"
 
 
 def handler_for(method: str, path: str) -> Handler:
@@ -95,6 +112,10 @@ def handler_for(method: str, path: str) -> Handler:
     handler = ROUTES.get((method, path))
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
+    if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):
+        from ..team.admin import admin_keys
+
+        handler = admin_keys
     return handler or endpoints.not_found
 
 
@@ -124,6 +145,12 @@ class App:
             details = exchange.log
             if exchange.protocol is not None:
                 details = {**details, **accounting.close(exchange, self.worker.usage)}
+            held = exchange.held
+            if held is not None and self.worker.team is not None:
+                attempt = exchange.attempt
+                await self.worker.team.settle(
+                    held, attempt.model if attempt is not None else None, exchange.counts
+                )
             if access_log.isEnabledFor(logging.INFO):
                 access_log.info(
                     "%s %s %d %.1fms id=%s%s",
@@ -145,6 +172,9 @@ class App:
                     # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                     await asyncio.to_thread(tokens.warm_up)
                     worker.usage = await asyncio.to_thread(start_usage, worker.settings)
+                    worker.team = await asyncio.to_thread(start_team, worker)
+                    if worker.team is not None:
+                        worker.team.start_refresh()
                 except Exception as exc:
                     # Said as a failed startup: an exception out of the lifespan would make
                     # granian serve on "without lifespan", this worker counting nothing.
@@ -157,6 +187,8 @@ class App:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 worker.http.close()
+                if worker.team is not None:
+                    await worker.team.close()
                 if worker.usage is not None:  # writes every queued record
                     await asyncio.to_thread(worker.usage.close)
                 await send({"type": "lifespan.shutdown.complete"})

@@ -48,7 +48,7 @@ async def hello(exchange: Exchange) -> None:
 async def event_logging(exchange: Exchange) -> None:
     """Claude Code's telemetry: accepted and dropped (read within its own bound); with
     proxy keys, only from a client that holds one."""
-    if exchange.worker.proxy_keys:
+    if exchange.worker.proxy_keys or exchange.worker.team is not None:
         exchange.authorize()
     await read_telemetry(exchange.scope, exchange.receive, exchange.worker.settings.body_timeout)
     await exchange.respond(200, b"{}")
@@ -73,6 +73,9 @@ async def models(exchange: Exchange) -> None:
     exchange.authorize()
     worker = exchange.worker
     listing = models_listing(worker.settings)
+    member = exchange.member
+    if member is not None and member.key.models:  # a named key: the names it may use
+        listing = [m for m in listing if member.key.may_use(m.id)]
     if exchange.header(b"anthropic-version") is not None:
         data: list[dict[str, Any]] = []
         for m in listing:
@@ -115,7 +118,17 @@ async def models(exchange: Exchange) -> None:
 
 
 async def metrics(exchange: Exchange) -> None:
-    exchange.authorize()
+    """The metrics; with named keys they name every key, so a member's key cannot read
+    them (the admin key and a HYDRA_PROXY_KEYS key can)."""
+    team = exchange.worker.team
+    if team is None or not team.is_admin(exchange.presented_key()):
+        exchange.authorize()
+        if exchange.member is not None:
+            raise ProxyError(
+                403,
+                "the metrics show every key: they need the admin key",
+                error_type="permission_error",
+            )
     usage = exchange.worker.usage
     if usage is None:
         raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
@@ -125,11 +138,21 @@ async def metrics(exchange: Exchange) -> None:
 
 async def dashboard(exchange: Exchange) -> None:
     """The usage page, behind the proxy keys (HTTP Basic: the key is the password, so a
-    browser asks for it)."""
+    browser asks for it). A named key sees only its own usage; the admin key, and a key of
+    HYDRA_PROXY_KEYS, everyone's."""
     worker = exchange.worker
-    if worker.proxy_keys:
+    team = worker.team
+    only: str | None = None
+    if worker.proxy_keys or team is not None:
         presented = basic_auth_key(exchange.header(b"authorization"))
-        if presented is None or not is_proxy_key(worker.proxy_keys, presented):
+        allowed = presented is not None and (
+            (bool(worker.proxy_keys) and is_proxy_key(worker.proxy_keys, presented))
+            or (team is not None and team.is_admin(presented))
+        )
+        if not allowed and team is not None and presented is not None and presented[:3] == b"hk-":
+            only = team.authenticate(presented, exchange.started_wall).key.name
+            allowed = True
+        if not allowed:
             await exchange.respond(
                 401,
                 b"the usage page needs a proxy key as the password\n",
@@ -141,7 +164,7 @@ async def dashboard(exchange: Exchange) -> None:
         raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
     query = exchange.scope.get("query_string", b"").decode("latin-1")
     status, content_type, body = await asyncio.to_thread(
-        worker.usage.dashboard, exchange.scope["path"], query
+        worker.usage.dashboard, exchange.scope["path"], query, only
     )
     await exchange.respond(status, body, content_type.encode())
 

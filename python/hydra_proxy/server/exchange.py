@@ -35,7 +35,10 @@ from ..redaction import Redactor
 from ..signing_key import for_client
 
 if TYPE_CHECKING:
+    from ..team.checks import Pass
+    from ..team.service import Member
     from ..transducers import StreamTransducer
+    from ..usage.record import Tokens
     from .accounting import Passthrough
     from .upstream_kinds import Plan
     from .worker import Worker
@@ -123,11 +126,14 @@ class Exchange:
     __slots__ = (
         "attempt",
         "client_key",
+        "counts",
         "decision",
         "error_type",
         "estimate",
         "first_byte",
+        "held",
         "log",
+        "member",
         "passthrough",
         "protocol",
         "provider_key",
@@ -177,6 +183,12 @@ class Exchange:
         self.reply_usage: dict[str, Any] | None = None
         self.passthrough: Passthrough | None = None
         self.error_type: str | None = None
+        self.member: Member | None = None
+        """The named key presented (hydra_proxy.team), with its team."""
+        self.held: Pass | None = None
+        """What the named key's checks hold for this request until it settles."""
+        self.counts: Tokens | None = None
+        """The usage record's token counts (set when the request is recorded)."""
 
     def account(self, protocol: ClientProtocol) -> None:
         """A model request: it gets a usage record (server/accounting.py), and the time its
@@ -220,7 +232,14 @@ class Exchange:
                 "Authorization: Bearer",
                 error_type="authentication_error",
             )
-        if not worker.proxy_keys:
+        team = worker.team
+        if not worker.proxy_keys and team is None:
+            return
+        if team is not None and presented is not None and presented[:3] == b"hk-":
+            self.member = member = team.authenticate(presented, self.started_wall)
+            self.client_key = presented
+            # Derived from the name, not the secret: a rotation breaks no session.
+            self.signing_key = for_client(worker.signing_key, b"hk:" + member.key.name.encode())
             return
         if presented is not None and is_proxy_key(worker.proxy_keys, presented):
             self.client_key = presented
@@ -304,7 +323,8 @@ class Exchange:
             status,
             body,
             exc.retry_after,
-            unreachable=isinstance(exc, UpstreamUnreachable),
+            # An unreachable upstream, an exhausted budget: no retry would succeed.
+            unreachable=isinstance(exc, UpstreamUnreachable) or getattr(exc, "no_retry", False),
             close=close or self.worker.shutdown.draining,  # the worker stops: no next request
         )
 

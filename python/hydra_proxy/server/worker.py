@@ -16,6 +16,7 @@ from ..config.keys import KeyPool
 from ..config.routes import Route
 from ..redaction import Redactor
 from ..signing_key import load_signing_key
+from ..team.service import TeamKeys
 from ..transducers import Implementation, select
 from ..usage.service import UsageService
 from . import browser_guard
@@ -48,6 +49,8 @@ class Worker:
     started: float
     usage: UsageService | None = None
     """The usage ledger, metrics and traces (set at startup; None: all off)."""
+    team: TeamKeys | None = None
+    """The named client keys (set at startup; None: the store holds none)."""
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:
@@ -70,6 +73,18 @@ class Worker:
             ),
             started=time.time(),
         )
+
+
+def start_team(worker: Worker) -> TeamKeys | None:
+    """The worker's named keys, after its usage service (the same prices); with them the
+    browser guard is off, as with HYDRA_PROXY_KEYS (a key is needed anyway)."""
+    from ..team import service
+
+    usage = worker.usage
+    team = service.start(worker.settings, usage.prices if usage is not None else None)
+    if team is not None:
+        worker.browser = browser_guard.Policy.for_settings(worker.settings, client_keys=True)
+    return team
 
 
 def start_usage(settings: Settings) -> UsageService | None:

@@ -244,8 +244,11 @@ class Ledger(ABC):
         """Release the writer's connection."""
 
     @abstractmethod
-    def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
-        """Records with ``time >= since``, newest first, at most ``limit`` (None: all).
+    def query(
+        self, since: float | None = None, limit: int | None = None, key_name: str | None = None
+    ) -> list[UsageRecord]:
+        """Records with ``time >= since`` (and of the named key `key_name`, when given),
+        newest first, at most ``limit`` (None: all).
 
         Reads through its own connection: safe from any thread while the writer runs.
         """

@@ -16,8 +16,8 @@ another worker's at most ``flush_interval`` seconds late; every count is exact o
 
 Labels are bounded: a model name becomes its own label if it is listed in ``known_models``
 (the configured routes), or is among the first ``max_models`` names the price table knows,
-or the first ``max_models`` other names one process has seen; the rest are ``other``. Routes, providers
-and error types are capped the same way; status is the HTTP status code.
+or the first ``max_models`` other names one process has seen; the rest are ``other``. Routes, providers,
+error types and named keys and their teams are capped the same way; status is the HTTP status code.
 """
 
 from __future__ import annotations
@@ -158,6 +158,7 @@ class Metrics:
         max_routes: int = 32,
         max_providers: int = 16,
         max_error_types: int = 24,
+        max_keys: int = 64,
         is_priced: Callable[[str], bool] | None = None,
     ) -> None:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -171,6 +172,8 @@ class Metrics:
         self.route = LabelCap(max_routes, known_routes)
         self.provider = LabelCap(max_providers, known_providers)
         self.error_type = LabelCap(max_error_types)
+        self.key = LabelCap(max_keys)
+        self.team = LabelCap(max_keys // 2)
         r = self.registry
         base = ("route", "provider", "model")
         self.requests = Counter(
@@ -206,6 +209,20 @@ class Metrics:
         self.open_streams = Gauge(
             "hydra_open_streams", "Streams being relayed now.", ("route", "provider"),
             multiprocess_mode="livesum", registry=r,
+        )  # fmt: skip
+        # Named keys (hydra_proxy.team): requests (refusals by their status), cost, tokens.
+        key_labels = ("key", "team")
+        self.key_requests = Counter(
+            "hydra_key_requests", "Requests of a named key, by status.",
+            (*key_labels, "status"), registry=r,
+        )  # fmt: skip
+        self.key_cost = Counter(
+            "hydra_key_cost_usd", "Cost in USD of a named key's requests.", key_labels,
+            registry=r,
+        )  # fmt: skip
+        self.key_tokens = Counter(
+            "hydra_key_tokens", "Tokens of a named key's requests, every kind.", key_labels,
+            registry=r,
         )  # fmt: skip
         self.ledger_dropped = Counter(
             "hydra_ledger_dropped_records", "Usage records the ledger could not keep.", registry=r
@@ -264,6 +281,7 @@ class Metrics:
             # once per distinct value, in the order first seen (what LabelCap admits).
             sums: dict[tuple[str, str, str, str, int], list[Any]] = {}
             errors: dict[tuple[str, str, str], int] = {}
+            keys: dict[tuple[str, str, int], list[float]] = {}
             latency_bounds, ttfb_bounds = self._latency_bounds, self._ttfb_bounds
             while pending:
                 try:
@@ -302,6 +320,12 @@ class Metrics:
                 if rec.error_type is not None:
                     error = (rec.route, rec.provider, rec.error_type)
                     errors[error] = errors.get(error, 0) + 1
+                if rec.key_name is not None:
+                    keyed = keys.setdefault((rec.key_name, rec.team or "", rec.status), [0, 0.0, 0])
+                    keyed[0] += 1
+                    keyed[1] += cost or 0.0
+                    keyed[2] += rec.input_tokens + rec.output_tokens + rec.cache_read_tokens
+                    keyed[2] += rec.cache_write_tokens
             for (route, provider, model, protocol, status), acc in sums.items():
                 series = self._series(
                     self.route(route), self.provider(provider), self.model(model), protocol, status
@@ -313,6 +337,13 @@ class Metrics:
                 if child is None:
                     child = self._error_children[labels] = self.errors.labels(*labels)
                 child.inc(count)
+            for (name, team, status), keyed in keys.items():
+                pair = (self.key(name), self.team(team))
+                self.key_requests.labels(*pair, str(status)).inc(keyed[0])
+                if keyed[1]:
+                    self.key_cost.labels(*pair).inc(keyed[1])
+                if keyed[2]:
+                    self.key_tokens.labels(*pair).inc(keyed[2])
 
     def _flush_streams(self) -> None:
         streams = self._streams

@@ -44,10 +44,16 @@ CREATE TABLE IF NOT EXISTS hydra_usage (
     status INTEGER NOT NULL,
     error_type TEXT,
     key_id TEXT,
-    stream BOOLEAN NOT NULL
+    stream BOOLEAN NOT NULL,
+    key_name TEXT,
+    team TEXT
 );
+ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS key_name TEXT;
+ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS team TEXT;
 CREATE INDEX IF NOT EXISTS hydra_usage_time ON hydra_usage (time);
 CREATE INDEX IF NOT EXISTS hydra_usage_model ON hydra_usage (target_model, time);
+CREATE INDEX IF NOT EXISTS hydra_usage_key_name ON hydra_usage (key_name, time);
+CREATE INDEX IF NOT EXISTS hydra_usage_team ON hydra_usage (team, time);
 """
 _INSERT = (
     f"INSERT INTO hydra_usage ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
@@ -130,16 +136,24 @@ class PostgresLedger(Ledger):
             self._conn.close()
             self._conn = None
 
-    def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
+    def query(
+        self, since: float | None = None, limit: int | None = None, key_name: str | None = None
+    ) -> list[UsageRecord]:
         conn = self._connect()
         try:
             if conn.execute("SELECT to_regclass('hydra_usage')").fetchone() == (None,):
                 return []
             sql = _SELECT
             params: list[Any] = []
+            where = []
             if since is not None:
-                sql += " WHERE time >= %s"
+                where.append("time >= %s")
                 params.append(datetime.fromtimestamp(since, timezone.utc))
+            if key_name is not None:
+                where.append("key_name = %s")
+                params.append(key_name)
+            if where:
+                sql += " WHERE " + " AND ".join(where)
             sql += " ORDER BY time DESC, id DESC"
             if limit is not None:
                 sql += " LIMIT %s"

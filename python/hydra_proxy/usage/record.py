@@ -88,6 +88,8 @@ class UsageRecord(NamedTuple):
     error_type: str | None = None
     key_id: str | None = None  # client_key_id() of the proxy key, never the key
     stream: bool = False
+    key_name: str | None = None  # the named key's name (hydra_proxy.team), else None
+    team: str | None = None  # the named key's team
 
     @property
     def tokens(self) -> Tokens:

@@ -13,8 +13,8 @@ from .record import UsageRecord
 
 __all__ = ["GROUPINGS", "Grouping", "ReportRow", "aggregate", "parse_since", "render_table"]
 
-Grouping = Literal["model", "route", "provider", "key", "day"]
-GROUPINGS: tuple[Grouping, ...] = ("model", "route", "provider", "key", "day")
+Grouping = Literal["model", "route", "provider", "key", "team", "day"]
+GROUPINGS: tuple[Grouping, ...] = ("model", "route", "provider", "key", "team", "day")
 
 
 def day_of(t: float) -> str:
@@ -25,7 +25,9 @@ _KEYS: dict[Grouping, Callable[[UsageRecord], str]] = {
     "model": lambda r: r.target_model,
     "route": lambda r: r.route,
     "provider": lambda r: r.provider,
-    "key": lambda r: r.key_id or "-",
+    # A named key by its name; a HYDRA_PROXY_KEYS key by its id.
+    "key": lambda r: r.key_name or r.key_id or "-",
+    "team": lambda r: r.team or "-",
     "day": lambda r: day_of(r.time),
 }
 

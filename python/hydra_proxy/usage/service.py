@@ -109,6 +109,8 @@ class UsageService:
         error_type: str | None = None,
         key: bytes | str | None = None,
         stream: bool = False,
+        key_name: str | None = None,
+        team: str | None = None,
     ) -> UsageRecord:
         """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
 
@@ -137,6 +139,8 @@ class UsageService:
             error_type,
             client_key_id(key),
             stream,
+            key_name,
+            team,
         )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:
@@ -166,10 +170,13 @@ class UsageService:
         content_type, body = render(self.metrics)
         return 200, content_type, body
 
-    def dashboard(self, path: str, query: str) -> tuple[int, str, bytes]:
+    def dashboard(
+        self, path: str, query: str, key_name: str | None = None
+    ) -> tuple[int, str, bytes]:
+        """The page; `key_name`: only that named key's requests."""
         if self.ledger is None:
             return 404, "text/plain; charset=utf-8", b"the usage ledger is off\n"
-        return dashboard_response(path, query, self.ledger)
+        return dashboard_response(path, query, self.ledger, key_name=key_name)
 
     def close(self) -> None:
         if self.ledger is not None:

@@ -43,11 +43,17 @@ CREATE TABLE IF NOT EXISTS usage (
     status INTEGER NOT NULL,
     error_type TEXT,
     key_id TEXT,
-    stream INTEGER NOT NULL
+    stream INTEGER NOT NULL,
+    key_name TEXT,
+    team TEXT
 );
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
 """
+_KEY_INDICES = (
+    "CREATE INDEX IF NOT EXISTS usage_key_name ON usage (key_name, time)",
+    "CREATE INDEX IF NOT EXISTS usage_team ON usage (team, time)",
+)
 _OPEN_ATTEMPTS = 5
 # Rows go in as multi-row INSERTs, not executemany: the sqlite3 module releases and retakes
 # the GIL around every row's step, and each retake interrupts the request thread (measured:
@@ -62,6 +68,10 @@ def _insert(rows: int) -> str:
 
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM usage"
+
+
+def _select_of(have: set[str]) -> str:
+    return f"SELECT {', '.join(c if c in have else 'NULL' for c in COLUMNS)} FROM usage"
 
 
 def record_of(row: Sequence[Any]) -> UsageRecord:
@@ -116,6 +126,13 @@ class SqliteLedger(Ledger):
             conn.execute("BEGIN IMMEDIATE")
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 conn.execute(statement)
+            # A ledger written before named keys: their columns are added.
+            have = {row[1] for row in conn.execute("PRAGMA table_info(usage)")}
+            for column in ("key_name", "team"):
+                if column not in have:
+                    conn.execute(f"ALTER TABLE usage ADD COLUMN {column} TEXT")
+            for statement in _KEY_INDICES:
+                conn.execute(statement)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             conn.close()
@@ -150,18 +167,30 @@ class SqliteLedger(Ledger):
             self._conn.close()
             self._conn = None
 
-    def query(self, since: float | None = None, limit: int | None = None) -> list[UsageRecord]:
+    def query(
+        self, since: float | None = None, limit: int | None = None, key_name: str | None = None
+    ) -> list[UsageRecord]:
         if not self.path.exists():
             return []
         conn = self._connect()
         try:
             if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'usage'").fetchone():
                 return []
-            sql = _SELECT
+            have = {row[1] for row in conn.execute("PRAGMA table_info(usage)")}
+            # A ledger written before named keys has no key_name or team: none to filter.
+            sql = _SELECT if have >= set(COLUMNS) else _select_of(have)
+            if key_name is not None and "key_name" not in have:
+                return []
             params: list[Any] = []
+            where = []
             if since is not None:
-                sql += " WHERE time >= ?"
+                where.append("time >= ?")
                 params.append(since)
+            if key_name is not None:
+                where.append("key_name = ?")
+                params.append(key_name)
+            if where:
+                sql += " WHERE " + " AND ".join(where)
             sql += " ORDER BY time DESC, id DESC"
             if limit is not None:
                 sql += " LIMIT ?"

@@ -74,14 +74,20 @@ def _record_json(rec: UsageRecord) -> dict[str, Any]:
         "status": rec.status,
         "error_type": rec.error_type,
         "stream": rec.stream,
+        "key_name": rec.key_name,
+        "team": rec.team,
     }
 
 
-def data(ledger: Ledger, since_text: str, now: float) -> dict[str, Any]:
-    """The page's data: totals, rows by model and by day, the latest requests."""
+def data(
+    ledger: Ledger, since_text: str, now: float, key_name: str | None = None
+) -> dict[str, Any]:
+    """The page's data: totals, rows by model and by day, the latest requests (`key_name`:
+    that named key's only)."""
     since = parse_since(since_text, now)
-    records = ledger.query(since=since, limit=MAX_RECORDS)
+    records = ledger.query(since=since, limit=MAX_RECORDS, key_name=key_name)
     return {
+        "scope": key_name,
         "since": since,
         "generated": now,
         "records": len(records),
@@ -94,7 +100,11 @@ def data(ledger: Ledger, since_text: str, now: float) -> dict[str, Any]:
 
 
 def dashboard_response(
-    path: str, query: str | Mapping[str, str], ledger: Ledger, now: float | None = None
+    path: str,
+    query: str | Mapping[str, str],
+    ledger: Ledger,
+    now: float | None = None,
+    key_name: str | None = None,
 ) -> Response:
     """``(status, content_type, body)`` for a GET under ``/dashboard``."""
     if path in (PREFIX, PREFIX + "/"):
@@ -111,7 +121,10 @@ def dashboard_response(
             params = dict(query)
         try:
             doc = data(
-                ledger, params.get("since") or DEFAULT_SINCE, time.time() if now is None else now
+                ledger,
+                params.get("since") or DEFAULT_SINCE,
+                time.time() if now is None else now,
+                key_name,
             )
         except LedgerError as exc:
             return 503, _JSON, orjson.dumps({"error": {"type": "api_error", "message": str(exc)}})

@@ -128,7 +128,10 @@ async function load() {
   const since = document.getElementById("since").value;
   const status = document.getElementById("status");
   try {
-    const reply = await fetch("/dashboard/data.json?since=" + encodeURIComponent(since), { credentials: "same-origin" });
+    // From the origin, not the page's URL: fetch refuses a URL holding credentials
+    // (user:key@host in the address bar, how a member may hand its key to the page).
+    const url = location.origin + "/dashboard/data.json?since=" + encodeURIComponent(since);
+    const reply = await fetch(url, { credentials: "same-origin" });
     if (!reply.ok) throw new Error("HTTP " + reply.status);
     render(await reply.json());
   } catch (err) {

@@ -1,0 +1,197 @@
+"""The changes to keys, shared by ``hydra-proxy keys`` and ``/admin/keys``: create, set,
+revoke, rotate, set a team's limits, and the listing with each key's spend this period."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from .period import PERIODS, bounds, utc_text
+from .record import NamedKey, Team
+from .secret import new_secret, secret_hash
+from .store import KeyStore
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+DEFAULT_GRACE = 24 * 3600.0
+
+
+class KeyChangeError(ValueError):
+    """A change that cannot be made: what is wrong, said to the user."""
+
+
+class NoSuchKey(KeyChangeError):
+    pass
+
+
+def check_name(name: str, what: str = "key") -> str:
+    if not NAME.match(name):
+        raise KeyChangeError(
+            f"{what} name {name!r}: 1-64 letters, digits, '.', '_', '@' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def parse_expires(text: str | None) -> float | None:
+    """An ISO date or time (UTC when it names no zone); "" or "never": no expiry."""
+    if text is None or text.strip().lower() in ("", "never", "none"):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise KeyChangeError(
+            f"expires {text!r}: use a date like 2027-01-31 or 2027-01-31T12:00"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def parse_models(text: str | list[str] | None) -> tuple[str, ...]:
+    items = text.split(",") if isinstance(text, str) else list(text or ())
+    return tuple(m.strip() for m in items if m and m.strip())
+
+
+def _positive(name: str, value: Any, kind: type) -> Any:
+    if value is None:
+        return None
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise KeyChangeError(f"{name} {value!r}: not a number") from None
+    if number < 0 or (kind is int and number == 0):
+        raise KeyChangeError(f"{name} {value!r}: must be above 0")
+    return number
+
+
+def _period(value: str | None) -> str:
+    period = value or "month"
+    if period not in PERIODS:
+        raise KeyChangeError(f"period {period!r}: use one of {', '.join(PERIODS)}")
+    return period
+
+
+CHANGES = ("team", "budget", "period", "rpm", "tpm", "streams", "models", "expires")
+"""What `set` may change ("" or "none" clears a limit)."""
+
+
+def _cleared(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().lower() in ("", "none")
+
+
+def create(store: KeyStore, name: str, now: float, **options: Any) -> tuple[NamedKey, str]:
+    """A new key and its secret (the only time the secret exists outside its hash)."""
+    check_name(name)
+    secret = new_secret()
+    key = apply(NamedKey(name=name, secret_hash=secret_hash(secret), created=now), options)
+    if store.key(name) is not None:
+        raise KeyChangeError(f"a key named {name!r} exists already (rotate it, or revoke it)")
+    store.add(key)
+    return key, secret
+
+
+def apply(key: NamedKey, options: dict[str, Any]) -> NamedKey:
+    """`key` with the given changes (None: unchanged)."""
+    unknown = set(options) - set(CHANGES)
+    if unknown:
+        raise KeyChangeError(f"unknown settings: {', '.join(sorted(unknown))}")
+    limits = key.limits
+    changes: dict[str, Any] = {}
+    lim: dict[str, Any] = {}
+    for option, value in options.items():
+        if value is None:
+            continue
+        clear = _cleared(value)
+        if option == "team":
+            changes["team"] = None if clear else check_name(str(value), "team")
+        elif option == "budget":
+            lim["budget_usd"] = None if clear else _positive("budget", value, float)
+        elif option == "period":
+            lim["period"] = _period(str(value))
+        elif option in ("rpm", "tpm"):
+            lim[option] = None if clear else _positive(option, value, int)
+        elif option == "streams":
+            changes["streams"] = None if clear else _positive("streams", value, int)
+        elif option == "models":
+            changes["models"] = () if clear else parse_models(value)
+        elif option == "expires":
+            changes["expires"] = parse_expires(None if clear else str(value))
+    return dataclasses.replace(key, limits=dataclasses.replace(limits, **lim), **changes)
+
+
+def existing(store: KeyStore, name: str) -> NamedKey:
+    key = store.key(name)
+    if key is None:
+        raise NoSuchKey(f"no key named {name!r}")
+    return key
+
+
+def update(store: KeyStore, name: str, **options: Any) -> NamedKey:
+    key = apply(existing(store, name), options)
+    store.replace(key)
+    return key
+
+
+def revoke(store: KeyStore, name: str, now: float) -> NamedKey:
+    key = existing(store, name)
+    if key.revoked is None:
+        key = dataclasses.replace(key, revoked=now)
+        store.replace(key)
+    return key
+
+
+def rotate(
+    store: KeyStore, name: str, now: float, grace: float = DEFAULT_GRACE
+) -> tuple[NamedKey, str]:
+    """A new secret; the current one keeps working for `grace` seconds."""
+    key = existing(store, name)
+    if key.revoked is not None:
+        raise KeyChangeError(f"key {name!r} is revoked: create a new one")
+    secret = new_secret()
+    key = dataclasses.replace(
+        key,
+        secret_hash=secret_hash(secret),
+        previous_hash=key.secret_hash if grace > 0 else None,
+        previous_until=now + grace if grace > 0 else None,
+    )
+    store.replace(key)
+    return key, secret
+
+
+def set_team(store: KeyStore, name: str, **options: Any) -> Team:
+    check_name(name, "team")
+    current = next((t for t in store.teams() if t.name == name), Team(name))
+    probe = apply(NamedKey("team", "", 0.0, limits=current.limits), options)
+    team = Team(name, probe.limits)
+    store.set_team(team)
+    return team
+
+
+def state(key: NamedKey, now: float) -> str:
+    if key.revoked is not None:
+        return "revoked"
+    if key.expires is not None and key.expires <= now:
+        return "expired"
+    return "active"
+
+
+def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, Any]:
+    """Every key (or one) with its spend this period, and every team with its spend."""
+    keys = [existing(store, name)] if name is not None else store.keys()
+    out_keys = []
+    for key in keys:
+        start, end = bounds(key.limits.period, now)
+        spent, unpriced = store.spent("key_name", key.name, start)
+        doc = key.public()
+        doc.update(state=state(key, now), spent_usd=round(spent, 6), unpriced_requests=unpriced,
+                   period_resets=utc_text(end))  # fmt: skip
+        out_keys.append(doc)
+    teams = []
+    for team in store.teams() if name is None else ():
+        start, end = bounds(team.limits.period, now)
+        spent, unpriced = store.spent("team", team.name, start)
+        teams.append({**team.public(), "spent_usd": round(spent, 6),
+                      "unpriced_requests": unpriced, "period_resets": utc_text(end)})  # fmt: skip
+    return {"keys": out_keys, "teams": teams}

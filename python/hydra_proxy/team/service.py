@@ -1,0 +1,208 @@
+"""What a worker holds for named keys (`TeamKeys`): the keyring, the checks, the store, and
+the task that keeps the keyring current.
+
+A worker starts it after its fork (`start`), when the store holds keys or an admin key is
+set; otherwise there is none, and a request pays nothing for the feature. The keyring is
+reloaded when the store's version moves (polled every `refresh` seconds, in a thread), and
+at once after a change made through this worker's admin API: a key revoked there is refused
+on the next request. `last_used` is written back on the same tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..counters import Counters, LocalCounters
+from ..usage.pricing import PriceTable, default_table
+from ..usage.record import Tokens
+from . import refusals
+from .checks import Checks, Pass
+from .keyring import Keyring
+from .period import utc_text
+from .record import NamedKey, Team
+from .store import KeyStore, open_key_store, store_exists
+
+if TYPE_CHECKING:
+    from ..config.settings import Settings
+
+log = logging.getLogger("hydra_proxy.keys")
+
+ADMIN_KEY_ENV = "HYDRA_ADMIN_KEY"
+UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
+REFRESH_ENV = "HYDRA_KEYS_REFRESH"
+WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
+UNPRICED_MODES = ("refuse", "allow")
+
+
+@dataclass(frozen=True)
+class Member:
+    """The named key a request presented, and its team's limits."""
+
+    key: NamedKey
+    team: Team | None
+
+
+class TeamKeys:
+    def __init__(
+        self,
+        store: KeyStore,
+        keyring: Keyring,
+        checks: Checks,
+        *,
+        admin_key: bytes | None,
+        refresh: float = 1.0,
+    ) -> None:
+        self.store = store
+        self.keyring = keyring
+        self.checks = checks
+        self.admin_key = admin_key
+        self.refresh = refresh
+        self.used: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- a request -------------------------------------------------------------------------
+
+    def authenticate(self, presented: bytes, now: float) -> Member:
+        """The member a named key belongs to; a 401 naming why it is refused."""
+        found = self.keyring.find(presented)
+        if found is None:
+            raise refusals.unauthorized("unknown key (no key with this secret exists)")
+        key = found.key
+        if key.revoked is not None:
+            raise refusals.unauthorized(f"key {key.name!r} was revoked at {utc_text(key.revoked)}")
+        if key.expires is not None and key.expires <= now:
+            raise refusals.unauthorized(f"key {key.name!r} expired at {utc_text(key.expires)}")
+        if found.previous and (key.previous_until is None or key.previous_until <= now):
+            until = utc_text(key.previous_until or 0)
+            raise refusals.unauthorized(
+                f"key {key.name!r} was rotated: this secret stopped working at {until}"
+            )
+        self.used[key.name] = now
+        team = self.keyring.teams.get(key.team) if key.team is not None else None
+        return Member(key, team)
+
+    def is_admin(self, presented: bytes | None) -> bool:
+        return (
+            self.admin_key is not None
+            and presented is not None
+            and hmac.compare_digest(presented, self.admin_key)
+        )
+
+    async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
+        """The request ended: its reservations become what its record costs."""
+        if tokens is None:
+            tokens = Tokens()
+        cost = 0.0
+        if model is not None and tokens.total:
+            cost = self.checks.prices.cost(model, tokens) or 0.0
+        try:
+            await held.settle(cost, tokens.total, time.time())
+        except Exception:  # a store away must not fail the request's end (it has ended)
+            log.exception("settling key %r failed", held.holder)
+
+    # -- the keyring -----------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """Read the keys again (blocking: from a thread)."""
+        version = self.store.version()
+        self.keyring = Keyring(self.store.keys(), self.store.teams(), version)
+
+    def _tick(self) -> None:
+        used, self.used = self.used, {}
+        try:
+            self.store.touch(used)
+            if self.store.version() != self.keyring.version:
+                self.reload()
+        except Exception as exc:  # the store away: the keys in memory keep serving
+            log.warning("key store refresh failed: %s", exc)
+
+    async def _refresh(self) -> None:
+        while True:
+            await asyncio.sleep(self.refresh)
+            await asyncio.to_thread(self._tick)
+
+    def start_refresh(self) -> None:
+        if self._task is None:
+            self._task = asyncio.ensure_future(self._refresh())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        await asyncio.to_thread(self._tick)
+        self.store.close()
+
+
+def admin_key(environ: Mapping[str, str]) -> bytes | None:
+    value = environ.get(ADMIN_KEY_ENV, "").strip()
+    return value.encode() if value else None
+
+
+def allow_unpriced(environ: Mapping[str, str]) -> bool:
+    mode = environ.get(UNPRICED_ENV, "refuse").strip().lower()
+    if mode not in UNPRICED_MODES:
+        raise ValueError(f"{UNPRICED_ENV}={mode}: use one of {', '.join(UNPRICED_MODES)}")
+    return mode == "allow"
+
+
+def configured(settings: Settings, environ: Mapping[str, str]) -> bool:
+    """Whether workers will require named keys: an admin key is set, or the store holds a
+    key (a store that cannot be read holds none: its workers would say so at start)."""
+    if admin_key(environ) is not None:
+        return True
+    if not store_exists(settings.usage_ledger):
+        return False
+    store = open_key_store(settings.usage_ledger)
+    try:
+        return bool(store.keys())
+    except Exception:
+        return False
+    finally:
+        store.close()
+
+
+def start(
+    settings: Settings,
+    prices: PriceTable | None,
+    counters: Counters | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> TeamKeys | None:
+    """The worker's named keys (None: the store holds none and no admin key is set)."""
+    admin = admin_key(environ)
+    if admin is None and not store_exists(settings.usage_ledger):
+        return None
+    store = open_key_store(settings.usage_ledger)
+    keys = store.keys()
+    if admin is None and not keys:
+        store.close()
+        return None
+    if prices is None:
+        prices = default_table()
+        if settings.pricing:
+            prices = prices.with_overrides(settings.pricing)
+
+    ledger_on = settings.usage_ledger is not None
+
+    async def seed(column: str, name: str, since: float) -> float:
+        if not ledger_on:  # no ledger: what this worker counts since it started
+            return 0.0
+        spent, _ = await asyncio.to_thread(store.spent, column, name, since)
+        return spent
+
+    checks = Checks(
+        counters if counters is not None else LocalCounters(),
+        prices,
+        seed,
+        allow_unpriced=allow_unpriced(environ),
+        window=float(environ.get(WINDOW_ENV, "60") or 60),
+    )
+    keyring = Keyring(keys, store.teams(), store.version())
+    refresh = float(environ.get(REFRESH_ENV, "1") or 1)
+    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh)
