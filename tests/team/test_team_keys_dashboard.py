@@ -13,11 +13,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from test_usage_dashboard import CHROMIUM, _chromium, _Page
 
 from hydra_proxy.mock import MockServer
 from servers import PYTHON_DIR
 from team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
-from test_usage_dashboard import CHROMIUM, _chromium, _Page
 
 
 @pytest.fixture(scope="module")
