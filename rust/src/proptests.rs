@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
-use crate::gemini::GeminiDecoder;
+use crate::gemini::{GeminiDecoder, GeminiEncoder};
 use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
 use crate::sse::SseParser;
 use crate::stream::{Decoder, Encoder, Transducer};
@@ -64,6 +64,12 @@ impl Client for ResponsesEncoder {
             ..ResponsesOptions::default()
         };
         ResponsesEncoder::new("r", "m", 1, 1, options)
+    }
+}
+
+impl Client for GeminiEncoder {
+    fn client() -> Self {
+        GeminiEncoder::new("r", "m", true, Some(KEY))
     }
 }
 

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
 use crate::errors::ANTHROPIC_ERROR_TYPES;
-use crate::gemini::GeminiDecoder;
+use crate::gemini::{GeminiDecoder, GeminiEncoder};
 use crate::responses::{ResponsesDecoder, ResponsesEncoder};
 use crate::stream::{messages, Transducer, DEFAULT_MAX_EVENT_BYTES};
 use crate::transducers::{self, Upstream};
@@ -112,6 +112,25 @@ macro_rules! constructor {
                     responses_options(echo, include_encrypted, summary, signing_key, tool_names);
                 let encoder =
                     ResponsesEncoder::new(response_id, model, created_at, input_tokens, options);
+                $name {
+                    inner: Transducer::new(decoder, encoder, max_event_bytes),
+                }
+            }
+        );
+    };
+    ($name:ident, $decoder:ident, GeminiEncoder) => {
+        methods!(
+            $name,
+            #[pyo3(signature = (response_id, model, *, include_thoughts=true, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+            fn new(
+                response_id: &str,
+                model: &str,
+                include_thoughts: bool,
+                signing_key: Option<&[u8]>,
+                max_event_bytes: usize,
+            ) -> Self {
+                let decoder = $decoder::upstream(response_id, signing_key);
+                let encoder = GeminiEncoder::new(response_id, model, include_thoughts, signing_key);
                 $name {
                     inner: Transducer::new(decoder, encoder, max_event_bytes),
                 }
