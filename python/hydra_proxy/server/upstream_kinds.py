@@ -181,6 +181,7 @@ _CLIENT_KIND: dict[ClientProtocol, str] = {
     "anthropic": "anthropic",
     "chat": "openai",
     "responses": "responses",
+    "gemini": "gemini",
 }
 
 

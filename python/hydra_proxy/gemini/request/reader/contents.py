@@ -180,16 +180,18 @@ class ContentsReader(TurnBuilder):
             raise bad(path, f"must be an object, got {type_name(answer)}")
         name = answer.get("name")
         call_id = answer.get("id")
-        key = call_id if isinstance(call_id, str) and call_id in self.pending else None
-        if key is None:
+        key: str | None
+        if isinstance(call_id, str) and call_id in self.pending:
+            key, field = call_id, "id"
+        else:
             key = next((k for k, n in self.calls if n == name and k in self.pending), None)
+            field = "name"
         if key is None:
-            field = "id" if isinstance(call_id, str) and call_id else "name"
-            if not isinstance(name, str) and field == "name":
+            if not call_id and (not isinstance(name, str) or not name):
                 raise bad(f"{path}.name", CALL_WORDS.no_id)
-            key = call_id if field == "id" else str(name)
-            self.answer_call(key, path, field)  # raises: it answers no call
-        sent = self.answer_call(key, path, "id" if key == call_id else "name")
+            field = "id" if call_id else "name"
+            raise bad(f"{path}.{field}", f"{call_id or name!r} {CALL_WORDS.stray}")
+        sent = self.answer_call(key, path, field)
         result: Block = {"type": "tool_result", "tool_use_id": sent}
         text, is_error = _response_text(answer.get("response"), f"{path}.response")
         media = [

@@ -50,7 +50,7 @@ def _positive_int(config: dict[str, Any], name: str) -> int | None:
         value = int(value)
     if not is_int(value) or value < 1:
         raise bad(f"{_CONFIG}.{name}", "must be an integer of at least 1")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def read_generation_config(value: Any, asked: Requested, target: MessagesTarget) -> bool:

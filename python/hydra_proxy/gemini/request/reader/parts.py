@@ -57,14 +57,14 @@ def media_block(part: dict[str, Any], path: str) -> Block | None:
         if not isinstance(file_data, dict):
             raise bad(fpath, f"must be an object, got {type_name(file_data)}")
         uri = required_string(file_data.get("fileUri"), fpath, "fileUri", "required")
-        mime = file_data.get("mimeType")
+        file_mime: Any = file_data.get("mimeType")
         if uri.split(":", 1)[0].lower() not in ("http", "https") or _files_api(uri):
             raise bad(
                 f"{fpath}.fileUri",
                 "only http(s) URLs can be read through this proxy (not Google's Files API "
                 "or gs:// URIs); send the file as inlineData",
             )
-        if isinstance(mime, str) and mime.lower().startswith("image/"):
+        if isinstance(file_mime, str) and file_mime.lower().startswith("image/"):
             return image_block_from_url(uri, f"{fpath}.fileUri")
         return {"type": "document", "source": {"type": "url", "url": uri}}
     return None

@@ -44,9 +44,7 @@ class Translation:
     thinking_disabled: bool = False  # thinking off: the tool loop's thinking was not restorable
 
 
-def messages_request_from_gemini(
-    body: Any, target: MessagesTarget, *, stream: bool
-) -> Translation:
+def messages_request_from_gemini(body: Any, target: MessagesTarget, *, stream: bool) -> Translation:
     """Translate a Gemini request body into an Anthropic Messages request."""
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")

@@ -1,0 +1,121 @@
+"""POST /v1beta/models/{model}:generateContent and :streamGenerateContent: Gemini API
+clients (Gemini CLI, the google-genai SDKs), on any upstream kind or passed through to a
+Gemini upstream.
+
+The model is the URL's and the stream the endpoint's (a Gemini body names neither): the
+handler (server/gemini_api.py) puts the model into the request before it is read here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import orjson
+
+from ... import ids
+from ...canonical.target import MessagesTarget
+from ...config.routes import Attempt, RouteDecision, request_traits
+from ...gemini.request.reader import Translation, messages_request_from_gemini
+from ...gemini.request.writer import gemini_path
+from ...gemini.response.writer import gemini_response_from_message
+from ...tokens import estimate_input_tokens
+from ...transducers import StreamTransducer
+from ..exchange import ClientRequest, Exchange
+from ..upstream_kinds import Factory, Plan, passthrough
+from ..upstream_kinds import translated as translated_plan
+
+log = logging.getLogger("hydra_proxy.gemini")
+
+MODEL_KEY = "model"  # where the handler puts the URL's model into the request
+
+
+def translate(
+    request: dict[str, Any], model: str, key: bytes, limit: int | None, *, stream: bool
+) -> Translation:
+    body = {k: v for k, v in request.items() if k != MODEL_KEY}
+    target = MessagesTarget(model=model, max_tokens_limit=limit, continuation_key=key)
+    return messages_request_from_gemini(body, target, stream=stream)
+
+
+def reader(stream: bool):  # type: ignore[no-untyped-def]
+    """The ingress of one Gemini endpoint (streamed or not)."""
+
+    def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
+        model: str = request[MODEL_KEY]
+        signing_key = exchange.signing_key
+
+        @functools.cache
+        def translation(upstream_model: str, limit: int | None) -> Translation:
+            return translate(request, upstream_model, signing_key, limit, stream=stream)
+
+        first = translation(model, None)
+        if first.skipped_signatures:
+            log.debug("%d thought signatures not made by this proxy", first.skipped_signatures)
+        estimate = functools.cache(lambda: estimate_input_tokens(first.body))
+        traits = request_traits(
+            first.body, client="gemini", headers=exchange.scope["headers"], estimate=estimate
+        )
+
+        def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+            if attempt.provider.kind == "gemini":
+                return _passthrough(request, attempt, stream)
+            found = translation(attempt.model, attempt.max_tokens_limit)
+            return _translated(exchange, found, attempt, model, stream)
+
+        return ClientRequest(traits, stream, plan)
+
+    return read
+
+
+def _translated(
+    exchange: Exchange, translation: Translation, attempt: Attempt, model: str, stream: bool
+) -> Plan:
+    worker = exchange.worker
+    signing_key = exchange.signing_key
+    response_id = ids.message_id().removeprefix("msg_")
+    include_thoughts = translation.include_thoughts
+    max_event_bytes = worker.settings.max_event_bytes
+
+    def write_reply(message: dict[str, Any]) -> Any:
+        return gemini_response_from_message(
+            message,
+            response_id=response_id,
+            model=model,
+            include_thoughts=include_thoughts,
+            signing_key=signing_key,
+        )
+
+    def build(factory: Factory) -> StreamTransducer:
+        return factory(
+            response_id,
+            model,
+            include_thoughts=include_thoughts,
+            signing_key=signing_key,
+            max_event_bytes=max_event_bytes,
+        )
+
+    return translated_plan(
+        translation.body,
+        attempt,
+        signing_key=signing_key,
+        impl=worker.impl,
+        client="gemini",
+        stream=stream,
+        reported_model=model,
+        write_reply=write_reply,
+        build=build,
+        log={"model": model},
+    )
+
+
+def _passthrough(request: dict[str, Any], attempt: Attempt, stream: bool) -> Plan:
+    """A Gemini upstream: the body goes through as the client sent it (the model is the
+    URL's: the attempt's)."""
+    body = orjson.dumps({k: v for k, v in request.items() if k != MODEL_KEY})
+    plan = passthrough(attempt, body, model=request[MODEL_KEY])
+    plan.url = (
+        attempt.provider.base_url.rstrip("/") + "/" + gemini_path(attempt.model, stream=stream)
+    )
+    return plan
