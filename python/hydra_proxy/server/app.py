@@ -93,7 +93,7 @@ def handler_for(method: str, path: str) -> Handler:
     if method == "OPTIONS":  # a CORS preflight, for any path
         return endpoints.preflight
     handler = ROUTES.get((method, path))
-    if handler is None and path.startswith(gemini_api.PREFIX):  # the model is in the path
+    if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
         return gemini_api.handle
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))

@@ -328,7 +328,7 @@ class Exchange:
     def gemini_client(self) -> bool:
         """Whether errors take the Gemini shape (the Gemini API's paths)."""
         path: str = self.scope["path"]
-        return path.startswith("/v1beta/")
+        return path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path)
 
     def anthropic_client(self) -> bool:
         """Whether errors take the Anthropic shape (else OpenAI's)."""

@@ -6,7 +6,8 @@
   array, as Gemini answers): model requests (server/ingress/gemini.py);
 - ``POST models/{model}:countTokens`` -> ``{"totalTokens"}``, the proxy's estimate of the
   request's ``contents`` (or of its ``generateContentRequest``);
-- ``GET models`` and ``GET models/{model}``: every routable name (`config.models_listing`)
+- ``GET models`` and ``GET models/{model}`` (``/v1/models/{model}:{method}`` too, the
+  stable version's path): every routable name (`config.models_listing`)
   as Gemini ``Model`` objects.
 
 Errors are Gemini's (``{"error": {code, message, status}}``, Exchange.fail).
@@ -30,12 +31,20 @@ from .limits import check_content_type, check_model_name, parse_object, read_jso
 from .shutdown import refusal
 
 PREFIX = "/v1beta/models"
+V1_PREFIX = "/v1/models/"  # the stable API version: its model methods (GET /v1/models is OpenAI's)
+
+
+def is_gemini_path(path: str) -> bool:
+    return path.startswith(PREFIX) or (path.startswith(V1_PREFIX) and ":" in path)
+
+
 _METHODS = ("generateContent", "streamGenerateContent", "countTokens")
 
 
 def _model_method(path: str) -> tuple[str, str | None]:
     """(model, method) of a path below PREFIX (method None: a GET of the model)."""
-    rest = unquote(path[len(PREFIX) :].lstrip("/"))
+    prefix = PREFIX if path.startswith(PREFIX) else V1_PREFIX
+    rest = unquote(path[len(prefix) :].lstrip("/"))
     model, colon, method = rest.partition(":")
     if not model or "/" in model:
         raise ProxyError(404, f"no endpoint {path}", error_type="not_found_error")

@@ -36,6 +36,7 @@ from ....canonical.fields import bad, each_object, type_name
 from ....canonical.tools import tool_name
 from ....canonical.turns import CallWords, Turn, TurnBuilder
 from ...carrier import restored_blocks
+from .fields import field, has
 from .parts import MEDIA_KEYS, media_block, text_of_part
 
 __all__ = ["ContentsReader"]
@@ -104,24 +105,24 @@ class ContentsReader(TurnBuilder):
         turn = Turn("assistant")
         self.turns.append(turn)
         for ppath, part in self._parts(content, path):
-            if "thoughtSignature" in part:
-                self._restore(part["thoughtSignature"], f"{ppath}.thoughtSignature", turn)
+            if has(part, "thoughtSignature"):
+                self._restore(field(part, "thoughtSignature"), f"{ppath}.thoughtSignature", turn)
             if part.get("thought") is True:
                 continue  # a reasoning summary: not sent back
-            call = part.get("functionCall")
+            call = field(part, "functionCall")
             if call is not None:
                 self._call(call, f"{ppath}.functionCall", turn)
                 continue
-            if "functionResponse" in part:
+            if has(part, "functionResponse"):
                 raise bad(f"{ppath}.functionResponse", "belongs in a user turn")
             text = text_of_part(part, ppath)
             if text is not None:
                 if text.strip():
                     turn.blocks.append({"type": "text", "text": text})
                 continue
-            if any(key in part for key in MEDIA_KEYS):
+            if any(has(part, key) for key in MEDIA_KEYS):
                 raise bad(ppath, "a model turn cannot hold media parts here")
-            if "thoughtSignature" not in part:
+            if not has(part, "thoughtSignature"):
                 raise bad(ppath, "a part needs text, functionCall or inlineData")
 
     def _restore(self, signature: Any, path: str, turn: Turn) -> None:
@@ -155,10 +156,10 @@ class ContentsReader(TurnBuilder):
 
     def _user(self, content: dict[str, Any], path: str) -> None:
         for ppath, part in self._parts(content, path):
-            if "functionResponse" in part:
-                self._response(part["functionResponse"], f"{ppath}.functionResponse")
+            if has(part, "functionResponse"):
+                self._response(field(part, "functionResponse"), f"{ppath}.functionResponse")
                 continue
-            if "functionCall" in part:
+            if has(part, "functionCall"):
                 raise bad(f"{ppath}.functionCall", "belongs in a model turn")
             if part.get("thought") is True:
                 continue
@@ -171,7 +172,7 @@ class ContentsReader(TurnBuilder):
         if text is not None:
             return {"type": "text", "text": text} if text.strip() else None
         block = media_block(part, path)
-        if block is None and "thoughtSignature" not in part:
+        if block is None and not has(part, "thoughtSignature"):
             raise bad(path, "a part needs text, inlineData, fileData or functionResponse")
         return block
 

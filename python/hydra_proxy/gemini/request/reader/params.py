@@ -25,6 +25,7 @@ from ....canonical.fields import bad, is_int, is_number, optional_object, type_n
 from ....canonical.request import Requested
 from ....canonical.target import MessagesTarget
 from ....canonical.thinking import MIN_THINKING_BUDGET, requested_thinking
+from .fields import field
 from .tools import json_schema
 
 __all__ = ["read_generation_config"]
@@ -34,7 +35,7 @@ _LEVELS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high
 
 
 def _number(config: dict[str, Any], name: str, low: float, high: float) -> float | None:
-    value = config.get(name)
+    value = field(config, name)
     if value is None:
         return None
     if not is_number(value) or not low <= value <= high:
@@ -43,14 +44,14 @@ def _number(config: dict[str, Any], name: str, low: float, high: float) -> float
 
 
 def _positive_int(config: dict[str, Any], name: str) -> int | None:
-    value = config.get(name)
+    value = field(config, name)
     if value is None:
         return None
     if is_number(value) and value == int(value):
         value = int(value)
     if not is_int(value) or value < 1:
         raise bad(f"{_CONFIG}.{name}", "must be an integer of at least 1")
-    return value
+    return int(value)
 
 
 def read_generation_config(value: Any, asked: Requested, target: MessagesTarget) -> bool:
@@ -63,22 +64,22 @@ def read_generation_config(value: Any, asked: Requested, target: MessagesTarget)
     count = _positive_int(config, "candidateCount")
     if count is not None and count != 1:
         raise bad(f"{_CONFIG}.candidateCount", "only 1 candidate can be generated here")
-    stops = config.get("stopSequences")
+    stops = field(config, "stopSequences")
     if stops is not None:
         if not isinstance(stops, list) or not all(isinstance(s, str) for s in stops):
             raise bad(f"{_CONFIG}.stopSequences", "must be an array of strings")
         asked.stop = [s for s in stops if s]
-    if config.get("responseLogprobs") is True:
+    if field(config, "responseLogprobs") is True:
         raise bad(f"{_CONFIG}.responseLogprobs", "log probabilities are not available here")
-    modalities = config.get("responseModalities")
+    modalities = field(config, "responseModalities")
     if isinstance(modalities, list) and any(str(m).upper() != "TEXT" for m in modalities):
         raise bad(f"{_CONFIG}.responseModalities", "only TEXT can be generated here")
     _output_format(config, asked)
-    return _thinking(config.get("thinkingConfig"), asked, target)
+    return _thinking(field(config, "thinkingConfig"), asked, target)
 
 
 def _output_format(config: dict[str, Any], asked: Requested) -> None:
-    mime = config.get("responseMimeType")
+    mime = field(config, "responseMimeType")
     if mime is None or mime == "text/plain":
         return
     if mime != "application/json":
@@ -87,11 +88,11 @@ def _output_format(config: dict[str, Any], asked: Requested) -> None:
             f"{mime!r} is not supported here; use text/plain or application/json",
         )
     # Gemini CLI writes Gemini's upper-case type names into responseJsonSchema too.
-    schema = config.get("responseJsonSchema")
+    schema = field(config, "responseJsonSchema")
     if schema is not None:
         schema = json_schema(schema, f"{_CONFIG}.responseJsonSchema")
-    elif config.get("responseSchema") is not None:
-        schema = json_schema(config["responseSchema"], f"{_CONFIG}.responseSchema")
+    elif field(config, "responseSchema") is not None:
+        schema = json_schema(field(config, "responseSchema"), f"{_CONFIG}.responseSchema")
     if schema is None:
         asked.json_object = True
         return
@@ -105,11 +106,11 @@ def _thinking(value: Any, asked: Requested, target: MessagesTarget) -> bool:
     config = optional_object(value, path)
     if config is None:
         return True
-    include = config.get("includeThoughts", True)
+    include = field(config, "includeThoughts", True)
     if not isinstance(include, bool):
         raise bad(f"{path}.includeThoughts", f"must be a boolean, got {type_name(include)}")
-    level = config.get("thinkingLevel")
-    budget = config.get("thinkingBudget")
+    level = field(config, "thinkingLevel")
+    budget = field(config, "thinkingBudget")
     if level is not None:
         effort = _LEVELS.get(str(level).lower())
         if effort is None:

@@ -17,6 +17,7 @@ from typing import Any
 from ....canonical.content import Block
 from ....canonical.fields import bad, required_string, type_name
 from ....canonical.media import file_block, image_block_from_url
+from .fields import field
 
 __all__ = ["MEDIA_KEYS", "media_block", "text_of_part"]
 
@@ -30,10 +31,10 @@ def text_of_part(part: dict[str, Any], path: str) -> str | None:
         if not isinstance(text, str):
             raise bad(f"{path}.text", f"must be a string, got {type_name(text)}")
         return text
-    code = part.get("executableCode")
+    code = field(part, "executableCode")
     if isinstance(code, dict) and isinstance(code.get("code"), str):
         return f"```{str(code.get('language') or '').lower()}\n{code['code']}\n```"
-    result = part.get("codeExecutionResult")
+    result = field(part, "codeExecutionResult")
     if isinstance(result, dict):
         output = result.get("output")
         return output if isinstance(output, str) else str(result.get("outcome") or "")
@@ -42,22 +43,22 @@ def text_of_part(part: dict[str, Any], path: str) -> str | None:
 
 def media_block(part: dict[str, Any], path: str) -> Block | None:
     """The image or document block of an ``inlineData`` / ``fileData`` part (None: neither)."""
-    inline = part.get("inlineData")
+    inline = field(part, "inlineData")
     if inline is not None:
         ipath = f"{path}.inlineData"
         if not isinstance(inline, dict):
             raise bad(ipath, f"must be an object, got {type_name(inline)}")
-        mime = required_string(inline.get("mimeType"), ipath, "mimeType", "required")
+        mime = required_string(field(inline, "mimeType"), ipath, "mimeType", "required")
         data = required_string(inline.get("data"), ipath, "data", "required: base64 data")
         media = {"file_data": f"data:{mime.lower()};base64,{data}"}
         return file_block(media, ipath)
-    file_data = part.get("fileData")
+    file_data = field(part, "fileData")
     if file_data is not None:
         fpath = f"{path}.fileData"
         if not isinstance(file_data, dict):
             raise bad(fpath, f"must be an object, got {type_name(file_data)}")
-        uri = required_string(file_data.get("fileUri"), fpath, "fileUri", "required")
-        file_mime: Any = file_data.get("mimeType")
+        uri = required_string(field(file_data, "fileUri"), fpath, "fileUri", "required")
+        file_mime: Any = field(file_data, "mimeType")
         if uri.split(":", 1)[0].lower() not in ("http", "https") or _files_api(uri):
             raise bad(
                 f"{fpath}.fileUri",

@@ -23,6 +23,7 @@ from typing import Any
 
 from ....canonical.fields import bad, each_object, optional_object, type_name
 from ....canonical.tools import input_schema, settle_tool_choice, tool_name
+from .fields import field, has
 
 __all__ = ["SERVER_TOOLS", "json_schema", "read_tool_config", "read_tools"]
 
@@ -47,13 +48,13 @@ def read_tools(value: Any) -> list[dict[str, Any]]:
     names: set[str] = set()
     for path, tool in each_object(value, "tools"):
         for server in SERVER_TOOLS:
-            if server in tool:
+            if has(tool, server):
                 raise bad(
                     f"{path}.{server}",
                     f"{server} is a Google server tool: it runs only on Gemini, and this "
                     "route's model cannot run it. Remove it, or route this model to Gemini.",
                 )
-        declarations = tool.get("functionDeclarations")
+        declarations = field(tool, "functionDeclarations")
         if declarations is None:
             continue
         for dpath, declaration in each_object(declarations, f"{path}.functionDeclarations"):
@@ -69,8 +70,10 @@ def _tool(declaration: dict[str, Any], path: str, name: str) -> dict[str, Any]:
     description = declaration.get("description")
     if description is not None and not isinstance(description, str):
         raise bad(f"{path}.description", "must be a string")
-    if declaration.get("parametersJsonSchema") is not None:
-        schema = input_schema(declaration["parametersJsonSchema"], path, "parametersJsonSchema")
+    if field(declaration, "parametersJsonSchema") is not None:
+        schema = input_schema(
+            field(declaration, "parametersJsonSchema"), path, "parametersJsonSchema"
+        )
     else:
         parameters = optional_object(declaration.get("parameters"), f"{path}.parameters")
         converted = None if parameters is None else json_schema(parameters, f"{path}.parameters")
@@ -114,13 +117,13 @@ def read_tool_config(
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The tools to send and the canonical tool_choice."""
     config = optional_object(value, "toolConfig")
-    calling = None if config is None else config.get("functionCallingConfig")
+    calling = None if config is None else field(config, "functionCallingConfig")
     calling = optional_object(calling, "toolConfig.functionCallingConfig")
     if calling is None:
         return settle_tool_choice(tools, None, None, "")
     path = "toolConfig.functionCallingConfig"
-    mode = calling.get("mode", "AUTO")
-    allowed = calling.get("allowedFunctionNames")
+    mode = field(calling, "mode", "AUTO")
+    allowed = field(calling, "allowedFunctionNames")
     if allowed is not None:
         if not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed):
             raise bad(f"{path}.allowedFunctionNames", "must be an array of function names")

@@ -27,6 +27,7 @@ from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
 from ....errors import invalid_request
 from .contents import ContentsReader
+from .fields import field
 from .params import read_generation_config
 from .tools import read_tool_config, read_tools
 
@@ -48,16 +49,16 @@ def messages_request_from_gemini(body: Any, target: MessagesTarget, *, stream: b
     """Translate a Gemini request body into an Anthropic Messages request."""
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")
-    if body.get("cachedContent") is not None:
+    if field(body, "cachedContent") is not None:
         raise bad("cachedContent", "Gemini's cached contents cannot be read through this proxy")
-    if body.get("safetySettings") is not None:
+    if field(body, "safetySettings") is not None:
         log.debug("safetySettings ignored: the upstream has no Gemini safety filters")
     asked = Requested(stream=stream)
-    include_thoughts = read_generation_config(body.get("generationConfig"), asked, target)
+    include_thoughts = read_generation_config(field(body, "generationConfig"), asked, target)
     tools = read_tools(body.get("tools"))
-    asked.tools, asked.tool_choice = read_tool_config(body.get("toolConfig"), tools)
+    asked.tools, asked.tool_choice = read_tool_config(field(body, "toolConfig"), tools)
     reader = ContentsReader(target.continuation_key)
-    reader.add_system(body.get("systemInstruction", body.get("system_instruction")))
+    reader.add_system(field(body, "systemInstruction"))
     reader.add_contents(body.get("contents"))
     request = canonical_request(asked, reader, target)
     return Translation(
