@@ -20,10 +20,10 @@ import pytest
 
 from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy import transducers
-from hydra_proxy.sse import SseParser
-from hydra_proxy.stream import events as ev
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.replay import reframe_jsonl
+from hydra_proxy.sse import SseParser
+from hydra_proxy.stream import events as ev
 from servers import ProxyServer
 
 genai = pytest.importorskip(
@@ -341,12 +341,35 @@ def test_a_forged_signature_restores_nothing(on_anthropic: ProxyServer, mock: Mo
 
 def test_passthrough_to_a_gemini_upstream(on_gemini: ProxyServer, mock: MockServer) -> None:
     mock.script([{"text": "Bonjour."}])
-    parts, chunks = stream_parts(on_gemini)
+    parts, _ = stream_parts(on_gemini)
     assert "".join(p.text or "" for p in parts) == "Bonjour."
     sent = mock.requests()[-1]
     assert sent["path"] == f"/v1beta/models/{MODEL}:streamGenerateContent"
     assert sent["headers"]["x-goog-api-key"] == "<redacted>"
     assert "model" not in sent["body"] and sent["body"]["contents"][0]["parts"][0]["text"]
+
+
+GEMINI_RECORDINGS = sorted(p.name for p in (FIXTURES / "gemini").glob("*.sse"))
+
+
+@pytest.mark.parametrize("name", GEMINI_RECORDINGS)
+def test_passthrough_is_the_upstream_bytes(
+    on_gemini: ProxyServer, mock: MockServer, name: str
+) -> None:
+    """Gemini passthrough's golden: the client gets the recorded stream byte for byte."""
+    mock.script([{"replay": f"gemini/{name}"}])
+    conn = http.client.HTTPConnection("127.0.0.1", on_gemini.port, timeout=30)
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    conn.request(
+        "POST",
+        f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse",
+        json.dumps(body),
+        {"content-type": "application/json", "x-goog-api-key": CLIENT_KEY},
+    )
+    response = conn.getresponse()
+    assert response.status == 200
+    assert response.read() == (FIXTURES / "gemini" / name).read_bytes()
+    conn.close()
 
 
 # -- endpoints and errors ------------------------------------------------------------------
