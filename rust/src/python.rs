@@ -278,6 +278,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let errors = gemini::mapping::ERROR_FINISH_REASONS.to_vec();
     m.add("GEMINI_ERROR_FINISH_REASONS", errors)?;
     m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
+    let statuses = PyDict::new(py);
+    for (kind, code, status) in gemini::output::ERROR_STATUSES {
+        statuses.set_item(kind, (code, status))?;
+    }
+    m.add("GEMINI_ERROR_STATUSES", statuses)?;
+    let finishes = table(py, &gemini::output::FINISH_REASONS)?;
+    m.add("GEMINI_FINISH_REASONS", finishes)?;
     let codes = responses::shared::RESPONSE_ERROR_CODES;
     m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
     let reasons = responses::shared::INCOMPLETE_REASONS;
