@@ -372,6 +372,69 @@ def test_passthrough_is_the_upstream_bytes(
     conn.close()
 
 
+def raw_post(proxy: ProxyServer, path: str, body: Any) -> tuple[int, str, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    conn.request("POST", path, json.dumps(body), {"content-type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, response.getheader("content-type") or "", data
+
+
+HELLO = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+
+def test_stream_without_alt_sse_is_one_json_array(on_chat: ProxyServer, mock: MockServer) -> None:
+    path = f"/v1beta/models/{MODEL}:streamGenerateContent"
+    mock.script([{"text": "Hello there."}, {"text": "Hello there."}])
+    status, kind, body = raw_post(on_chat, path, HELLO)
+    assert status == 200 and kind.startswith("application/json")
+    chunks = json.loads(body)
+    status, _, events = raw_post(on_chat, path + "?alt=sse", HELLO)
+    sse = [json.loads(e[6:]) for e in events.split(b"\r\n\r\n") if e]
+    for chunk in (*chunks, *sse):  # each reply has its own id
+        assert chunk.pop("responseId")
+    assert chunks == sse
+    assert (
+        "".join(p["text"] for c in chunks for p in c["candidates"][0]["content"]["parts"])
+        == "Hello there."
+    )
+    assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+
+
+def test_json_array_stream_ends_with_the_error(on_chat: ProxyServer, mock: MockServer) -> None:
+    mock.script([{"text": "partial", "stream_error": {"type": "server_error", "message": "boom"}}])
+    status, _, body = raw_post(on_chat, f"/v1beta/models/{MODEL}:streamGenerateContent", HELLO)
+    chunks = json.loads(body)
+    assert status == 200 and set(chunks[-1]) == {"error"}
+    assert chunks[-1]["error"]["status"] == "INTERNAL" and "finishReason" not in json.dumps(chunks)
+
+
+def test_passthrough_takes_the_proxy_carriers_out(on_gemini: ProxyServer, mock: MockServer) -> None:
+    from hydra_proxy import continuation
+    from hydra_proxy.gemini.carrier import thought_signature
+
+    carrier = thought_signature([continuation.Thinking("t", "EqQBsig")], b"any key")
+    mock.script([{"text": "ok"}])
+    history = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [
+                {"text": "calling", "thoughtSignature": carrier},
+                {"functionCall": {"name": "f", "args": {}}, "thoughtSignature": carrier},
+                {"functionCall": {"name": "g", "args": {}}, "thoughtSignature": "EpwICpkIAXLI2nx+/w=="},
+            ]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "f", "response": {}}}, {"functionResponse": {"name": "g", "response": {}}}]},
+        ]
+    }  # fmt: skip
+    status, _, _ = raw_post(on_gemini, f"/v1beta/models/{MODEL}:generateContent", history)
+    assert status == 200
+    parts = mock.requests()[-1]["body"]["contents"][1]["parts"]
+    assert parts[0] == {"text": "calling"}
+    assert parts[1]["thoughtSignature"] == "skip_thought_signature_validator"
+    assert parts[2]["thoughtSignature"] == "EpwICpkIAXLI2nx+/w=="
+
+
 # -- endpoints and errors ------------------------------------------------------------------
 
 

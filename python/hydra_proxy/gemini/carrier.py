@@ -21,10 +21,10 @@ import base64
 from typing import Any
 
 from .. import continuation
-from ..responses.reasoning import decode_carrier, encode_carrier
-from .thought_signature import signature_bytes
+from ..responses.reasoning import CARRIER_PREFIX, decode_carrier, encode_carrier
+from .thought_signature import SKIP_VALIDATOR, signature_bytes
 
-__all__ = ["restored_blocks", "thought_signature"]
+__all__ = ["is_carrier_signature", "restored_blocks", "thought_signature", "without_carriers"]
 
 Block = dict[str, Any]
 
@@ -51,3 +51,39 @@ def restored_blocks(value: object, key: bytes | None) -> list[Block] | None:
     except (ValueError, UnicodeDecodeError):
         return None
     return decode_carrier(text, key)
+
+
+_PREFIX_BYTES = CARRIER_PREFIX.encode()
+
+
+def is_carrier_signature(value: object) -> bool:
+    """Whether a ``thoughtSignature`` is this proxy's carrier (verified or not)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        return signature_bytes(value[:40]).startswith(_PREFIX_BYTES)  # 40 digits: 30 bytes
+    except ValueError:
+        return False
+
+
+def without_carriers(contents: list[Any]) -> list[Any]:
+    """`contents` with the proxy's carriers taken out (for a Gemini upstream): a function
+    call's becomes Google's documented ``skip_thought_signature_validator`` (Gemini 3 wants
+    a signature there), any other part's is dropped. Unchanged objects are shared."""
+    out: list[Any] = []
+    for content in contents:
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not isinstance(parts, list) or not any(
+            isinstance(p, dict) and is_carrier_signature(p.get("thoughtSignature")) for p in parts
+        ):
+            out.append(content)
+            continue
+        cleaned = []
+        for part in parts:
+            if isinstance(part, dict) and is_carrier_signature(part.get("thoughtSignature")):
+                part = {k: v for k, v in part.items() if k != "thoughtSignature"}
+                if "functionCall" in part:
+                    part["thoughtSignature"] = SKIP_VALIDATOR
+            cleaned.append(part)
+        out.append({**content, "parts": cleaned})
+    return out

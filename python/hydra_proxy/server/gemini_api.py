@@ -22,7 +22,7 @@ import orjson
 
 from ..config import models_listing
 from ..config.routes import request_traits
-from ..errors import ProxyError, invalid_request
+from ..errors import ProxyError
 from ..tokens import estimate_input_tokens
 from . import attempts
 from .exchange import Exchange
@@ -78,11 +78,8 @@ async def handle(exchange: Exchange) -> None:
         await _count_tokens(exchange, model)
         return
     stream = action == "streamGenerateContent"
-    if stream and b"alt=sse" not in exchange.scope.get("query_string", b""):
-        raise invalid_request(
-            "streamGenerateContent answers with server-sent events only: add ?alt=sse"
-        )
-    await _generate(exchange, model, stream)
+    query = exchange.scope.get("query_string", b"").split(b"&")
+    await _generate(exchange, model, stream, sse=b"alt=sse" in query)
 
 
 async def _body(exchange: Exchange) -> dict[str, Any]:
@@ -94,7 +91,7 @@ async def _body(exchange: Exchange) -> dict[str, Any]:
     return parse_object(body, settings.max_json_depth)
 
 
-async def _generate(exchange: Exchange, model: str, stream: bool) -> None:
+async def _generate(exchange: Exchange, model: str, stream: bool, *, sse: bool) -> None:
     """A model request, as app.model_request runs every protocol's."""
     worker = exchange.worker
     exchange.account("gemini")
@@ -103,7 +100,7 @@ async def _generate(exchange: Exchange, model: str, stream: bool) -> None:
     exchange.authorize()
     request = await _body(exchange)
     request[gemini.MODEL_KEY] = model
-    client_request = gemini.reader(stream)(exchange, request, b"")
+    client_request = gemini.reader(stream, sse)(exchange, request, b"")
     exchange.decision = exchange.decide(client_request.traits, param="model")
     exchange.stream = stream
     await attempts.answer(exchange, client_request)

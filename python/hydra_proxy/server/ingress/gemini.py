@@ -17,6 +17,9 @@ import orjson
 from ... import ids
 from ...canonical.target import MessagesTarget
 from ...config.routes import Attempt, RouteDecision, request_traits
+from ...errors import invalid_request
+from ...gemini.carrier import without_carriers
+from ...gemini.json_array import JsonArrayStream
 from ...gemini.request.reader import Translation, messages_request_from_gemini
 from ...gemini.request.writer import gemini_path
 from ...gemini.response.writer import gemini_response_from_message
@@ -39,8 +42,9 @@ def translate(
     return messages_request_from_gemini(body, target, stream=stream)
 
 
-def reader(stream: bool):  # type: ignore[no-untyped-def]
-    """The ingress of one Gemini endpoint (streamed or not)."""
+def reader(stream: bool, sse: bool = True):  # type: ignore[no-untyped-def]
+    """The ingress of one Gemini endpoint (streamed or not; a stream as server-sent events,
+    else as one JSON array)."""
 
     def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
         model: str = request[MODEL_KEY]
@@ -60,9 +64,9 @@ def reader(stream: bool):  # type: ignore[no-untyped-def]
 
         def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
             if attempt.provider.kind == "gemini":
-                return _passthrough(request, attempt, stream)
+                return _passthrough(request, attempt, stream, sse)
             found = translation(attempt.model, attempt.max_tokens_limit)
-            return _translated(exchange, found, attempt, model, stream)
+            return _translated(exchange, found, attempt, model, stream, sse)
 
         return ClientRequest(traits, stream, plan)
 
@@ -70,7 +74,12 @@ def reader(stream: bool):  # type: ignore[no-untyped-def]
 
 
 def _translated(
-    exchange: Exchange, translation: Translation, attempt: Attempt, model: str, stream: bool
+    exchange: Exchange,
+    translation: Translation,
+    attempt: Attempt,
+    model: str,
+    stream: bool,
+    sse: bool,
 ) -> Plan:
     worker = exchange.worker
     signing_key = exchange.signing_key
@@ -96,7 +105,7 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
-    return translated_plan(
+    plan = translated_plan(
         translation.body,
         attempt,
         signing_key=signing_key,
@@ -108,14 +117,26 @@ def _translated(
         build=build,
         log={"model": model},
     )
+    if stream and not sse and plan.transducer is not None:
+        make = plan.transducer
+        plan.transducer = lambda: JsonArrayStream(make())
+        plan.stream_headers = [(b"content-type", b"application/json")]
+    return plan
 
 
-def _passthrough(request: dict[str, Any], attempt: Attempt, stream: bool) -> Plan:
+def _passthrough(request: dict[str, Any], attempt: Attempt, stream: bool, sse: bool) -> Plan:
     """A Gemini upstream: the body goes through as the client sent it (the model is the
-    URL's: the attempt's)."""
-    body = orjson.dumps({k: v for k, v in request.items() if k != MODEL_KEY})
-    plan = passthrough(attempt, body, model=request[MODEL_KEY])
-    plan.url = (
-        attempt.provider.base_url.rstrip("/") + "/" + gemini_path(attempt.model, stream=stream)
-    )
+    URL's: the attempt's), but for the proxy's own thoughtSignature carriers: they hold
+    another upstream's reasoning, which Gemini would reject as a corrupt signature."""
+    body = {k: v for k, v in request.items() if k != MODEL_KEY}
+    if isinstance(body.get("contents"), list):
+        body["contents"] = without_carriers(body["contents"])
+    plan = passthrough(attempt, orjson.dumps(body), model=request[MODEL_KEY])
+    try:
+        path = gemini_path(attempt.model, stream=stream)
+    except ValueError as exc:
+        raise invalid_request(f"model: {exc}", "model") from None
+    if stream and not sse:
+        path = path.removesuffix("?alt=sse")
+    plan.url = attempt.provider.base_url.rstrip("/") + "/" + path
     return plan
