@@ -258,60 +258,54 @@ def test_request_reaches_the_upstream_translated(
 ANTHROPIC_THINKING = "anthropic/pydantic-thinking-signature.sse"
 
 
-def test_claude_signed_thinking_comes_back(on_anthropic: ProxyServer, mock: MockServer) -> None:
-    """The signed thinking of a tool turn travels in the functionCall's thoughtSignature
-    and is restored, byte for byte, first in the assistant turn of the next request."""
+REASONING = "I should look it up."
+SIGNED = "EqQBCkYIBxgCKkCclaudesig"
+THINKING = genai.types.ThinkingConfig(include_thoughts=True, thinking_budget=2048)
+
+
+def two_turns(proxy: ProxyServer, mock: MockServer, **first: Any) -> dict[str, Any]:
+    """A tool turn with reasoning, streamed; then the next turn, the SDK's parts replayed as
+    they came. The second upstream request."""
     mock.script(
         [
-            {
-                "reasoning": "I should look it up.",
-                "signature": "EqQBCkYIBxgCKkCclaudesig",
-                "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
-            },
+            {"reasoning": REASONING, "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}], **first},
             {"text": "Sunny in Paris."},
         ]
-    )
-    parts, _ = stream_parts(
-        on_anthropic,
-        thinking_config=genai.types.ThinkingConfig(include_thoughts=True, thinking_budget=2048),
-    )
+    )  # fmt: skip
+    parts, _ = stream_parts(proxy, thinking_config=THINKING)
     call = next(p for p in parts if p.function_call)
     assert call.thought_signature and call.function_call.name == "get_weather"
-    thought = "".join(p.text for p in parts if p.thought)
-    assert thought == "I should look it up."
-    first = mock.requests()[-1]["body"]
-    assert first["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "".join(p.text for p in parts if p.thought) == REASONING
+    answer = genai.types.FunctionResponse(
+        id=call.function_call.id, name="get_weather", response={"output": "sunny"}
+    )
     history = [
         genai.types.Content(role="user", parts=[genai.types.Part(text="weather in Paris?")]),
         genai.types.Content(role="model", parts=parts),
-        genai.types.Content(
-            role="user",
-            parts=[
-                genai.types.Part(
-                    function_response=genai.types.FunctionResponse(
-                        id=call.function_call.id, name="get_weather", response={"output": "sunny"}
-                    )
-                )
-            ],
-        ),
+        genai.types.Content(role="user", parts=[genai.types.Part(function_response=answer)]),
     ]
-    sdk = client(on_anthropic)
+    sdk = client(proxy)
     reply = sdk.models.generate_content(
         model=MODEL,
         contents=history,
-        config=genai.types.GenerateContentConfig(
-            tools=[WEATHER],
-            thinking_config=genai.types.ThinkingConfig(include_thoughts=True, thinking_budget=2048),
-        ),
+        config=genai.types.GenerateContentConfig(tools=[WEATHER], thinking_config=THINKING),
     )
     assert reply.text == "Sunny in Paris."
-    sent = mock.requests()[-1]["body"]
+    body: dict[str, Any] = mock.requests()[-1]["body"]
+    return body
+
+
+def test_claude_signed_thinking_comes_back(on_anthropic: ProxyServer, mock: MockServer) -> None:
+    """The signed thinking of a tool turn travels in the functionCall's thoughtSignature
+    and is restored, byte for byte, first in the assistant turn of the next request."""
+    sent = two_turns(on_anthropic, mock, signature=SIGNED)
     assistant = sent["messages"][1]
-    assert sent["thinking"]["type"] == "enabled"
-    assert assistant["content"][0]["type"] == "thinking"
-    assert assistant["content"][0]["thinking"] == "I should look it up."
-    assert assistant["content"][0]["signature"]  # Claude's own, as the mock signed it
-    assert not assistant["content"][0]["signature"].startswith("hydra1.")
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": REASONING,
+        "signature": SIGNED,
+    }
     assert assistant["content"][1]["type"] == "tool_use"
     result = sent["messages"][2]["content"][0]
     assert result == {
@@ -319,6 +313,38 @@ def test_claude_signed_thinking_comes_back(on_anthropic: ProxyServer, mock: Mock
         "tool_use_id": assistant["content"][1]["id"],
         "content": "sunny",
     }
+
+
+@pytest.fixture(scope="module", params=IMPLEMENTATIONS)
+def on_deepseek(request: pytest.FixtureRequest, mock: MockServer) -> Iterator[ProxyServer]:
+    if request.param == "native" and _native is None:
+        pytest.skip(NATIVE_MISSING)
+    args = ("--provider", "deepseek")
+    env = {"DEEPSEEK_API_KEY": "sk-deepseek-SECRET"}
+    with ProxyServer(mock.url + "/v1", *args, impl=request.param, env=env) as server:
+        yield server
+
+
+def test_deepseek_reasoning_comes_back(on_deepseek: ProxyServer, mock: MockServer) -> None:
+    """DeepSeek's reasoning of a tool turn goes back to it as reasoning_content."""
+    sent = two_turns(on_deepseek, mock)
+    assistant = next(m for m in sent["messages"] if m["role"] == "assistant")
+    assert assistant["reasoning_content"] == REASONING and assistant["tool_calls"]
+
+
+def test_responses_encrypted_reasoning_comes_back(
+    on_responses: ProxyServer, mock: MockServer
+) -> None:
+    """A Responses upstream's encrypted reasoning item is sent back to it as it came."""
+    sent = two_turns(on_responses, mock, signature="gAAAAABencrypted-by-openai")
+    reasoning = [i for i in sent["input"] if i.get("type") == "reasoning"]
+    assert [r["encrypted_content"] for r in reasoning] == ["gAAAAABencrypted-by-openai"]
+    kinds = [i.get("type") for i in sent["input"]]
+    assert (
+        kinds.index("reasoning")
+        < kinds.index("function_call")
+        < kinds.index("function_call_output")
+    )
 
 
 def test_a_forged_signature_restores_nothing(on_anthropic: ProxyServer, mock: MockServer) -> None:
