@@ -81,3 +81,37 @@ def metrics_with_key(proxy: ProxyServer) -> dict[tuple[str, frozenset[tuple[str,
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
+
+
+def test_a_route_for_gemini_clients(tmp_path: Path) -> None:
+    """`client = "gemini"` routes Gemini clients on their own: here to Anthropic, while the
+    same model name from a Chat client goes to the Chat upstream."""
+    with MockServer(fixtures=FIXTURES) as mock:
+        (tmp_path / "hydra.toml").write_text(
+            f"""
+[providers.claude]
+kind = "anthropic"
+base_url = "{mock.url}"
+api_key_optional = true
+
+[[routes]]
+match = "*"
+client = "gemini"
+provider = "claude"
+model = "claude-sonnet-4-5"
+""",
+            encoding="utf-8",
+        )
+        args = ("--config", str(tmp_path / "hydra.toml"))
+        with ProxyServer(mock.url + "/v1", *args, env={"HYDRA_PROXY_KEYS": KEY}) as proxy:
+            mock.script([{"text": "from claude"}, {"text": "from chat"}])
+            assert post(proxy, f"/v1beta/models/{MODEL}:generateContent")[0] == 200
+            assert mock.requests()[-1]["path"] == "/v1/messages"
+            assert mock.requests()[-1]["body"]["model"] == "claude-sonnet-4-5"
+            conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+            body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+            headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}"}
+            conn.request("POST", "/v1/chat/completions", orjson.dumps(body), headers)
+            assert conn.getresponse().status == 200
+            conn.close()
+            assert mock.requests()[-1]["path"] == "/v1/chat/completions"
