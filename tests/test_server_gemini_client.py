@@ -375,6 +375,15 @@ def test_passthrough_to_a_gemini_upstream(on_gemini: ProxyServer, mock: MockServ
     assert "model" not in sent["body"] and sent["body"]["contents"][0]["parts"][0]["text"]
 
 
+def test_server_tools_pass_through_to_gemini(on_gemini: ProxyServer, mock: MockServer) -> None:
+    """Google's server tools, refused on every other upstream, reach a Gemini upstream."""
+    mock.script([{"text": "Searched."}])
+    body = {**HELLO, "tools": [{"googleSearch": {}}]}
+    status, _, _ = raw_post(on_gemini, f"/v1beta/models/{MODEL}:generateContent", body)
+    assert status == 200
+    assert mock.requests()[-1]["body"]["tools"] == [{"googleSearch": {}}]
+
+
 GEMINI_RECORDINGS = sorted(p.name for p in (FIXTURES / "gemini").glob("*.sse"))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -17,7 +18,7 @@ import orjson
 from ... import ids
 from ...canonical.target import MessagesTarget
 from ...config.routes import Attempt, RouteDecision, request_traits
-from ...errors import invalid_request
+from ...errors import ProxyError, invalid_request
 from ...gemini.carrier import without_carriers
 from ...gemini.json_array import JsonArrayStream
 from ...gemini.request.reader import Translation, messages_request_from_gemini
@@ -42,7 +43,9 @@ def translate(
     return messages_request_from_gemini(body, target, stream=stream)
 
 
-def reader(stream: bool, sse: bool = True):  # type: ignore[no-untyped-def]
+def reader(
+    stream: bool, sse: bool = True
+) -> Callable[[Exchange, dict[str, Any], bytes], ClientRequest]:
     """The ingress of one Gemini endpoint (streamed or not; a stream as server-sent events,
     else as one JSON array)."""
 
@@ -54,17 +57,27 @@ def reader(stream: bool, sse: bool = True):  # type: ignore[no-untyped-def]
         def translation(upstream_model: str, limit: int | None) -> Translation:
             return translate(request, upstream_model, signing_key, limit, stream=stream)
 
-        first = translation(model, None)
-        if first.skipped_signatures:
-            log.debug("%d thought signatures not made by this proxy", first.skipped_signatures)
-        estimate = functools.cache(lambda: estimate_input_tokens(first.body))
+        # Routed on the canonical request; one the reader refuses (Google's server tools)
+        # is still routed, by its model: a Gemini upstream, passed through, can run it.
+        refused: ProxyError | None = None
+        try:
+            first = translation(model, None)
+            view = first.body
+        except ProxyError as exc:
+            refused, view = exc, {"model": model, "messages": []}
+        else:
+            if first.skipped_signatures:
+                log.debug("%d thought signatures not made by this proxy", first.skipped_signatures)
+        estimate = functools.cache(lambda: estimate_input_tokens(view))
         traits = request_traits(
-            first.body, client="gemini", headers=exchange.scope["headers"], estimate=estimate
+            view, client="gemini", headers=exchange.scope["headers"], estimate=estimate
         )
 
         def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
             if attempt.provider.kind == "gemini":
                 return _passthrough(request, attempt, stream, sse)
+            if refused is not None:
+                raise refused
             found = translation(attempt.model, attempt.max_tokens_limit)
             return _translated(exchange, found, attempt, model, stream, sse)
 
