@@ -71,6 +71,7 @@ class Canonical:
         self.calls: list[tuple[str, Any]] = []
         self.usage = ev.Usage()
         self.complete = False
+        self.stop: str | None = None
         self.error: ev.Error | None = None
         args: dict[int, list[str]] = {}
         names: dict[int, str] = {}
@@ -93,6 +94,8 @@ class Canonical:
                 self.calls.append((names.pop(event.block), json.loads(raw) if raw.strip() else {}))
             elif isinstance(event, ev.Usage):
                 self.usage.update(event)
+            elif isinstance(event, ev.StopReason):
+                self.stop = event.reason
             elif isinstance(event, ev.MessageStop):
                 self.complete = True
             elif isinstance(event, ev.Error):
@@ -197,7 +200,8 @@ def _rebuild(proxy: ProxyServer, mock: MockServer, name: str, kind: str) -> None
     parts, chunks = stream_parts(proxy)
     assert sdk_view(parts) == (want.text, want.thinking, want.calls)
     last = chunks[-1]
-    assert last.candidates[0].finish_reason is not None
+    finish = {"max_tokens": "MAX_TOKENS", "refusal": "SAFETY"}.get(want.stop or "", "STOP")
+    assert last.candidates[0].finish_reason == finish
     assert last.model_version == MODEL and last.response_id
     assert (last.usage_metadata.prompt_token_count or 0) == want.prompt
 
