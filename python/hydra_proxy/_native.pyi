@@ -9,6 +9,8 @@ __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
     "FINISH_REASONS",
     "GEMINI_ERROR_FINISH_REASONS",
+    "GEMINI_ERROR_STATUSES",
+    "GEMINI_FINISH_REASONS",
     "GEMINI_REFUSAL_FINISH_REASONS",
     "INCOMPLETE_REASONS",
     "MESSAGES",
@@ -18,6 +20,9 @@ __all__ = [
     "ChatViaGeminiStream",
     "ChatViaMessagesStream",
     "ChatViaResponsesStream",
+    "GeminiViaChatStream",
+    "GeminiViaMessagesStream",
+    "GeminiViaResponsesStream",
     "MessagesViaChatStream",
     "MessagesViaGeminiStream",
     "MessagesViaResponsesStream",
@@ -93,6 +98,17 @@ class _ResponsesClient(_Transducer):
         max_event_bytes: int = ...,
     ) -> Self: ...
 
+class _GeminiClient(_Transducer):
+    def __new__(
+        cls,
+        response_id: str,
+        model: str,
+        *,
+        include_thoughts: bool = True,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = ...,
+    ) -> Self: ...
+
 @final
 class MessagesViaChatStream(_MessagesClient): ...
 
@@ -120,6 +136,15 @@ class ChatViaResponsesStream(_ChatClient): ...
 @final
 class ResponsesViaGeminiStream(_ResponsesClient): ...
 
+@final
+class GeminiViaChatStream(_GeminiClient): ...
+
+@final
+class GeminiViaMessagesStream(_GeminiClient): ...
+
+@final
+class GeminiViaResponsesStream(_GeminiClient): ...
+
 __version__: Final[str]
 DEFAULT_MAX_EVENT_BYTES: Final[int]
 ANTHROPIC_ERROR_TYPES: Final[list[str]]
@@ -131,5 +156,7 @@ GEMINI_ERROR_FINISH_REASONS: Final[list[str]]
 MSG_BAD_JSON_PATH: Final[str]
 RESPONSE_ERROR_CODES: Final[dict[str, str]]
 INCOMPLETE_REASONS: Final[dict[str, str]]
+GEMINI_ERROR_STATUSES: Final[dict[str, tuple[int, str]]]
+GEMINI_FINISH_REASONS: Final[dict[str, str]]
 
 def json_nested_deeper_than(data: bytes, limit: int) -> bool: ...

@@ -21,6 +21,7 @@ from .anthropic.encoder import AnthropicEncoder
 from .chat.decoder import ChatDecoder
 from .chat.encoder import ChatEncoder
 from .gemini.decoder import GeminiDecoder
+from .gemini.encoder import GeminiEncoder
 from .responses.decoder import ResponsesDecoder
 from .responses.encoder import NameTable, ResponsesEncoder
 from .stream import DEFAULT_MAX_EVENT_BYTES
@@ -184,6 +185,27 @@ class ResponsesClient(Composition[ResponsesEncoder], client="responses"):
         super().__init__(self._upstream_decoder(response_id, signing_key), encoder, max_event_bytes)
 
 
+class GeminiClient(Composition[GeminiEncoder], client="gemini"):
+    """Gemini API clients (Gemini CLI, the google-genai SDKs): `include_thoughts` is the
+    request's ``thinkingConfig.includeThoughts``; `signing_key` signs the upstream's replay
+    state and the ``thoughtSignature`` carrier."""
+
+    def __init__(
+        self,
+        response_id: str,
+        model: str,
+        *,
+        include_thoughts: bool = True,
+        signing_key: bytes | None = None,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    ) -> None:
+        super().__init__(
+            self._upstream_decoder(response_id, signing_key),
+            GeminiEncoder(response_id, model, include_thoughts, signing_key),
+            max_event_bytes,
+        )
+
+
 # -- the compositions, one line each (the same table as rust/src/transducers.rs) -------------
 
 
@@ -197,6 +219,9 @@ class ResponsesViaMessagesStream(ResponsesClient, upstream="anthropic"): ...
 class MessagesViaResponsesStream(MessagesClient, upstream="responses"): ...
 class ChatViaResponsesStream(ChatClient, upstream="responses"): ...
 class ResponsesViaGeminiStream(ResponsesClient, upstream="gemini"): ...
+class GeminiViaChatStream(GeminiClient, upstream="openai"): ...
+class GeminiViaMessagesStream(GeminiClient, upstream="anthropic"): ...
+class GeminiViaResponsesStream(GeminiClient, upstream="responses"): ...
 # fmt: on
 
 
@@ -224,7 +249,7 @@ class Implementation:
 
     def transducer(self, upstream: str, client: str) -> Factory:
         """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
-        `client` protocol ("anthropic", "openai" for Chat, "responses"); KeyError for a
+        `client` protocol ("anthropic", "openai" for Chat, "responses", "gemini"); KeyError for a
         pair without one (same-protocol pairs are passed through, not transduced)."""
         return self.classes[COMPOSITIONS[upstream, client].__name__]
 

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
-use crate::gemini::GeminiDecoder;
+use crate::gemini::{GeminiDecoder, GeminiEncoder};
 use crate::responses::{ResponsesDecoder, ResponsesEncoder, ResponsesOptions};
 use crate::sse::SseParser;
 use crate::stream::{Decoder, Encoder, Transducer};
@@ -64,6 +64,12 @@ impl Client for ResponsesEncoder {
             ..ResponsesOptions::default()
         };
         ResponsesEncoder::new("r", "m", 1, 1, options)
+    }
+}
+
+impl Client for GeminiEncoder {
+    fn client() -> Self {
+        GeminiEncoder::new("r", "m", true, Some(KEY))
     }
 }
 
@@ -175,7 +181,9 @@ proptest! {
             }
             out.extend(stream.finish());
             prop_assert!(stream.finished(), "{} did not end at EOF", name);
-            prop_assert!(out.is_empty() || out.ends_with(b"\n\n"), "{} ends mid-event", name);
+            // (Gemini's events end in CRLF CRLF, as Gemini frames them)
+            let ended = out.ends_with(b"\n\n") || out.ends_with(b"\r\n\r\n");
+            prop_assert!(out.is_empty() || ended, "{} ends mid-event", name);
             let after = [stream.feed(b"data: {}\n\n"), stream.finish()].concat();
             prop_assert!(after.is_empty(), "{} sent bytes after its end", name);
         }

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
 use crate::errors::ANTHROPIC_ERROR_TYPES;
-use crate::gemini::GeminiDecoder;
+use crate::gemini::{GeminiDecoder, GeminiEncoder};
 use crate::responses::{ResponsesDecoder, ResponsesEncoder};
 use crate::stream::{messages, Transducer, DEFAULT_MAX_EVENT_BYTES};
 use crate::transducers::{self, Upstream};
@@ -112,6 +112,25 @@ macro_rules! constructor {
                     responses_options(echo, include_encrypted, summary, signing_key, tool_names);
                 let encoder =
                     ResponsesEncoder::new(response_id, model, created_at, input_tokens, options);
+                $name {
+                    inner: Transducer::new(decoder, encoder, max_event_bytes),
+                }
+            }
+        );
+    };
+    ($name:ident, $decoder:ident, GeminiEncoder) => {
+        methods!(
+            $name,
+            #[pyo3(signature = (response_id, model, *, include_thoughts=true, signing_key=None, max_event_bytes=DEFAULT_MAX_EVENT_BYTES))]
+            fn new(
+                response_id: &str,
+                model: &str,
+                include_thoughts: bool,
+                signing_key: Option<&[u8]>,
+                max_event_bytes: usize,
+            ) -> Self {
+                let decoder = $decoder::upstream(response_id, signing_key);
+                let encoder = GeminiEncoder::new(response_id, model, include_thoughts, signing_key);
                 $name {
                     inner: Transducer::new(decoder, encoder, max_event_bytes),
                 }
@@ -266,6 +285,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let errors = gemini::mapping::ERROR_FINISH_REASONS.to_vec();
     m.add("GEMINI_ERROR_FINISH_REASONS", errors)?;
     m.add("MSG_BAD_JSON_PATH", gemini::decoder::MSG_BAD_JSON_PATH)?;
+    let statuses = PyDict::new(py);
+    for (kind, code, status) in gemini::output::ERROR_STATUSES {
+        statuses.set_item(kind, (code, status))?;
+    }
+    m.add("GEMINI_ERROR_STATUSES", statuses)?;
+    let finishes = table(py, &gemini::output::FINISH_REASONS)?;
+    m.add("GEMINI_FINISH_REASONS", finishes)?;
     let codes = responses::shared::RESPONSE_ERROR_CODES;
     m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
     let reasons = responses::shared::INCOMPLETE_REASONS;

@@ -7,7 +7,7 @@
 
 use crate::anthropic::{AnthropicDecoder, AnthropicEncoder};
 use crate::chat::{ChatDecoder, ChatEncoder};
-use crate::gemini::GeminiDecoder;
+use crate::gemini::{GeminiDecoder, GeminiEncoder};
 use crate::responses::{ResponsesDecoder, ResponsesEncoder};
 use crate::stream::{Decoder, Transducer};
 
@@ -25,6 +25,9 @@ macro_rules! compositions {
             MessagesViaResponsesStream: ResponsesDecoder => AnthropicEncoder,
             ChatViaResponsesStream: ResponsesDecoder => ChatEncoder,
             ResponsesViaGeminiStream: GeminiDecoder => ResponsesEncoder,
+            GeminiViaChatStream: ChatDecoder => GeminiEncoder,
+            GeminiViaMessagesStream: AnthropicDecoder => GeminiEncoder,
+            GeminiViaResponsesStream: ResponsesDecoder => GeminiEncoder,
         }
     };
 }

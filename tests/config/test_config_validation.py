@@ -123,7 +123,7 @@ def test_bad_values_in_the_file(tmp_path: Path) -> None:
         3: "[server] workers must be a whole number, not '2'",
         4: "[server] implementation = 'rust' is not one of auto, native, python",
         7: "[providers.x] kind = 'grpc' is not one of openai, anthropic, gemini, responses",
-        13: "[[routes]] #1 client = 'zed' is not one of anthropic, chat, responses",
+        13: "[[routes]] #1 client = 'zed' is not one of anthropic, chat, responses, gemini",
         14: "[[routes]] #1 effort map 'max' -> 'maximum': both must be one of "
         "none, minimal, low, medium, high, xhigh, max",
         15: "[[routes]] #1 long_context = 0: must be a whole number of at least 1",

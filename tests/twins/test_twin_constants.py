@@ -150,7 +150,7 @@ def test_gemini_rust_modules_have_python_twins() -> None:
 RUST_UPSTREAMS = {"ChatDecoder": "openai", "AnthropicDecoder": "anthropic"}
 RUST_UPSTREAMS |= {"GeminiDecoder": "gemini", "ResponsesDecoder": "responses"}
 RUST_CLIENTS = {"AnthropicEncoder": "anthropic", "ChatEncoder": "openai"}
-RUST_CLIENTS |= {"ResponsesEncoder": "responses"}
+RUST_CLIENTS |= {"ResponsesEncoder": "responses", "GeminiEncoder": "gemini"}
 
 
 def test_rust_and_python_list_the_same_compositions() -> None:
@@ -164,7 +164,7 @@ def test_rust_and_python_list_the_same_compositions() -> None:
         for name, decoder, encoder in re.findall(r"(\w+Stream): (\w+) => (\w+),", table)
     }
     python = {key: cls.__name__ for key, cls in transducers.COMPOSITIONS.items()}
-    assert len(rust) == 9
+    assert len(rust) == 12
     assert rust == python
     for (upstream, client), cls in transducers.COMPOSITIONS.items():
         assert (cls.upstream, cls.client) == (upstream, client)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 if TYPE_CHECKING:
     from .providers import Provider
 
-ClientProtocol = Literal["anthropic", "chat", "responses"]
+ClientProtocol = Literal["anthropic", "chat", "responses", "gemini"]
 CLIENT_PROTOCOLS: tuple[str, ...] = get_args(ClientProtocol)
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 # A tool-less call asking for at most this many tokens is background work (titles,

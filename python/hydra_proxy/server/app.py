@@ -21,7 +21,7 @@ from .. import __version__, tokens
 from ..config import Settings
 from ..config.routes import ClientProtocol
 from ..errors import ProxyError
-from . import accounting, attempts, browser_guard, endpoints
+from . import accounting, attempts, browser_guard, endpoints, gemini_api
 from .exchange import (
     ClientGone,
     ClientRequest,
@@ -110,6 +110,8 @@ def handler_for(method: str, path: str) -> Handler:
     if method == "OPTIONS":  # a CORS preflight, for any path
         return endpoints.preflight
     handler = ROUTES.get((method, path))
+    if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
+        return gemini_api.handle
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
     if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):

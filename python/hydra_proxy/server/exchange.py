@@ -21,6 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
 
 from ..config.check import not_found_message
 from ..config.routes import (
@@ -31,6 +32,7 @@ from ..config.routes import (
     decide,
 )
 from ..errors import ProxyError
+from ..gemini import output as gemini_output
 from ..redaction import Redactor
 from ..signing_key import for_client
 
@@ -83,6 +85,15 @@ def header(scope: Scope, name: bytes) -> bytes | None:
     for key, value in scope["headers"]:
         if key == name:
             return bytes(value)
+    return None
+
+
+def query_key(scope: Scope) -> bytes | None:
+    """The ``key`` parameter of the query string (how Gemini clients may send their key)."""
+    for pair in scope.get("query_string", b"").split(b"&"):
+        name, _, value = pair.partition(b"=")
+        if name == b"key" and value:
+            return unquote_to_bytes(value)
     return None
 
 
@@ -210,11 +221,14 @@ class Exchange:
         return header(self.scope, name)
 
     def presented_key(self) -> bytes | None:
-        """The key the client sent: x-api-key, else an Authorization bearer token."""
+        """The key the client sent: x-api-key, else an Authorization bearer token; a
+        Gemini client's x-goog-api-key, else its ``?key=``."""
         presented = self.header(b"x-api-key")
         if presented is None:
             bearer = self.header(b"authorization") or b""
             presented = bearer[7:].strip() if bearer[:7].lower() == b"bearer " else None
+        if presented is None and self.gemini_client():
+            presented = self.header(b"x-goog-api-key") or query_key(self.scope)
         return presented
 
     def authorize(self) -> None:
@@ -317,6 +331,9 @@ class Exchange:
             self.error_type = exc.error_type
         if self.anthropic_client():
             status, body = exc.status, exc.anthropic_body(self.request_id)
+        elif self.gemini_client():
+            status, _ = gemini_output.error_status(exc.error_type)
+            body = gemini_output.error_body(exc.error_type, exc.message)
         else:
             status, body = exc.openai_status, exc.openai_body()
         await self.respond_error(
@@ -327,6 +344,11 @@ class Exchange:
             unreachable=isinstance(exc, UpstreamUnreachable) or getattr(exc, "no_retry", False),
             close=close or self.worker.shutdown.draining,  # the worker stops: no next request
         )
+
+    def gemini_client(self) -> bool:
+        """Whether errors take the Gemini shape (the Gemini API's paths)."""
+        path: str = self.scope["path"]
+        return path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path)
 
     def anthropic_client(self) -> bool:
         """Whether errors take the Anthropic shape (else OpenAI's)."""

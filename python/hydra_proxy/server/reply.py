@@ -210,7 +210,7 @@ async def _relay(
             exchange,
             connecting,
             partial(accounting.built_by, exchange, plan.transducer),
-            _SSE_HEADERS,
+            plan.stream_headers or _SSE_HEADERS,
             ping_interval=settings.ping_interval,
             idle_timeout=settings.idle_timeout,
             stall_timeout=settings.send_stall_timeout,

@@ -135,6 +135,8 @@ class Plan:
     """relay: builds the transducer (called after the upstream request was sent)."""
     convert: Callable[[Any], Any] | None = None
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
+    stream_headers: list[tuple[bytes, bytes]] | None = None
+    """relay: the client response's headers, when not server-sent events'."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
 
@@ -183,6 +185,7 @@ _CLIENT_KIND: dict[ClientProtocol, str] = {
     "anthropic": "anthropic",
     "chat": "openai",
     "responses": "responses",
+    "gemini": "gemini",
 }
 
 

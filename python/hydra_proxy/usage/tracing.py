@@ -19,7 +19,7 @@ __all__ = ["Tracing", "setup_tracing"]
 
 log = logging.getLogger("hydra_proxy.usage")
 
-_OPERATION = {"anthropic": "chat", "chat": "chat", "responses": "chat"}
+_OPERATION = {"anthropic": "chat", "chat": "chat", "responses": "chat", "gemini": "chat"}
 
 
 class Tracing:
