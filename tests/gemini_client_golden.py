@@ -2,16 +2,16 @@
 Responses upstreams): every recorded stream and every stored golden input of those
 upstreams (tests/golden/inputs/), each with a signing key and thoughts on, thoughts off,
 and no key, plus scripted pings and failures. tests/golden_gemini_client/record.py
-records them, tests/test_golden_gemini_client.py replays them on both implementations."""
+records them, tests/twins/test_golden_gemini_client.py replays them on both implementations."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from conftest import ANTHROPIC_STREAMS, NATIVE_MISSING, OPENAI_STREAMS, _native
 from golden_cases import load_input
 from hydra_proxy import transducers
+from implementations import ANTHROPIC_STREAMS, NATIVE_MISSING, OPENAI_STREAMS, _native
 from responses_streams import RESPONSES_STREAMS
 
 HERE = Path(__file__).parent

@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.mock import MockServer
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 VERSION = "0.61.0"
 PACKAGE = "@google/gemini-cli"
 BINARY = Path(

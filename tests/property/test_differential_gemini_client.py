@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import anthropic_streams
 import openai_streams
 import responses_streams
-from conftest import NATIVE_MISSING, _native, feed_all
 from hydra_proxy import transducers
+from implementations import NATIVE_MISSING, _native, feed_all
 
 KEY = b"differential-gemini-key"
 CLASSES = {

@@ -15,7 +15,7 @@ from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.carrier import restored_blocks, thought_signature
 from hydra_proxy.gemini.request.reader import messages_request_from_gemini
 
-CLI = Path(__file__).parent / "fixtures" / "gemini-cli"
+CLI = Path(__file__).parent.parent / "fixtures" / "gemini-cli"
 KEY = b"reader-key"
 TARGET = MessagesTarget(model="claude-x", continuation_key=KEY)
 

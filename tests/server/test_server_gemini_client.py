@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy import transducers
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.replay import reframe_jsonl
 from hydra_proxy.sse import SseParser
 from hydra_proxy.stream import events as ev
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 genai = pytest.importorskip(
@@ -31,7 +31,7 @@ genai = pytest.importorskip(
 )
 errors = pytest.importorskip("google.genai.errors")
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MODEL = "gemini-3.1-pro-preview"
 CLIENT_KEY = "client-gemini-key"
 WEATHER = {

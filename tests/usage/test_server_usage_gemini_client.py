@@ -10,15 +10,15 @@ from pathlib import Path
 import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from test_server_usage import CHAT_REPLAY, chat_fixture_tokens, tokens_of, total
 
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.mock import MockServer
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import Tokens, client_key_id
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
-from test_server_usage import CHAT_REPLAY, chat_fixture_tokens, tokens_of, total
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MODEL = "gemini-3.1-pro-preview"
 KEY = "team-gemini-key-1"
 
