@@ -19,6 +19,8 @@ from typing import Any, Literal
 import orjson
 
 from .. import ids
+from ..canonical.web_search import refusal as web_search_refusal
+from ..canonical.web_search import runs_web_search, web_search_tool
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
@@ -203,6 +205,10 @@ def translated(
     from its factory, with the client's constructor arguments)."""
     provider = attempt.provider
     kind = provider.kind
+    if web_search_tool(canonical.get("tools")) is not None and not runs_web_search(
+        kind, provider.base_url
+    ):
+        raise web_search_refusal(client, provider.name, kind)
     path, body = WRITERS[kind](canonical, attempt, signing_key, stream)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,

@@ -10,6 +10,13 @@ import orjson
 
 from ... import ids
 from ...canonical.target import MessagesTarget
+from ...canonical.web_search import (
+    WEB_SEARCH_TOOL,
+    is_openrouter,
+    openrouter_plugin,
+    runs_chat_web_search,
+)
+from ...canonical.web_search import refusal as web_search_refusal
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
@@ -50,9 +57,12 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for part in m["content"]
     )
+    tools = request.get("tools")
+    if isinstance(request.get("web_search_options"), dict):
+        tools = [*(tools if isinstance(tools, list) else ()), WEB_SEARCH_TOOL]
     view: dict[str, Any] = {
         "model": request["model"],
-        "tools": request.get("tools"),
+        "tools": tools,
         "max_tokens": max_tokens,
         "messages": [{"role": "user", "content": [{"type": "image"}]}] if images else [],
     }
@@ -148,7 +158,15 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
 
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
-    """An OpenAI upstream: the bytes go through unchanged both ways."""
+    """An OpenAI upstream: the bytes go through unchanged both ways (web search asked of
+    OpenRouter also turns its web plugin on; an upstream without search refuses it)."""
+    provider = attempt.provider
+    search = isinstance(request.get("web_search_options"), dict)
+    if search and not runs_chat_web_search(provider.base_url):
+        raise web_search_refusal("chat", provider.name, provider.kind)
+    if search and is_openrouter(provider.base_url) and "plugins" not in request:
+        request = {**request, "plugins": [openrouter_plugin({})]}
+        body = orjson.dumps(request)
     if attempt.model != request["model"]:
         body = orjson.dumps({**request, "model": attempt.model})
     return passthrough(attempt, body, model=request["model"])
