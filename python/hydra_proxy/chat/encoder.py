@@ -28,6 +28,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -38,6 +39,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.transducer import Ending
 from . import mapping
@@ -99,7 +102,7 @@ class ChatEncoder(Ending):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.signature = signature
-            case CitationDelta():
+            case CitationDelta() | SearchResult():
                 pass  # no Chat form
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
@@ -137,7 +140,7 @@ class ChatEncoder(Ending):
                 state = _Block(_TOOL, self._tools)
                 self._tools += 1
                 parts.append(self._out.tool_start(state.tool, tool_id, name))
-            case ServerTool():
+            case ServerTool() | WebSearch() | WebSearchResults():
                 state = _Block(_OTHER)  # run by the provider
         self._blocks[block] = state  # (a restarted id replaces the block)
 

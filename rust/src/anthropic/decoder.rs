@@ -184,7 +184,19 @@ impl AnthropicDecoder {
                     name: block.name.as_deref().unwrap_or(""),
                 },
             ),
-            // Server tools and their results: run by Anthropic.
+            Some("server_tool_use") if block.name.as_deref() == Some("web_search") => (
+                Open::ServerTool,
+                BlockKind::WebSearch {
+                    id: block.id.as_deref().unwrap_or(""),
+                },
+            ),
+            Some("web_search_tool_result") => (
+                Open::ServerTool,
+                BlockKind::WebSearchResults {
+                    search_id: block.tool_use_id.as_deref().unwrap_or(""),
+                },
+            ),
+            // Other server tools and their results: run by Anthropic.
             other => (
                 Open::ServerTool,
                 BlockKind::ServerTool {
@@ -193,6 +205,9 @@ impl AnthropicDecoder {
             ),
         };
         emit.emit(Event::BlockStart { block: id, kind });
+        if let (BlockKind::WebSearchResults { .. }, Some(content)) = (kind, block.content) {
+            search_results(id, content.get(), emit);
+        }
         // A block may start with content; it is the first delta.
         match open {
             Open::Text => {
@@ -281,5 +296,26 @@ impl AnthropicDecoder {
     fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
         emit.emit(Event::Error { kind, message });
         self.ended = true;
+    }
+}
+
+/// The results of a web_search_tool_result's content: a list of results (an error is an
+/// object: no results).
+fn search_results<S: Sink>(block: u64, content: &str, emit: &mut S) {
+    let Some(Value::Array(results)) = json::parse(content) else {
+        return;
+    };
+    for result in results.iter().filter_map(Value::as_object) {
+        if result.get("type").and_then(Value::as_str) != Some("web_search_result") {
+            continue;
+        }
+        if let Some(url) = result
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        {
+            let title = result.get("title").and_then(Value::as_str).unwrap_or("");
+            emit.emit(Event::SearchResult { block, url, title });
+        }
     }
 }

@@ -55,6 +55,9 @@ pub struct BlockStart<'a> {
     pub text: Option<Cow<'a, str>>,
     pub thinking: Option<Cow<'a, str>>,
     pub data: Option<Cow<'a, str>>,
+    pub tool_use_id: Option<Cow<'a, str>>,
+    /// A web_search_tool_result's content, as JSON text (any value).
+    pub content: Option<&'a RawValue>,
 }
 
 #[derive(Default)]
@@ -90,8 +93,14 @@ impl<'de> Fields<'de> for Event<'de> {
 impl<'de> Fields<'de> for BlockStart<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
+            "content" => {
+                mark_skipped(); // a raw value: serde_json checked it only as it skips
+                self.content = map.next_value::<Option<&'de RawValue>>()?;
+                return Ok(());
+            }
             "type" => &mut self.kind,
             "id" => &mut self.id,
+            "tool_use_id" => &mut self.tool_use_id,
             "name" => &mut self.name,
             "text" => &mut self.text,
             "thinking" => &mut self.thinking,

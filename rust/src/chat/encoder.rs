@@ -101,7 +101,10 @@ impl ChatEncoder {
                     sent_arguments: false,
                 }
             }
-            BlockKind::ServerTool { .. } => Kind::Other, // run by the provider
+            // Run by the provider.
+            BlockKind::ServerTool { .. }
+            | BlockKind::WebSearch { .. }
+            | BlockKind::WebSearchResults { .. } => Kind::Other,
         };
         self.blocks.insert(block, kind); // (a restarted id replaces the block)
     }
@@ -186,7 +189,7 @@ impl Encoder for ChatEncoder {
                     signature.clone_into(mine);
                 }
             }
-            Event::CitationDelta { .. } => {} // no Chat form
+            Event::CitationDelta { .. } | Event::SearchResult { .. } => {} // no Chat form
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),

@@ -63,6 +63,10 @@ enum Item {
         origin: ToolOrigin,
         arguments: String,
     },
+    Search {
+        id: String,
+        arguments: String,
+    },
 }
 
 pub struct ResponsesEncoder {
@@ -111,6 +115,17 @@ fn custom_call_input(arguments: &str) -> String {
             _ => arguments.to_owned(),
         },
         _ => arguments.to_owned(),
+    }
+}
+
+/// A web search's query, from its input's `query` member ("" when it has none).
+fn search_query(arguments: &str) -> String {
+    match parse(arguments) {
+        Some(serde_json::Value::Object(map)) => match map.get("query") {
+            Some(serde_json::Value::String(query)) => query.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
     }
 }
 
@@ -205,7 +220,12 @@ impl ResponsesEncoder {
     }
 
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
-        if self.block.is_some() && !matches!(kind, BlockKind::ServerTool { .. }) {
+        if self.block.is_some()
+            && !matches!(
+                kind,
+                BlockKind::ServerTool { .. } | BlockKind::WebSearchResults { .. }
+            )
+        {
             self.block_stop(out); // a lenient upstream's overlapping blocks
         }
         match kind {
@@ -302,7 +322,26 @@ impl ResponsesEncoder {
                 };
                 self.open(out, call, &added);
             }
-            BlockKind::ServerTool { .. } => return,
+            BlockKind::WebSearch { .. } => {
+                self.close(out, false);
+                let id = item_id("ws", &self.response_id, self.count);
+                let mut added = Vec::new();
+                out::web_search_item(&mut added, &id, "in_progress", None);
+                let progress_id = id.clone();
+                let search = Item::Search {
+                    id,
+                    arguments: String::new(),
+                };
+                self.open(out, search, &added);
+                for progress in [
+                    "response.web_search_call.in_progress",
+                    "response.web_search_call.searching",
+                ] {
+                    let seq = self.next();
+                    out::web_search_event(out, progress, seq, &progress_id, self.count);
+                }
+            }
+            BlockKind::ServerTool { .. } | BlockKind::WebSearchResults { .. } => return,
         }
         self.block = Some(block);
     }
@@ -390,8 +429,8 @@ impl ResponsesEncoder {
                 *part_open = false;
                 *summaries += 1;
             }
-            Some(Item::Call { .. }) => {
-                self.close(out, false); // a call is one block
+            Some(Item::Call { .. } | Item::Search { .. }) => {
+                self.close(out, false); // a call or a search is one block
                 return;
             }
             Some(Item::Message {
@@ -469,6 +508,13 @@ impl ResponsesEncoder {
                     _ => None,
                 };
                 out::reasoning_item(&mut done, &id, summaries, encrypted.as_deref());
+            }
+            Item::Search { id, arguments } => {
+                let seq = self.next();
+                let kind = "response.web_search_call.completed";
+                out::web_search_event(out, kind, seq, &id, index);
+                let query = search_query(&arguments);
+                out::web_search_item(&mut done, &id, "completed", Some(&query));
             }
             Item::Call {
                 id,
@@ -645,6 +691,10 @@ impl Encoder for ResponsesEncoder {
                 partial_json,
             } => {
                 if self.block == Some(block) {
+                    if let Some(Item::Search { arguments, .. }) = &mut self.item {
+                        arguments.push_str(partial_json);
+                        return;
+                    }
                     let index = self.count;
                     let seq = self.seq;
                     if let Some(Item::Call {
@@ -677,7 +727,7 @@ impl Encoder for ResponsesEncoder {
                     }
                 }
             }
-            Event::MessageStart { .. } => {}
+            Event::MessageStart { .. } | Event::SearchResult { .. } => {}
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => {
                 if self.block == Some(block) {

@@ -9,8 +9,10 @@ same). ``output`` in block order: a run of thinking blocks -> one ``reasoning`` 
 run of text blocks -> one assistant ``message`` item (``msg_``; one ``output_text`` with
 the texts joined, ``annotations`` one ``url_citation`` per text citation with a URL,
 spanning its text block, ``logprobs: []``; ``status: "incomplete"`` when it is the last
-item of an incomplete response), each ``tool_use`` -> a call item. Server-tool blocks ran
-at Anthropic and are left out (their findings are in the text).
+item of an incomplete response), each ``tool_use`` -> a call item, each web search
+(``server_tool_use`` named ``web_search``) -> a ``web_search_call`` item (``ws_``,
+``action: {type: "search", query}``). Its results and other server-tool blocks ran at
+Anthropic and are left out (their findings are in the text).
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ def response_from_message(
             output.append(
                 call_item(block, item_id(prefix, response_id, len(output)), context.tool_names)
             )
+        elif btype == "server_tool_use" and block.get("name") == "web_search":
+            flush_thinking()
+            flush_texts()
+            output.append(_search_item(block, item_id("ws", response_id, len(output))))
     flush_thinking()
     flush_texts()
     if status == "incomplete" and output and output[-1]["type"] == "message":
@@ -108,6 +114,17 @@ def thinking_text(message: dict[str, Any]) -> str:
         and block.get("type") == "thinking"
         and isinstance(block.get("thinking"), str)
     )
+
+
+def _search_item(block: Block, item: str) -> Item:
+    tool_input = block.get("input")
+    query = tool_input.get("query") if isinstance(tool_input, dict) else None
+    return {
+        "id": item,
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": query if isinstance(query, str) else ""},
+    }
 
 
 def _message_item(blocks: list[Block], item: str) -> Item:
