@@ -1,0 +1,166 @@
+"""Web search results in the client's own blocks, on the recorded web-search streams, on
+both implementations (byte-identical at any split).
+
+- Claude Code on a Responses upstream (`MessagesViaResponsesStream`): each
+  ``web_search_call`` of the recording becomes a ``server_tool_use`` block named
+  ``web_search`` whose input is the call's query, followed by a ``web_search_tool_result``
+  listing the pages of its ``action.sources``; each ``url_citation`` annotation becomes a
+  ``web_search_result_location`` citation of the text. The official `anthropic` SDK
+  accumulates the output into exactly these blocks.
+- Codex on an Anthropic upstream (`ResponsesViaMessagesStream`): each ``server_tool_use``
+  web search becomes a ``web_search_call`` item with the search's query, the citations
+  ``url_citation`` annotations; the official `openai` SDK rebuilds the Response.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import anthropic
+import httpx2 as httpx
+import openai
+import orjson
+import pytest
+
+import anthropic_grammar
+import responses_grammar
+from conftest import ANTHROPIC_STREAMS, _native, feed_all
+from hydra_proxy import transducers
+from hydra_proxy.responses.context import ResponsesContext
+from hydra_proxy.responses.encoder import echo_text
+from responses_streams import RESPONSES_STREAMS
+
+KEY = b"web-search-test-key"
+RESPONSES_SEARCHES = ["pydantic-gpt5-stream-web-search.sse", "vercel-gpt5mini-web-search.jsonl"]
+ANTHROPIC_SEARCH = "vercel-web-search-citations.jsonl"
+CONTEXT = ResponsesContext("gpt-5", tools=[{"type": "web_search"}])
+
+
+def implementations(name: str) -> list[Any]:
+    classes = [getattr(transducers.PYTHON, name)]
+    if _native is not None:
+        classes.insert(0, getattr(_native, name))
+    return classes
+
+
+def make(cls: Any) -> Any:
+    if cls.__name__ == "MessagesViaResponsesStream":
+        return cls("msg_search", "claude-haiku-4-5", 42, signing_key=KEY)
+    return cls("resp_search", "gpt-5", 1764460800, 42, echo=echo_text(CONTEXT), signing_key=KEY)
+
+
+def run_both(name: str, data: bytes, cuts: list[int]) -> bytes:
+    outputs = [feed_all(make(cls), data, cuts) for cls in implementations(name)]
+    assert all(out == outputs[0] for out in outputs), "native and Python outputs differ"
+    return outputs[0]
+
+
+def payloads(data: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(line[6:]) for line in data.split(b"\n") if line.startswith(b"data: {")]
+
+
+@pytest.mark.parametrize(
+    ("name", "stream"),
+    [("MessagesViaResponsesStream", RESPONSES_STREAMS[n]) for n in RESPONSES_SEARCHES]
+    + [("ResponsesViaMessagesStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH])],
+    ids=[*RESPONSES_SEARCHES, ANTHROPIC_SEARCH],
+)
+def test_both_implementations_agree_at_any_split(name: str, stream: bytes) -> None:
+    whole = run_both(name, stream, [])
+    rng = random.Random(f"{name}{len(stream)}")
+    for _ in range(25):
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(1, 40)))
+        assert run_both(name, stream, cuts) == whole
+    # Byte at a time through the search items.
+    start = stream.find(b"web_search")
+    assert run_both(name, stream, list(range(start, min(start + 3000, len(stream))))) == whole
+
+
+def anthropic_message(out: bytes) -> Any:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=out)
+
+    client = anthropic.Anthropic(
+        api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(handler))
+    )
+    with client.messages.stream(model="m", max_tokens=10, messages=[]) as stream:
+        return stream.get_final_message()
+
+
+@pytest.mark.parametrize("name", RESPONSES_SEARCHES)
+def test_claude_code_gets_searches_results_and_citations(name: str) -> None:
+    recorded = payloads(RESPONSES_STREAMS[name])
+    searches = [
+        p["item"]
+        for p in recorded
+        if p["type"] == "response.output_item.done" and p["item"]["type"] == "web_search_call"
+    ]
+    annotations = [p["annotation"] for p in recorded if p["type"].endswith("annotation.added")]
+    out = run_both("MessagesViaResponsesStream", RESPONSES_STREAMS[name], [])
+    rebuilt = anthropic_grammar.check(out)
+    assert rebuilt.complete and rebuilt.stop_reason == "end_turn"
+    message = anthropic_message(out)
+    uses = [b for b in message.content if b.type == "server_tool_use"]
+    assert [u.id for u in uses] == [s["id"] for s in searches]
+    assert all(u.name == "web_search" for u in uses)
+    queries = [s["action"].get("query") for s in searches]
+    assert [u.input.get("query") for u in uses] == queries
+    results = {b.tool_use_id: b for b in message.content if b.type == "web_search_tool_result"}
+    for search in searches:
+        urls = [s["url"] for s in search["action"].get("sources", []) if s.get("url")]
+        if urls:
+            assert [r.url for r in results[search["id"]].content] == urls
+        else:
+            assert search["id"] not in results
+    citations = [c for b in message.content if b.type == "text" for c in b.citations or ()]
+    assert [(c.url, c.title) for c in citations] == [(a["url"], a["title"]) for a in annotations]
+    assert all(c.type == "web_search_result_location" for c in citations)
+    text = "".join(b.text for b in message.content if b.type == "text")
+    done = [p for p in recorded if p["type"] == "response.output_text.done"]
+    assert text == "".join(p["text"] for p in done)
+
+
+def openai_response(out: bytes) -> Any:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=out)
+
+    client = openai.OpenAI(
+        api_key="k", http_client=httpx.Client(transport=httpx.MockTransport(handler))
+    )
+    with client.responses.stream(model="gpt-5", input="hi") as stream:
+        return stream.get_final_response()
+
+
+def test_codex_gets_web_search_calls_and_url_citations() -> None:
+    recorded = payloads(ANTHROPIC_STREAMS[ANTHROPIC_SEARCH])
+    starts = [p for p in recorded if p["type"] == "content_block_start"]
+    search = next(p for p in starts if p["content_block"]["type"] == "server_tool_use")
+    query = "".join(
+        p["delta"]["partial_json"]
+        for p in recorded
+        if p["type"] == "content_block_delta"
+        and p["index"] == search["index"]
+        and p["delta"]["type"] == "input_json_delta"
+    )
+    cited = [
+        p["delta"]["citation"]["url"]
+        for p in recorded
+        if p["type"] == "content_block_delta" and p["delta"]["type"] == "citations_delta"
+    ]
+    out = run_both("ResponsesViaMessagesStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH], [])
+    responses_grammar.check(out)
+    response = openai_response(out)
+    calls = [item for item in response.output if item.type == "web_search_call"]
+    assert len(calls) == 1 and calls[0].status == "completed"
+    assert calls[0].action.type == "search"
+    assert calls[0].action.query == orjson.loads(query)["query"]
+    assert response.output[0].type == "web_search_call"  # the search comes before the answer
+    (message,) = [item for item in response.output if item.type == "message"]
+    annotations = message.content[0].annotations
+    assert [a.url for a in annotations] == cited and all(
+        a.type == "url_citation" for a in annotations
+    )
+    text = message.content[0].text
+    for a in annotations:
+        assert 0 <= a.start_index < a.end_index <= len(text)
