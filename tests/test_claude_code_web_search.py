@@ -114,7 +114,7 @@ def test_web_search_on_a_search_route(
                 assert page["url"] in shown, shown
             assert SEARCH_TEXT in shown, shown
             assert not results[0].get("is_error")
-            first, last = scripted(mock, CHAT_PATH)
+            _, last = scripted(mock, CHAT_PATH)
             assert RESULTS[0]["url"] in json.dumps(last["body"]["messages"])
 
 
