@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ import anthropic
 import openai
 import pytest
 
+from hydra_proxy import cli
 from hydra_proxy.canonical.web_search import WEB_SEARCH_TOOL, refusal
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
+from hydra_proxy.config import environment, load
 from hydra_proxy.config.routes import Route, request_traits
 from hydra_proxy.gemini.request.writer import gemini_request_from_messages, gemini_target
 from hydra_proxy.mock import MockServer
@@ -214,3 +217,32 @@ def test_codex_search_on_claude_carries_the_server_tool(tmp_path: Path, mock: Mo
     (sent,) = mock.requests()
     assert sent["path"] == "/v1/messages"
     assert [t for t in sent["body"]["tools"] if "input_schema" not in t] == [WEB_SEARCH_TOOL]
+
+
+# -- the documented example
+
+
+def test_the_documented_example_routes_searches_and_only_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
+    section = doc[doc.index("\n### Web search\n") :]
+    example = section[section.index("```toml\n") + 8 : section.index("```\n", 20)]
+    for name in list(os.environ):
+        if name.startswith("HYDRA_") or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    for var in ("OPENAI_API_KEY", "DEEPSEEK_API_KEY"):
+        monkeypatch.setenv(var, f"sk-{var.lower()}-0000000000")
+    path = tmp_path / "hydra.toml"
+    path.write_text(example, encoding="utf-8")
+    settings = load({"config": str(path)}, environment(dotenv=tmp_path / "none"))
+    assert cli.require_keys(settings) == []
+
+    def chain(request: dict[str, Any], client: str = "anthropic") -> list[tuple[str, str, str]]:
+        decision = settings.decide(request_traits(request, client=client))
+        assert decision is not None
+        return [(a.provider.name, a.provider.kind, a.model) for a in decision.attempts]
+
+    plain = json.loads((FIXTURES / "claude-code" / "request-plain.json").read_text())["body"]
+    assert chain(plain)[0][0] == "deepseek"
+    assert chain(canonical()) == [("openai-search", "responses", "gpt-5-mini")]
