@@ -149,3 +149,37 @@ def test_codex_web_search_on_an_anthropic_upstream(
     annotations = message["content"][0]["annotations"]
     assert [a["url"] for a in annotations] == [r["url"] for r in RESULTS]
     assert all(a["start_index"] == 0 and a["end_index"] == len(TEXT) for a in annotations)
+
+
+def test_chat_web_search_options_on_a_responses_upstream(
+    tmp_path: Path, mock: MockServer, impl: str
+) -> None:
+    mock.script([TURN])
+    path = config(tmp_path / "hydra.toml", mock.url, SEARCH_ROUTE)
+    args = ("--config", str(path), "--provider", "chatonly")
+    body = {
+        "model": "gpt-x",
+        "stream": True,
+        "messages": [{"role": "user", "content": "search"}],
+        "web_search_options": {
+            "user_location": {"type": "approximate", "approximate": {"country": "FR"}}
+        },
+    }
+    with ProxyServer(mock.url + "/v1", *args, impl=impl, env=KEYS) as proxy:
+        status, out = post(proxy.port, "/v1/chat/completions", body, {"authorization": "Bearer k"})
+    assert status == 200
+    (sent,) = mock.requests()
+    assert sent["path"] == "/v1/responses"
+    assert sent["body"]["tools"] == [
+        {"type": "web_search", "user_location": {"type": "approximate", "country": "FR"}}
+    ]
+    content, annotations = "", []
+    for line in out.decode().splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:]).get("choices", []):
+                content += choice["delta"].get("content") or ""
+                annotations += choice["delta"].get("annotations", [])
+    assert content == TEXT
+    assert [(a["url_citation"]["url"], a["url_citation"]["title"]) for a in annotations] == [
+        (r["url"], r["title"]) for r in RESULTS
+    ]

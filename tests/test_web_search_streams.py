@@ -7,6 +7,8 @@ both implementations (byte-identical at any split).
   listing the pages of its ``action.sources``; each ``url_citation`` annotation becomes a
   ``web_search_result_location`` citation of the text. The official `anthropic` SDK
   accumulates the output into exactly these blocks.
+- Chat clients (``web_search_options``): the citations that carry a URL become
+  ``url_citation`` annotations of ``content``, the non-streamed reply's own.
 - Codex on an Anthropic upstream (`ResponsesViaMessagesStream`): each ``server_tool_use``
   web search becomes a ``web_search_call`` item with the search's query, the citations
   ``url_citation`` annotations; the official `openai` SDK rebuilds the Response.
@@ -27,6 +29,7 @@ import anthropic_grammar
 import responses_grammar
 from conftest import ANTHROPIC_STREAMS, _native, feed_all
 from hydra_proxy import transducers
+from hydra_proxy.chat.response.writer import chat_completion_from_message
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text
 from responses_streams import RESPONSES_STREAMS
@@ -164,3 +167,50 @@ def test_codex_gets_web_search_calls_and_url_citations() -> None:
     text = message.content[0].text
     for a in annotations:
         assert 0 <= a.start_index < a.end_index <= len(text)
+
+
+# -- Chat clients
+
+
+def chat_annotations(out: bytes) -> tuple[str, list[dict[str, Any]]]:
+    """The content and the annotations of a Chat stream, as a client accumulates them."""
+    content, annotations = "", []
+    for chunk in payloads(out):
+        for choice in chunk.get("choices", []):
+            delta = choice["delta"]
+            content += delta.get("content") or ""
+            annotations += delta.get("annotations", [])
+    return content, annotations
+
+
+def test_chat_clients_get_url_citations_as_the_non_streamed_reply_has_them() -> None:
+    stream = ANTHROPIC_STREAMS[ANTHROPIC_SEARCH]
+    cls = implementations("ChatViaMessagesStream")
+    outputs = [
+        feed_all(c("chatcmpl-s", "claude-x", 1764460800, signing_key=KEY), stream, []) for c in cls
+    ]
+    assert all(out == outputs[0] for out in outputs)
+    content, annotations = chat_annotations(outputs[0])
+    message = anthropic_message(stream).model_dump()
+    reply = chat_completion_from_message(
+        message, completion_id="chatcmpl-s", model="claude-x", created=1, continuation_key=None
+    )["choices"][0]["message"]
+    assert content == reply["content"] and annotations == reply["annotations"]
+    assert annotations, "the recording cites its search results"
+    for a in annotations:
+        cited = a["url_citation"]
+        assert 0 <= cited["start_index"] < cited["end_index"] <= len(content)
+
+
+@pytest.mark.parametrize("name", RESPONSES_SEARCHES)
+def test_chat_clients_of_a_responses_search_get_its_citations(name: str) -> None:
+    recorded = payloads(RESPONSES_STREAMS[name])
+    urls = [p["annotation"]["url"] for p in recorded if p["type"].endswith("annotation.added")]
+    cls = implementations("ChatViaResponsesStream")
+    outputs = [
+        feed_all(c("chatcmpl-s", "gpt-5", 1764460800, signing_key=KEY), RESPONSES_STREAMS[name], [])
+        for c in cls
+    ]
+    assert all(out == outputs[0] for out in outputs)
+    _, annotations = chat_annotations(outputs[0])
+    assert [a["url_citation"]["url"] for a in annotations] == urls

@@ -2,8 +2,9 @@
 //! python/hydra_proxy/chat/encoder.py, which documents the grammar).
 //!
 //! Its quirks: a role chunk first; tool calls numbered by their own `index` (counting
-//! tool calls, not blocks), "{}" for a tool without arguments; no form for server-tool
-//! blocks and citations (their text answer is sent); and the continuation suffix, which
+//! tool calls, not blocks), "{}" for a tool without arguments; a text block's URL citations
+//! as one `annotations` chunk at its end; no form for server-tool blocks and other
+//! citations (their text answer is sent); and the continuation suffix, which
 //! carries the thinking blocks' replay state through Chat clients inside
 //! `reasoning_content` (continuation.rs).
 
@@ -15,10 +16,22 @@ use crate::continuation::{self, Block};
 use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 enum Kind {
-    Text,
-    Thinking { text: String, signature: String },
-    Tool { index: u64, sent_arguments: bool },
-    Redacted { data: String },
+    /// Where its text starts in `content` (code points), its URL citations (url, title).
+    Text {
+        start: u64,
+        citations: Vec<(String, String)>,
+    },
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Tool {
+        index: u64,
+        sent_arguments: bool,
+    },
+    Redacted {
+        data: String,
+    },
     Other,
 }
 
@@ -36,6 +49,18 @@ pub struct ChatEncoder {
     stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
     usage: Usage,
+    /// Code points of content sent.
+    length: u64,
+}
+
+/// (url, title) of a citation that carries a URL (`canonical.message.url_citations`).
+fn url_citation(citation: &str) -> Option<(String, String)> {
+    let Some(serde_json::Value::Object(value)) = crate::json::parse(citation) else {
+        return None;
+    };
+    let url = value.get("url")?.as_str().filter(|u| !u.is_empty())?;
+    let title = value.get("title").and_then(|t| t.as_str()).unwrap_or("");
+    Some((url.to_owned(), title.to_owned()))
 }
 
 impl ChatEncoder {
@@ -60,6 +85,7 @@ impl ChatEncoder {
             stop_reason: None,
             finish_reason: None,
             usage: Usage::default(),
+            length: 0,
         }
     }
 
@@ -84,7 +110,10 @@ impl ChatEncoder {
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
         self.start(out);
         let kind = match kind {
-            BlockKind::Text => Kind::Text,
+            BlockKind::Text => Kind::Text {
+                start: self.length,
+                citations: Vec::new(),
+            },
             BlockKind::Thinking => Kind::Thinking {
                 text: String::new(),
                 signature: String::new(),
@@ -111,6 +140,9 @@ impl ChatEncoder {
 
     fn block_stop(&mut self, out: &mut Vec<u8>, block: u64) {
         match self.blocks.remove(&block) {
+            Some(Kind::Text { start, citations }) if !citations.is_empty() => {
+                self.writer.annotations(out, start, self.length, &citations);
+            }
             Some(Kind::Tool {
                 index,
                 sent_arguments: false,
@@ -158,7 +190,8 @@ impl Encoder for ChatEncoder {
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
         match event {
             Event::TextDelta { block, text } => {
-                if let Some(Kind::Text) = self.blocks.get(&block) {
+                if let Some(Kind::Text { .. }) = self.blocks.get(&block) {
+                    self.length += text.chars().count() as u64;
                     self.writer.content(out, text);
                 }
             }
@@ -189,7 +222,12 @@ impl Encoder for ChatEncoder {
                     signature.clone_into(mine);
                 }
             }
-            Event::CitationDelta { .. } | Event::SearchResult { .. } => {} // no Chat form
+            Event::CitationDelta { block, citation } => {
+                if let Some(Kind::Text { citations, .. }) = self.blocks.get_mut(&block) {
+                    citations.extend(url_citation(citation));
+                }
+            }
+            Event::SearchResult { .. } => {} // no Chat form
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),
