@@ -56,7 +56,16 @@ _TEXT, _THINKING, _TOOL, _REDACTED, _OTHER = 1, 2, 3, 4, 5
 
 
 class _Block:
-    __slots__ = ("citations", "data", "kind", "sent_arguments", "signature", "start", "text", "tool")
+    __slots__ = (
+        "citations",
+        "data",
+        "kind",
+        "sent_arguments",
+        "signature",
+        "start",
+        "text",
+        "tool",
+    )
 
     def __init__(self, kind: int, tool: int = -1) -> None:
         self.kind = kind
