@@ -32,6 +32,7 @@ from hydra_proxy import transducers
 from hydra_proxy.chat.response.writer import chat_completion_from_message
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text
+from hydra_proxy.responses.response.reader import message_from_response
 from responses_streams import RESPONSES_STREAMS
 
 KEY = b"web-search-test-key"
@@ -214,3 +215,26 @@ def test_chat_clients_of_a_responses_search_get_its_citations(name: str) -> None
     assert all(out == outputs[0] for out in outputs)
     _, annotations = chat_annotations(outputs[0])
     assert [a["url_citation"]["url"] for a in annotations] == urls
+
+
+@pytest.mark.parametrize("name", RESPONSES_SEARCHES)
+def test_the_non_streamed_reader_makes_the_same_blocks_as_the_stream(name: str) -> None:
+    recorded = payloads(RESPONSES_STREAMS[name])
+    final = next(p["response"] for p in recorded if p["type"] == "response.completed")
+    message = message_from_response(final, message_id="msg_search", model="m", key=KEY)
+    out = run_both("MessagesViaResponsesStream", RESPONSES_STREAMS[name], [])
+    streamed = anthropic_grammar.check(out).content
+
+    def searches(blocks: list[dict[str, Any]]) -> list[Any]:
+        return [
+            (b["type"], b.get("id") or b.get("tool_use_id"), b.get("input"), b.get("content"))
+            for b in blocks
+            if b["type"] in ("server_tool_use", "web_search_tool_result")
+        ]
+
+    def citations(blocks: list[dict[str, Any]]) -> list[Any]:
+        return [c for b in blocks if b["type"] == "text" for c in b.get("citations", [])]
+
+    assert searches(message["content"]) == searches(streamed)
+    assert citations(message["content"]) == citations(streamed)
+    assert searches(streamed), "the recording searches"
