@@ -185,6 +185,7 @@ def test_chat_web_search_options_without_a_route_is_a_400(
         )
     body: Any = caught.value.body
     assert "web_search_options" in body["message"] and "server_tools" in body["message"]
+    assert body["param"] == "web_search_options"
     assert mock.requests() == []
 
 

@@ -90,7 +90,7 @@ def refusal(client: str, provider: str, kind: str) -> ProxyError:
     )
     if client == "responses":
         message += ', or turn Codex\'s search off (web_search = "disabled" in its config)'
-    return invalid_request(message + ".", "tools")
+    return invalid_request(message + ".", "web_search_options" if client == "chat" else "tools")
 
 
 # -- the canonical tool in each upstream's form
