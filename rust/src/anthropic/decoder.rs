@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta, ReadError};
+use super::event::{read_event, BlockStart, Delta, ReadError, SearchResult};
 use crate::errors::upstream_error;
 use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -205,8 +205,8 @@ impl AnthropicDecoder {
             ),
         };
         emit.emit(Event::BlockStart { block: id, kind });
-        if let (BlockKind::WebSearchResults { .. }, Some(content)) = (kind, block.content) {
-            search_results(id, content.get(), emit);
+        if let BlockKind::WebSearchResults { .. } = kind {
+            search_results(id, &block.content, emit);
         }
         // A block may start with content; it is the first delta.
         match open {
@@ -299,22 +299,14 @@ impl AnthropicDecoder {
     }
 }
 
-/// The results of a web_search_tool_result's content: a list of results (an error is an
-/// object: no results).
-fn search_results<S: Sink>(block: u64, content: &str, emit: &mut S) {
-    let Some(Value::Array(results)) = json::parse(content) else {
-        return;
-    };
-    for result in results.iter().filter_map(Value::as_object) {
-        if result.get("type").and_then(Value::as_str) != Some("web_search_result") {
+/// The results of a web_search_tool_result's content (an error is an object: no results).
+fn search_results<S: Sink>(block: u64, content: &[SearchResult<'_>], emit: &mut S) {
+    for result in content {
+        if result.kind.as_deref() != Some("web_search_result") {
             continue;
         }
-        if let Some(url) = result
-            .get("url")
-            .and_then(Value::as_str)
-            .filter(|u| !u.is_empty())
-        {
-            let title = result.get("title").and_then(Value::as_str).unwrap_or("");
+        if let Some(url) = result.url.as_deref().filter(|u| !u.is_empty()) {
+            let title = result.title.as_deref().unwrap_or("");
             emit.emit(Event::SearchResult { block, url, title });
         }
     }

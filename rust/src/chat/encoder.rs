@@ -53,14 +53,34 @@ pub struct ChatEncoder {
     length: u64,
 }
 
-/// (url, title) of a citation that carries a URL (`canonical.message.url_citations`).
+/// A citation read for its url and title only (the cited text is skipped, not copied).
+#[derive(serde::Deserialize)]
+struct CitationFields<'a> {
+    #[serde(borrow, default)]
+    url: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    title: Option<&'a serde_json::value::RawValue>,
+}
+
+/// (url, title) of a citation that carries a URL (`canonical.message.url_citations`); a
+/// value of another type than a string counts as missing, as the Python twin reads it.
 fn url_citation(citation: &str) -> Option<(String, String)> {
-    let Some(serde_json::Value::Object(value)) = crate::json::parse(citation) else {
-        return None;
+    let string = |raw: Option<&serde_json::value::RawValue>| {
+        raw.and_then(|r| serde_json::from_str::<std::borrow::Cow<'_, str>>(r.get()).ok())
+            .map(std::borrow::Cow::into_owned)
     };
-    let url = value.get("url")?.as_str().filter(|u| !u.is_empty())?;
-    let title = value.get("title").and_then(|t| t.as_str()).unwrap_or("");
-    Some((url.to_owned(), title.to_owned()))
+    let (url, title) = match serde_json::from_str::<CitationFields<'_>>(citation) {
+        Ok(fields) => (string(fields.url), string(fields.title)),
+        // Not an object, or one with a repeated key: read as a tree, the last key wins.
+        Err(_) => {
+            let Some(serde_json::Value::Object(value)) = crate::json::parse(citation) else {
+                return None;
+            };
+            let field = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            (field("url"), field("title"))
+        }
+    };
+    Some((url.filter(|u| !u.is_empty())?, title.unwrap_or_default()))
 }
 
 impl ChatEncoder {
