@@ -145,6 +145,7 @@ def test_codex_web_search_on_an_anthropic_upstream(
     assert search["type"] == "web_search_call" and search["action"] == {
         "type": "search",
         "query": QUERY,
+        "sources": [{"type": "url", "url": r["url"]} for r in RESULTS],
     }
     annotations = message["content"][0]["annotations"]
     assert [a["url"] for a in annotations] == [r["url"] for r in RESULTS]

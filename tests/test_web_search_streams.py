@@ -10,7 +10,8 @@ both implementations (byte-identical at any split).
 - Chat clients (``web_search_options``): the citations that carry a URL become
   ``url_citation`` annotations of ``content``, the non-streamed reply's own.
 - Codex on an Anthropic upstream (`ResponsesViaMessagesStream`): each ``server_tool_use``
-  web search becomes a ``web_search_call`` item with the search's query, the citations
+  web search becomes a ``web_search_call`` item with the search's query and, as its
+  sources, the pages of the ``web_search_tool_result`` after it; the citations
   ``url_citation`` annotations; the official `openai` SDK rebuilds the Response.
 """
 
@@ -159,6 +160,9 @@ def test_codex_gets_web_search_calls_and_url_citations() -> None:
     assert len(calls) == 1 and calls[0].status == "completed"
     assert calls[0].action.type == "search"
     assert calls[0].action.query == orjson.loads(query)["query"]
+    result = next(p for p in starts if p["content_block"]["type"] == "web_search_tool_result")
+    found = [r["url"] for r in result["content_block"]["content"]]
+    assert [s.url for s in calls[0].action.sources] == found and found
     assert response.output[0].type == "web_search_call"  # the search comes before the answer
     (message,) = [item for item in response.output if item.type == "message"]
     annotations = message.content[0].annotations

@@ -26,9 +26,11 @@ with its ``sequence_number`` (0, 1, 2...):
   ``url_citation`` annotations spanning the block (output_text.annotation.added when the
   block ends, as the non-streamed mapping makes them). A web search block is a
   ``web_search_call`` item (``ws_``: output_item.added, web_search_call.in_progress and
-  .searching, at its stop .completed and output_item.done with ``action: {type: "search",
-  query}`` from its input); its results and other server-tool blocks have no form here
-  (their findings are in the text).
+  .searching, then .completed and output_item.done with ``action: {type: "search", query,
+  sources}``: the query from its input, the sources the URLs of the results block that
+  follows it, if one does; the item is done at the end of that block, or when any other
+  block starts); other server-tool blocks have no form here (their findings are in the
+  text).
 - The end: ``response.completed``, or ``response.incomplete`` with
   ``incomplete_details.reason`` for a token limit (`responses.items.response_status`;
   the last message item then has ``status: "incomplete"``), the ``response`` with every
@@ -54,6 +56,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -159,9 +162,12 @@ class _Call:
 class _Search:
     kind = "search"
 
-    def __init__(self, item: str) -> None:
+    def __init__(self, item: str, search_id: str) -> None:
         self.item = item
+        self.search_id = search_id  # the upstream's, which its results block names
         self.arguments: list[str] = []
+        self.stopped = False  # its block stopped: the item waits for the results block
+        self.sources: list[str] = []
 
 
 _Item = _Message | _Reasoning | _Call | _Search
@@ -296,6 +302,9 @@ class ResponsesEncoder(Ending):
             case CitationDelta(block, citation):
                 if block == self._block and isinstance(item, _Message):
                     _add_citation(item, citation)
+            case SearchResult(block, url):
+                if block == self._block and isinstance(item, _Search) and item.stopped:
+                    item.sources.append(url)
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
             case BlockStop(block):
@@ -355,9 +364,9 @@ class ResponsesEncoder(Ending):
                 prefix = "ctc" if origin.custom else "fc"
                 call = _Call(item_id(prefix, self._response_id, self._index()), tool_id, origin)
                 self._open(parts, call, self._call_item(call, "in_progress", ""))
-            case WebSearch():
+            case WebSearch(search_id):
                 self._close(parts)
-                search = _Search(item_id("ws", self._response_id, self._index()))
+                search = _Search(item_id("ws", self._response_id, self._index()), search_id)
                 self._open(parts, search, out.web_search_item(search.item, "in_progress", None))
                 for progress in (
                     b"response.web_search_call.in_progress",
@@ -366,7 +375,14 @@ class ResponsesEncoder(Ending):
                     parts.append(
                         out.web_search_event(progress, self._next(), search.item, self._index())
                     )
-            case ServerTool() | WebSearchResults():
+            case WebSearchResults(search_id):
+                open_item = self._item
+                if not (isinstance(open_item, _Search) and open_item.stopped):
+                    return
+                if open_item.search_id != search_id:
+                    self._close(parts)  # results of another search: this one has none
+                    return
+            case ServerTool():
                 return
         self._block = block
 
@@ -426,8 +442,10 @@ class ResponsesEncoder(Ending):
                     parts.append(event)
                 item.part_open = False
                 item.summaries += 1
+        elif isinstance(item, _Search) and not item.stopped:
+            item.stopped = True  # done with its results, or when the next block starts
         elif isinstance(item, (_Call, _Search)):
-            self._close(parts)  # a call or a search is one block
+            self._close(parts)  # a call is one block, a search's results a second
         elif isinstance(item, _Message):
             for title, url in item.citations:
                 annotation = out.url_citation(item.block_start, item.length, title, url)
@@ -481,7 +499,7 @@ class ResponsesEncoder(Ending):
                 )
             )
             query = search_query("".join(item.arguments))
-            done = out.web_search_item(item.item, "completed", query)
+            done = out.web_search_item(item.item, "completed", query, item.sources)
         else:
             arguments = "".join(item.arguments)
             if item.origin.custom:

@@ -65,7 +65,12 @@ enum Item {
     },
     Search {
         id: String,
+        /// The upstream's id, which its results block names.
+        search_id: String,
         arguments: String,
+        /// Its block stopped: the item waits for the results block.
+        stopped: bool,
+        sources: Vec<String>,
     },
 }
 
@@ -322,15 +327,18 @@ impl ResponsesEncoder {
                 };
                 self.open(out, call, &added);
             }
-            BlockKind::WebSearch { .. } => {
+            BlockKind::WebSearch { id: search_id } => {
                 self.close(out, false);
                 let id = item_id("ws", &self.response_id, self.count);
                 let mut added = Vec::new();
-                out::web_search_item(&mut added, &id, "in_progress", None);
+                out::web_search_item(&mut added, &id, "in_progress", None, &[]);
                 let progress_id = id.clone();
                 let search = Item::Search {
                     id,
+                    search_id: search_id.to_owned(),
                     arguments: String::new(),
+                    stopped: false,
+                    sources: Vec::new(),
                 };
                 self.open(out, search, &added);
                 for progress in [
@@ -341,7 +349,21 @@ impl ResponsesEncoder {
                     out::web_search_event(out, progress, seq, &progress_id, self.count);
                 }
             }
-            BlockKind::ServerTool { .. } | BlockKind::WebSearchResults { .. } => return,
+            BlockKind::WebSearchResults { search_id } => {
+                let Some(Item::Search {
+                    search_id: mine,
+                    stopped: true,
+                    ..
+                }) = &self.item
+                else {
+                    return;
+                };
+                if mine != search_id {
+                    self.close(out, false); // results of another search: this one has none
+                    return;
+                }
+            }
+            BlockKind::ServerTool { .. } => return,
         }
         self.block = Some(block);
     }
@@ -429,8 +451,12 @@ impl ResponsesEncoder {
                 *part_open = false;
                 *summaries += 1;
             }
+            Some(Item::Search { stopped, .. }) if !*stopped => {
+                *stopped = true; // done with its results, or when the next block starts
+            }
             Some(Item::Call { .. } | Item::Search { .. }) => {
-                self.close(out, false); // a call or a search is one block
+                // A call is one block, a search's results a second.
+                self.close(out, false);
                 return;
             }
             Some(Item::Message {
@@ -509,12 +535,17 @@ impl ResponsesEncoder {
                 };
                 out::reasoning_item(&mut done, &id, summaries, encrypted.as_deref());
             }
-            Item::Search { id, arguments } => {
+            Item::Search {
+                id,
+                arguments,
+                sources,
+                ..
+            } => {
                 let seq = self.next();
                 let kind = "response.web_search_call.completed";
                 out::web_search_event(out, kind, seq, &id, index);
                 let query = search_query(&arguments);
-                out::web_search_item(&mut done, &id, "completed", Some(&query));
+                out::web_search_item(&mut done, &id, "completed", Some(&query), &sources);
             }
             Item::Call {
                 id,
@@ -727,7 +758,19 @@ impl Encoder for ResponsesEncoder {
                     }
                 }
             }
-            Event::MessageStart { .. } | Event::SearchResult { .. } => {}
+            Event::SearchResult { block, url, .. } => {
+                if self.block == Some(block) {
+                    if let Some(Item::Search {
+                        stopped: true,
+                        sources,
+                        ..
+                    }) = &mut self.item
+                    {
+                        sources.push(url.to_owned());
+                    }
+                }
+            }
+            Event::MessageStart { .. } => {}
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => {
                 if self.block == Some(block) {

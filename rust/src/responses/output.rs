@@ -361,8 +361,15 @@ pub fn error(out: &mut Vec<u8>, code: &str, message: &str) {
     out.push(b'}');
 }
 
-/// A `web_search_call` item; `query` `None` for the item of output_item.added.
-pub fn web_search_item(out: &mut Vec<u8>, item_id: &str, status: &str, query: Option<&str>) {
+/// A `web_search_call` item; `query` `None` for the item of output_item.added; `sources`
+/// the URLs of the pages the search found.
+pub fn web_search_item(
+    out: &mut Vec<u8>,
+    item_id: &str,
+    status: &str,
+    query: Option<&str>,
+    sources: &[String],
+) {
     out.extend_from_slice(b"{\"id\":");
     write_str(out, item_id);
     out.extend_from_slice(b",\"type\":\"web_search_call\",\"status\":\"");
@@ -371,6 +378,18 @@ pub fn web_search_item(out: &mut Vec<u8>, item_id: &str, status: &str, query: Op
     if let Some(query) = query {
         out.extend_from_slice(b",\"action\":{\"type\":\"search\",\"query\":");
         write_str(out, query);
+        if !sources.is_empty() {
+            out.extend_from_slice(b",\"sources\":[");
+            for (i, url) in sources.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"type\":\"url\",\"url\":");
+                write_str(out, url);
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
         out.push(b'}');
     }
     out.push(b'}');
