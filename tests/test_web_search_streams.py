@@ -242,3 +242,71 @@ def test_the_non_streamed_reader_makes_the_same_blocks_as_the_stream(name: str) 
     assert searches(message["content"]) == searches(streamed)
     assert citations(message["content"]) == citations(streamed)
     assert searches(streamed), "the recording searches"
+
+
+ODD_CONTENTS: list[tuple[str, list[str] | None]] = [  # content -> the sources (None: fails)
+    ('{"type":"web_search_tool_result_error","error_code":"max_uses_exceeded"}', []),
+    ("[]", []),
+    ("null", []),
+    ('"text"', []),
+    ("1.5e400", None),  # not JSON orjson reads
+    ('[1,null,"x",[],{"type":"web_search_result"}]', []),
+    (
+        '[{"type":"web_search_result","url":7,"title":"t"},{"type":"web_search_result","url":""}]',
+        [],
+    ),
+    (
+        '[{"type":"web_search_result","url":"https://a","url":"https://b","title":null}]',
+        ["https://b"],
+    ),
+    (
+        '[{"type":"other","url":"https://c"},{"url":"https://d","type":"web_search_result"}]',
+        ["https://d"],
+    ),
+    (
+        '[{"type":"web_search_result","url":"https://\\u00e9\\ud83d\\ude00","title":"\\"q\\""}]',
+        ["https://é😀"],
+    ),
+    (
+        '[{"type":"web_search_result","url":"https://e","encrypted_content":{"deep":[1,2,{"x":1e5}]}}]',
+        ["https://e"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("content", "sources"), ODD_CONTENTS)
+def test_both_implementations_read_odd_results_alike(
+    content: str, sources: list[str] | None
+) -> None:
+    use = (
+        b'{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use",'
+        b'"id":"srvtoolu_1","name":"web_search","input":{}}}'
+    )
+    result = (
+        b'{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result",'
+        b'"tool_use_id":"srvtoolu_1","content":' + content.encode() + b"}}"
+    )
+    lines = [
+        b'{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":3}}}',
+        use,
+        b'{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\\"query\\":\\"q\\"}"}}',
+        b'{"type":"content_block_stop","index":0}',
+        result,
+        b'{"type":"content_block_stop","index":1}',
+        b'{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}',
+        b'{"type":"message_stop"}',
+    ]
+    stream = b"".join(
+        b"event: " + orjson.loads(line)["type"].encode() + b"\ndata: " + line + b"\n\n"
+        if not line.startswith(b'{"type":"content_block_start","index":1')
+        else b"event: content_block_start\ndata: " + line + b"\n\n"
+        for line in lines
+    )
+    out = run_both("ResponsesViaMessagesStream", stream, [])
+    end = payloads(out)[-1]
+    if sources is None:
+        assert end["type"] == "response.failed"
+        return
+    assert end["type"] == "response.completed"
+    (search,) = end["response"]["output"]
+    assert [s["url"] for s in search["action"].get("sources", [])] == sources
