@@ -247,3 +247,13 @@ def test_the_documented_example_routes_searches_and_only_them(
     plain = json.loads((FIXTURES / "claude-code" / "request-plain.json").read_text())["body"]
     assert chain(plain)[0][0] == "deepseek"
     assert chain(canonical()) == [("openai-search", "responses", "gpt-5-mini")]
+
+
+def test_blocked_domains_have_no_responses_form_and_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    body = canonical(tools=[{**CLAUDE_SEARCH, "blocked_domains": ["spam.example"]}])
+    with caplog.at_level("INFO", logger="hydra_proxy.canonical.web_search"):
+        got = responses_request_from_messages(body, ResponsesTarget(model="gpt-5"), stream=True)
+    assert got["tools"] == [{"type": "web_search"}]
+    assert any("blocked_domains" in r.getMessage() for r in caplog.records)

@@ -16,10 +16,13 @@ sent, naming the tool and the route setting that sends such requests elsewhere
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ProxyError, invalid_request
+
+log = logging.getLogger(__name__)
 
 WEB_SEARCH_TYPE_PREFIX = "web_search_"
 # The version the proxy writes when it reads another protocol's web search into the
@@ -105,8 +108,11 @@ def _domains(tool: Mapping[str, Any], key: str) -> list[str] | None:
 
 def responses_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     """The Responses ``web_search`` tool: allowed domains and the user's location carried
-    (a use limit has no Responses form: its only cap counts every tool call)."""
+    (a use limit has no Responses form: its only cap counts every tool call; blocked
+    domains have none either, and are logged as left out)."""
     out: dict[str, Any] = {"type": "web_search"}
+    if _domains(tool, "blocked_domains") is not None:
+        log.info("web search: blocked_domains left out (the Responses API has no such filter)")
     allowed = _domains(tool, "allowed_domains")
     if allowed is not None:
         out["filters"] = {"allowed_domains": allowed}
