@@ -18,7 +18,12 @@ import openai
 import pytest
 
 from hydra_proxy import cli
-from hydra_proxy.canonical.web_search import WEB_SEARCH_TOOL, refusal
+from hydra_proxy.canonical.web_search import (
+    WEB_SEARCH_TOOL,
+    refusal,
+    runs_chat_web_search,
+    runs_web_search,
+)
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.config import environment, load
 from hydra_proxy.config.routes import Route, request_traits
@@ -257,3 +262,24 @@ def test_blocked_domains_have_no_responses_form_and_are_logged(
         got = responses_request_from_messages(body, ResponsesTarget(model="gpt-5"), stream=True)
     assert got["tools"] == [{"type": "web_search"}]
     assert any("blocked_domains" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("kind", "url", "runs"),
+    [
+        ("anthropic", "https://api.anthropic.com", True),
+        ("responses", "https://api.openai.com/v1", True),
+        ("gemini", "https://generativelanguage.googleapis.com/v1beta", True),
+        ("openai", "https://openrouter.ai/api/v1", True),
+        ("openai", "https://api.deepseek.com/v1", False),
+        ("openai", "http://127.0.0.1:8000/openrouter.ai/v1", False),  # the host decides
+    ],
+)
+def test_who_runs_web_search(kind: str, url: str, runs: bool) -> None:
+    assert runs_web_search(kind, url) is runs
+
+
+def test_chat_passthrough_keeps_search_for_openai_and_openrouter_only() -> None:
+    assert runs_chat_web_search("https://api.openai.com/v1")
+    assert runs_chat_web_search("https://openrouter.ai/api/v1")
+    assert not runs_chat_web_search("https://api.deepseek.com/v1")

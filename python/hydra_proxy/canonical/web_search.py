@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import ProxyError, invalid_request
 
@@ -56,8 +57,13 @@ def without_web_search(tools: list[Any]) -> list[Any]:
     return [tool for tool in tools if not is_web_search(tool)]
 
 
+def _host(base_url: str) -> str:
+    return (urlsplit(base_url).hostname or "").lower()
+
+
 def is_openrouter(base_url: str) -> bool:
-    return OPENROUTER_HOST in base_url.lower()
+    host = _host(base_url)
+    return host == OPENROUTER_HOST or host.endswith("." + OPENROUTER_HOST)
 
 
 def runs_web_search(kind: str, base_url: str) -> bool:
@@ -70,8 +76,7 @@ def runs_web_search(kind: str, base_url: str) -> bool:
 def runs_chat_web_search(base_url: str) -> bool:
     """Whether a Chat upstream takes ``web_search_options`` as a client sends it: OpenAI
     itself (its search models), or OpenRouter (with its web plugin)."""
-    url = base_url.lower()
-    return is_openrouter(url) or "api.openai.com" in url
+    return is_openrouter(base_url) or _host(base_url) == "api.openai.com"
 
 
 def client_form(client: str) -> str:
