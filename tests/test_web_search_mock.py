@@ -184,3 +184,48 @@ def test_chat_web_search_options_on_a_responses_upstream(
     assert [(a["url_citation"]["url"], a["url_citation"]["title"]) for a in annotations] == [
         (r["url"], r["title"]) for r in RESULTS
     ]
+
+
+@pytest.fixture(scope="module")
+def replaying() -> Iterator[MockServer]:
+    with MockServer(fixtures=FIXTURES) as server:
+        yield server
+
+
+def test_recorded_responses_search_replayed_through_the_proxy_to_claude_code(
+    tmp_path: Path, replaying: MockServer, impl: str
+) -> None:
+    """The mock replays the recorded gpt-5-mini search; Claude Code's request gets every
+    search of it, with its sources and citations."""
+    replaying.clear()
+    replaying.script([{"replay": "responses/vercel-gpt5mini-web-search.jsonl"}])
+    path = config(tmp_path / "hydra.toml", replaying.url, SEARCH_ROUTE)
+    args = ("--config", str(path), "--provider", "chatonly")
+    body = {
+        "model": "claude-haiku-4-5",
+        "max_tokens": 100,
+        "stream": True,
+        "messages": ASK,
+        "tools": [CLAUDE_SEARCH],
+    }
+    with ProxyServer(replaying.url + "/v1", *args, impl=impl, env=KEYS) as proxy:
+        status, out = post(proxy.port, "/v1/messages", body, {"x-api-key": "k"})
+    assert status == 200
+    recorded = [
+        json.loads(line)
+        for line in (FIXTURES / "responses" / "vercel-gpt5mini-web-search.jsonl")
+        .read_text()
+        .splitlines()
+        if line.strip()
+    ]
+    searches = [
+        r["item"]
+        for r in recorded
+        if r["type"] == "response.output_item.done" and r["item"]["type"] == "web_search_call"
+    ]
+    rebuilt = anthropic_grammar.check(out)
+    assert rebuilt.complete
+    uses = [b for b in rebuilt.content if b["type"] == "server_tool_use"]
+    assert [u["id"] for u in uses] == [s["id"] for s in searches] and len(uses) == 6
+    citations = [c for b in rebuilt.content if b["type"] == "text" for c in b.get("citations", [])]
+    assert len(citations) == sum(r["type"].endswith("annotation.added") for r in recorded) == 12
