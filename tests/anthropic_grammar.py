@@ -66,10 +66,23 @@ def check(data: bytes, *, tool_json: bool = True) -> Rebuilt:
             assert open_index is None, "one block open at a time"
             assert ev["index"] == len(out.content), "block indices are 0, 1, 2..."
             block = dict(ev["content_block"])
-            assert block["type"] in ("text", "thinking", "tool_use")
-            if block["type"] == "tool_use":
+            assert block["type"] in (
+                "text",
+                "thinking",
+                "tool_use",
+                "server_tool_use",
+                "web_search_tool_result",
+            )
+            if block["type"] in ("tool_use", "server_tool_use"):
                 assert block["input"] == {} and block["id"] and isinstance(block["name"], str)
                 partial_json[ev["index"]] = ""
+            if block["type"] == "web_search_tool_result":
+                # The search it answers is the block before it.
+                assert out.content and out.content[-1]["type"] == "server_tool_use"
+                assert block["tool_use_id"] == out.content[-1]["id"]
+                for result in block["content"]:
+                    assert result["type"] == "web_search_result" and result["url"]
+                    assert isinstance(result["title"], str)
             out.content.append(block)
             open_index = ev["index"]
         elif name == "content_block_delta":
@@ -87,14 +100,17 @@ def check(data: bytes, *, tool_json: bool = True) -> Rebuilt:
                 assert block["type"] == "thinking"
                 block["signature"] = delta["signature"]
             elif kind == "input_json_delta":
-                assert block["type"] == "tool_use"
+                assert block["type"] in ("tool_use", "server_tool_use")
                 partial_json[ev["index"]] += delta["partial_json"]
+            elif kind == "citations_delta":
+                assert block["type"] == "text" and delta["citation"]["type"]
+                block.setdefault("citations", []).append(delta["citation"])
             else:
                 raise AssertionError(f"unknown delta {kind}")
         elif name == "content_block_stop":
             assert ev["index"] == open_index, "stop closes the open block"
             block = out.content[ev["index"]]
-            if block["type"] == "tool_use":
+            if block["type"] in ("tool_use", "server_tool_use"):
                 raw = partial_json[ev["index"]]
                 block["input"] = (orjson.loads(raw) if raw else {}) if tool_json else raw
             open_index = None

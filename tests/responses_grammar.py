@@ -59,8 +59,10 @@ def check(data: bytes) -> dict[str, Any]:
                 "reasoning",
                 "function_call",
                 "custom_tool_call",
+                "web_search_call",
             )
             text, annotations = "", []
+            searching = []
             continue
         assert item is not None, f"{name} outside an item"
         assert ev["output_index"] == len(done)
@@ -102,6 +104,9 @@ def check(data: bytes) -> dict[str, Any]:
             text += ev["delta"]
         elif name == "response.custom_tool_call_input.done":
             assert ev["input"] == text
+        elif name.startswith("response.web_search_call."):
+            assert item["type"] == "web_search_call"
+            searching.append(name.removeprefix("response.web_search_call."))
         elif name == "response.output_item.done":
             finished = ev["item"]
             assert finished["id"] == item["id"] and finished["type"] == item["type"]
@@ -114,6 +119,11 @@ def check(data: bytes) -> dict[str, Any]:
                 assert finished["call_id"] == item["call_id"]
             elif item["type"] == "custom_tool_call":
                 assert finished["input"] == text
+            elif item["type"] == "web_search_call":
+                assert searching == ["in_progress", "searching", "completed"]
+                assert finished["status"] == "completed"
+                assert finished["action"]["type"] == "search"
+                assert isinstance(finished["action"]["query"], str)
             done.append(finished)
             item = None
         else:

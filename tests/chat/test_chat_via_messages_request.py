@@ -1279,9 +1279,9 @@ ERRORS: list[Any] = [
         req(USER, logit_bias=[1]), "logit_bias", "must be an object", id="logit-bias-list"
     ),
     pytest.param(
-        req(USER, web_search_options={}),
+        req(USER, web_search_options=[]),
         "web_search_options",
-        "web search",
+        "must be an object",
         id="web-search-options",
     ),
     pytest.param(req(USER, functions=[{"name": "f"}]), "functions", "use tools", id="functions"),

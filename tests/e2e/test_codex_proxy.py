@@ -72,7 +72,9 @@ def test_codex_on_a_chat_upstream(codex: Path, mock: MockServer, impl: str) -> N
     turn = {k: v for k, v in tool_call_turn().items() if k != "signature"}
     with ProxyServer(mock.url + "/v1", impl=impl) as proxy:
         mock.script([turn, final_turn()])
-        run = run_codex(codex, PROMPT, proxy.url + "/v1")
+        # A Chat upstream cannot search: Codex's web search is turned off, as the proxy's
+        # refusal of it says (test_codex_web_search.py).
+        run = run_codex(codex, PROMPT, proxy.url + "/v1", extra_config=['web_search="disabled"'])
         with explained(run, mock):
             check_codex_ran_the_command(run)
             assert mock.pending() == 0, "not every scripted turn was requested"

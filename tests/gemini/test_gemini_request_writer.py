@@ -547,7 +547,6 @@ def test_tool_choice_without_tools_and_unknown_tool() -> None:
 @pytest.mark.parametrize(
     "tool",
     [
-        {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
         {"type": "code_execution_20250825", "name": "code_execution"},
         {"type": "bash_20250124", "name": "bash"},
     ],

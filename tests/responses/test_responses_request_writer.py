@@ -439,7 +439,7 @@ VALIDATION: list[tuple[str, Any, str]] = [
     ("bad role", req({"role": "tool", "content": "x"}), "messages.0.role"),
     (
         "server tool",
-        req(u(text("x")), tools=[{"type": "web_search_20250305", "name": "web_search"}]),
+        req(u(text("x")), tools=[{"type": "code_execution_20250522", "name": "code_execution"}]),
         "tools.0",
     ),
     (

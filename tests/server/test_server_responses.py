@@ -263,14 +263,16 @@ def test_sdk_create_on_a_chat_upstream(on_chat: ProxyServer, mock: MockServer) -
     assert got.usage is not None and got.usage.output_tokens == 3
 
 
-def test_web_search_is_left_out_of_the_upstream_request(
+def test_web_search_on_an_upstream_without_it_is_refused(
     on_chat: ProxyServer, mock: MockServer
 ) -> None:
-    responses_client(on_chat).responses.create(
-        model=MODEL, input="hi", store=False, tools=[WEATHER, {"type": "web_search"}]
-    )
-    tools = mock.requests()[-1]["body"]["tools"]
-    assert [t["function"]["name"] for t in tools] == ["get_weather"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        responses_client(on_chat).responses.create(
+            model=MODEL, input="hi", store=False, tools=[WEATHER, {"type": "web_search"}]
+        )
+    body: Any = caught.value.body
+    assert "web_search" in body["message"] and "server_tools = true" in body["message"]
+    assert mock.requests() == []
 
 
 @pytest.mark.parametrize(
@@ -349,8 +351,8 @@ def test_dropped_server_tools_are_logged_once_at_info(mock: MockServer) -> None:
             model=MODEL,
             input="hi",
             store=False,
-            tools=[WEATHER, {"type": "web_search"}, {"type": "web_search_preview"}],
+            tools=[WEATHER, {"type": "file_search"}, {"type": "code_interpreter"}],
         )
         lines = [line for line in proxy.log_tail().splitlines() if "left out of" in line]
     assert len(lines) == 1, lines
-    assert "INFO" in lines[0] and "web_search" in lines[0] and "web_search_preview" in lines[0]
+    assert "INFO" in lines[0] and "file_search" in lines[0] and "code_interpreter" in lines[0]

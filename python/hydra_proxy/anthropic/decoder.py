@@ -39,6 +39,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -49,6 +50,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Emit
@@ -62,8 +65,11 @@ _TEXT, _THINKING, _TOOL, _REDACTED, _SERVER_TOOL = 1, 2, 3, 4, 5
 _Event = tuple[
     str | None,  # type
     int | None,  # index
-    tuple[str | None, str | None, str | None, str | None, str | None, str | None] | None,
-    # content_block: type, id, name, text, thinking, data
+    tuple[
+        str | None, str | None, str | None, str | None, str | None, str | None, str | None, object
+    ]
+    | None,
+    # content_block: type, id, name, text, thinking, data, tool_use_id, content
     tuple[str | None, str | None, str | None, str | None, str | None, str | None, object] | None,
     # delta: type, text, thinking, signature, partial_json, stop_reason, citation
     dict[str, Any] | None,  # usage (message_start's message.usage or message_delta's usage)
@@ -137,7 +143,7 @@ class AnthropicDecoder:
             self._fail("api_error", MSG_CUT_OFF, emit)
 
     def _block_start(self, index: int | None, block: Any, emit: Emit) -> None:
-        block_type, tool_id, name, text, thinking, data = block or (None,) * 6
+        block_type, tool_id, name, text, thinking, data, tool_use_id, content = block or (None,) * 8
         key = index or 0
         kind: BlockKind
         if block_type == "text":
@@ -148,9 +154,20 @@ class AnthropicDecoder:
             open_, kind = _REDACTED, RedactedThinking(data or "")
         elif block_type == "tool_use":
             open_, kind = _TOOL, ToolUse(tool_id or "", name or "")
-        else:  # server tools and their results: run by Anthropic
+        elif block_type == "server_tool_use" and name == "web_search":
+            open_, kind = _SERVER_TOOL, WebSearch(tool_id or "")
+        elif block_type == "web_search_tool_result":
+            open_, kind = _SERVER_TOOL, WebSearchResults(tool_use_id or "")
+        else:  # other server tools and their results: run by Anthropic
             open_, kind = _SERVER_TOOL, ServerTool(block_type or "")
         emit(BlockStart(key, kind))
+        if type(kind) is WebSearchResults and type(content) is list:
+            # A list of results (an error is an object: no results).
+            for result in content:
+                if type(result) is dict and result.get("type") == "web_search_result":
+                    url, title = result.get("url"), result.get("title")
+                    if type(url) is str and url:
+                        emit(SearchResult(key, url, title if type(title) is str else ""))
         # A block may start with content; it is the first delta.
         if open_ == _TEXT and text:
             emit(TextDelta(key, text))
@@ -236,6 +253,8 @@ def _read_event(payload: object) -> _Event:
             opt_str(block, "text"),
             opt_str(block, "thinking"),
             opt_str(block, "data"),
+            opt_str(block, "tool_use_id"),
+            block.get("content"),
         ),
         None
         if delta is None

@@ -5,8 +5,11 @@ anything else the client sees (a ping or an error included), with the proxy's me
 and model and the request's estimated input tokens; blocks opened and closed one at a time
 with indices 0, 1, 2... in the order they start; then one message_delta with the stop reason
 and the final usage, and message_stop. An error ends the output with an `error` event and no
-message_stop, so it never looks like a complete reply. Server-tool blocks have no form
-here: only an Anthropic upstream sends them, and that one is relayed as it is.
+message_stop, so it never looks like a complete reply. A web search another provider ran
+is a ``server_tool_use`` block named ``web_search`` (its input streamed as input_json_delta)
+and its results one ``web_search_tool_result`` block, written whole at its stop (results
+without encrypted content: only Anthropic could read it); other server-tool blocks have no
+form here: only an Anthropic upstream sends them, and that one is relayed as it is.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -32,6 +36,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.transducer import Ending
 from . import output as out
@@ -48,6 +54,8 @@ class AnthropicEncoder(Ending):
         self._open: tuple[int, int] | None = None
         self._stop_reason: str | None = None
         self._usage = Usage()
+        # The open results block: (decoder id, search id, results so far).
+        self._results: tuple[int, str, list[bytes]] | None = None
 
     def _ensure_started(self, parts: list[bytes]) -> None:
         if not self._started:
@@ -83,6 +91,10 @@ class AnthropicEncoder(Ending):
                 index = self._index(block)
                 if index is not None:
                     parts.append(out.citations_delta(index, citation))
+            case SearchResult(block, url, title):
+                results = self._results
+                if results is not None and results[0] == block:
+                    results[2].append(out.web_search_result(url, title))
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
             case BlockStop(block):
@@ -111,12 +123,23 @@ class AnthropicEncoder(Ending):
                 parts.append(out.redacted_thinking_start(index, data))
             case ToolUse(tool_id, name):
                 parts.append(out.tool_use_start(index, tool_id, name))
+            case WebSearch(search_id):
+                parts.append(out.server_tool_use_start(index, search_id, "web_search"))
+            case WebSearchResults(search_id):
+                self._results = (block, search_id, [])
+                return
             case ServerTool():
                 return
         self._blocks += 1
         self._open = (block, index)
 
     def _block_stop(self, parts: list[bytes], block: int) -> None:
+        results = self._results
+        if results is not None and results[0] == block:
+            self._results = None
+            parts.append(out.web_search_tool_result(self._blocks, results[1], results[2]))
+            self._blocks += 1
+            return
         index = self._index(block)
         if index is not None:
             parts.append(out.block_stop(index))

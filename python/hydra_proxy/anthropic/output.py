@@ -110,3 +110,32 @@ def error(error_type: str, message: str) -> bytes:
         error_type.encode(),
         dumps(message),
     )
+
+
+def server_tool_use_start(index: int, tool_id: str, name: str) -> bytes:
+    return (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
+        b'"content_block":{"type":"server_tool_use","id":%s,"name":%s,"input":{}}}\n\n'
+        % (index, dumps(tool_id), dumps(name))
+    )
+
+
+def web_search_result(url: str, title: str) -> bytes:
+    """One result of a web_search_tool_result (no encrypted content: these results come
+    from another provider, and only Anthropic reads it)."""
+    return (
+        b'{"type":"web_search_result","title":%s,"url":%s,"encrypted_content":"","page_age":null}'
+        % (
+            dumps(title),
+            dumps(url),
+        )
+    )
+
+
+def web_search_tool_result(index: int, tool_use_id: str, results: list[bytes]) -> bytes:
+    """The whole results block, its start and its stop."""
+    return (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
+        b'"content_block":{"type":"web_search_tool_result","tool_use_id":%s,"content":[%s]}}\n\n'
+        % (index, dumps(tool_use_id), b",".join(results))
+    ) + block_stop(index)

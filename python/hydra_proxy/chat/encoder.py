@@ -7,13 +7,18 @@ chunk only and its input as `arguments` fragments ("{}" for a tool without argum
 at the end, the continuation suffix (when enabled and there was thinking), the finish chunk,
 the usage chunk (`choices: []`, when asked) and `data: [DONE]`. Every chunk has
 `choices[].index`. A ping becomes an SSE comment. An error ends the output with an error
-chunk (`{"error": {...}}`) and no [DONE]. Server-tool blocks (web search and the like, run
-by the provider) and citations have no Chat form and are not sent; their text answer is.
+chunk (`{"error": {...}}`) and no [DONE]. A text block's citations that carry a URL (web
+search results) become one `delta.annotations` chunk of `url_citation`s when the block
+ends, each spanning the block's text in `content` (offsets in code points, as the
+non-streamed reply has them); server-tool blocks (web search and the like, run by the
+provider) and other citations have no Chat form and are not sent; their text answer is.
 The continuation suffix carries the thinking blocks' replay state (signatures, redacted
 data) through Chat clients inside `reasoning_content` (continuation.py).
 """
 
 from __future__ import annotations
+
+from orjson import loads
 
 from ..continuation import Block, Redacted, encode
 from ..continuation import Thinking as ThinkingBlock
@@ -28,6 +33,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -38,6 +44,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.transducer import Ending
 from . import mapping
@@ -48,7 +56,16 @@ _TEXT, _THINKING, _TOOL, _REDACTED, _OTHER = 1, 2, 3, 4, 5
 
 
 class _Block:
-    __slots__ = ("data", "kind", "sent_arguments", "signature", "text", "tool")
+    __slots__ = (
+        "citations",
+        "data",
+        "kind",
+        "sent_arguments",
+        "signature",
+        "start",
+        "text",
+        "tool",
+    )
 
     def __init__(self, kind: int, tool: int = -1) -> None:
         self.kind = kind
@@ -57,6 +74,23 @@ class _Block:
         self.signature = ""
         self.data = ""
         self.sent_arguments = False
+        self.start = 0  # a text block: where its text starts in content (code points)
+        self.citations: list[tuple[str, str]] = []  # a text block's (url, title)
+
+
+def _url_citation(citation: str) -> tuple[str, str] | None:
+    """(url, title) of a citation that carries a URL (`canonical.message.url_citations`)."""
+    try:
+        value = loads(citation)
+    except ValueError:
+        return None
+    if type(value) is not dict:
+        return None
+    url = value.get("url")
+    if type(url) is not str or not url:
+        return None
+    title = value.get("title")
+    return url, title if type(title) is str else ""
 
 
 class ChatEncoder(Ending):
@@ -78,12 +112,14 @@ class ChatEncoder(Ending):
         self._stop_reason: str | None = None
         self._finish_reason: str | None = None
         self._usage = Usage()
+        self._length = 0  # code points of content sent
 
     def event(self, parts: list[bytes], event: Event) -> None:
         match event:
             case TextDelta(block, text):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TEXT:
+                    self._length += len(text)
                     parts.append(self._out.content(text))
             case ThinkingDelta(block, thinking):
                 state = self._blocks.get(block)
@@ -99,7 +135,13 @@ class ChatEncoder(Ending):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.signature = signature
-            case CitationDelta():
+            case CitationDelta(block, citation):
+                state = self._blocks.get(block)
+                if state is not None and state.kind == _TEXT:
+                    found = _url_citation(citation)
+                    if found is not None:
+                        state.citations.append(found)
+            case SearchResult():
                 pass  # no Chat form
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
@@ -128,6 +170,7 @@ class ChatEncoder(Ending):
         match kind:
             case Text():
                 state = _Block(_TEXT)
+                state.start = self._length
             case Thinking():
                 state = _Block(_THINKING)
             case RedactedThinking(data):
@@ -137,7 +180,7 @@ class ChatEncoder(Ending):
                 state = _Block(_TOOL, self._tools)
                 self._tools += 1
                 parts.append(self._out.tool_start(state.tool, tool_id, name))
-            case ServerTool():
+            case ServerTool() | WebSearch() | WebSearchResults():
                 state = _Block(_OTHER)  # run by the provider
         self._blocks[block] = state  # (a restarted id replaces the block)
 
@@ -145,7 +188,13 @@ class ChatEncoder(Ending):
         state = self._blocks.pop(block, None)
         if state is None:
             return
-        if state.kind == _TOOL and not state.sent_arguments:
+        if state.kind == _TEXT and state.citations:
+            parts.append(
+                self._out.annotations(
+                    [(state.start, self._length, url, title) for url, title in state.citations]
+                )
+            )
+        elif state.kind == _TOOL and not state.sent_arguments:
             parts.append(self._out.tool_arguments(state.tool, "{}"))  # a tool without arguments
         elif state.kind == _THINKING:
             self._thinking.append(ThinkingBlock("".join(state.text), state.signature))

@@ -46,6 +46,16 @@ class ChunkWriter:
             % (index, dumps(arguments))
         )
 
+    def annotations(self, citations: list[tuple[int, int, str, str]]) -> bytes:
+        """``url_citation`` annotations: (start, end, url, title) each, offsets in code
+        points of ``content`` (the non-streamed reply's layout)."""
+        items = b",".join(
+            b'{"type":"url_citation","url_citation":{"start_index":%d,"end_index":%d,'
+            b'"url":%s,"title":%s}}' % (start, end, dumps(url), dumps(title))
+            for start, end, url, title in citations
+        )
+        return self._head + b'{"annotations":[%s]},"finish_reason":null}]}\n\n' % items
+
     def finish(self, finish_reason: str) -> bytes:
         return self._head + b'{},"finish_reason":"%s"}]}\n\n' % finish_reason.encode()
 

@@ -347,7 +347,7 @@ def _route_text(route: object) -> str:
 
     assert isinstance(route, Route)
     conditions = [f"model {route.match}"]
-    for name in ("background", "thinking", "images", "subagent"):
+    for name in ("background", "thinking", "images", "subagent", "server_tools"):
         value = getattr(route, name)
         if value is not None:
             conditions.append(name if value else f"not {name}")

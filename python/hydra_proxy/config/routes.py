@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from ..canonical.web_search import web_search_tool
+
 if TYPE_CHECKING:
     from .providers import Provider
 
@@ -103,6 +105,8 @@ class RequestTraits:
     effort: str | None = None
     images: bool = False
     subagent: bool = False
+    # Web search, a server tool only some upstreams run (canonical.web_search).
+    server_tools: bool = False
     estimate: Callable[[], int] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -187,6 +191,7 @@ def request_traits(
         effort=effort if isinstance(effort, str) else None,
         images=images,
         subagent=marker or _has_header(headers, SUBAGENT_HEADER),
+        server_tools=web_search_tool(request.get("tools")) is not None,
         estimate=estimate,
     )
 
@@ -212,6 +217,7 @@ class Route:
     subagent: bool | None = None
     long_context: int | None = None  # estimated input tokens above this
     client: str | None = None
+    server_tools: bool | None = None
     # Options.
     effort: str | None = None
     effort_map: tuple[tuple[str, str], ...] = ()
@@ -226,7 +232,7 @@ class Route:
     def applies(self, traits: RequestTraits) -> bool:
         if not self.matches(traits.model):
             return False
-        for condition in ("background", "thinking", "images", "subagent"):
+        for condition in ("background", "thinking", "images", "subagent", "server_tools"):
             wanted = getattr(self, condition)
             if wanted is not None and getattr(traits, condition) != wanted:
                 return False
@@ -240,7 +246,15 @@ class Route:
         """Whether anything but the glob decides if it applies."""
         return any(
             getattr(self, c) is not None
-            for c in ("background", "thinking", "images", "subagent", "long_context", "client")
+            for c in (
+                "background",
+                "thinking",
+                "images",
+                "subagent",
+                "long_context",
+                "client",
+                "server_tools",
+            )
         )
 
     @property

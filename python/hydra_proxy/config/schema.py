@@ -138,6 +138,7 @@ ROUTE: dict[str, Field] = {
     "thinking": Field((bool,), "the request asks for thinking"),
     "images": Field((bool,), "the request carries images"),
     "subagent": Field((bool,), "a Claude Code subagent's request"),
+    "server_tools": Field((bool,), "the request carries web search (a server tool)"),
     "long_context": Field((int,), "estimated input tokens above this", minimum=1),
     "client": Field((str,), "the client's protocol", CLIENT_PROTOCOLS),
     "spoof_model": Field((str,), "model name reported to the client"),

@@ -137,7 +137,7 @@ class GeminiEncoder(Ending):
                 parts.append(out.error_chunk(kind, message))
                 self._ended_with_error(kind, message)
             case _:
-                pass  # message start, citations, pings: no Gemini form
+                pass  # message start, citations, search results, pings: no Gemini form
 
     @staticmethod
     def _block(kind: BlockKind) -> _Block:

@@ -18,7 +18,7 @@ import orjson
 
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
 from .response import truncated_json_reply as _truncated
-from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
+from .script import ResolvedUsage, Turn, WebSearch, error_status, resolve_usage, split_text
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -76,6 +76,43 @@ def _usage(u: ResolvedUsage) -> dict[str, Any]:
         "cache_read_input_tokens": u.cached_tokens,
         "output_tokens": u.completion_tokens,
     }
+
+
+def _search_blocks(search: WebSearch, ctx: RenderContext) -> list[dict[str, Any]]:
+    """The search's server_tool_use and web_search_tool_result blocks, as in a Message."""
+    search_id = "srvtoolu_" + ctx.message_id.removeprefix("msg_")
+    results = [
+        {
+            "type": "web_search_result",
+            "title": title,
+            "url": url,
+            "encrypted_content": "mock-encrypted-content",
+            "page_age": None,
+        }
+        for url, title in search.results
+    ]
+    return [
+        {
+            "type": "server_tool_use",
+            "id": search_id,
+            "name": "web_search",
+            "input": {"query": search.query},
+        },
+        {"type": "web_search_tool_result", "tool_use_id": search_id, "content": results},
+    ]
+
+
+def _citations(search: WebSearch, text: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "web_search_result_location",
+            "cited_text": text[:150],
+            "url": url,
+            "title": title,
+            "encrypted_index": "mock-encrypted-index",
+        }
+        for url, title in search.results
+    ]
 
 
 def render(turn: Turn, ctx: RenderContext) -> Reply:
@@ -152,8 +189,23 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     for data in turn.redacted_thinking:
         start({"type": "redacted_thinking", "data": data})
         stop()
+    search = turn.web_search
+    if search is not None:
+        use, result = _search_blocks(search, ctx)
+        start({**use, "input": {}})
+        delta({"type": "input_json_delta", "partial_json": ""})
+        for piece in split_text(orjson.dumps(use["input"]).decode(), size):
+            delta({"type": "input_json_delta", "partial_json": piece})
+        stop()
+        start(result)
+        stop()
     if turn.text is not None:
-        start({"type": "text", "text": ""})
+        if search is not None and search.results:
+            start({"citations": [], "type": "text", "text": ""})
+            for citation in _citations(search, turn.text):
+                delta({"type": "citations_delta", "citation": citation})
+        else:
+            start({"type": "text", "text": ""})
         for piece in split_text(turn.text, size):
             delta({"type": "text_delta", "text": piece})
         stop()
@@ -201,8 +253,14 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
         )
         content.append({"type": "thinking", "thinking": turn.reasoning, "signature": signature})
     content.extend({"type": "redacted_thinking", "data": d} for d in turn.redacted_thinking)
+    search = turn.web_search
+    if search is not None:
+        content.extend(_search_blocks(search, ctx))
     if turn.text is not None:
-        content.append({"type": "text", "text": turn.text})
+        text: dict[str, Any] = {"type": "text", "text": turn.text}
+        if search is not None and search.results:
+            text["citations"] = _citations(search, turn.text)
+        content.append(text)
     for i, call in enumerate(turn.tool_calls):
         content.append(
             {

@@ -146,13 +146,40 @@ class _Items:
                     "encrypted_content": data,
                 }
             )
+        search = turn.web_search
+        if search is not None:
+            self.items.append(
+                {
+                    "id": f"ws_{suffix}",
+                    "type": "web_search_call",
+                    "status": "completed",
+                    "action": {
+                        "type": "search",
+                        "query": search.query,
+                        "sources": [{"type": "url", "url": url} for url, _ in search.results],
+                    },
+                }
+            )
         if turn.text is not None:
+            part = _text_part(turn.text)
+            if search is not None:
+                # Each page cites the whole text.
+                part["annotations"] = [
+                    {
+                        "type": "url_citation",
+                        "end_index": len(turn.text),
+                        "start_index": 0,
+                        "title": title,
+                        "url": url,
+                    }
+                    for url, title in search.results
+                ]
             self.items.append(
                 {
                     "id": f"msg_{suffix}",
                     "type": "message",
                     "status": "completed",
-                    "content": [_text_part(turn.text)],
+                    "content": [part],
                     "role": "assistant",
                 }
             )
@@ -230,8 +257,23 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
             emit({"type": "response.content_part.added", **at, "part": _text_part("")})
             for piece in split_text(text, size):
                 emit({"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []})
+            annotations = item["content"][0]["annotations"]
+            for n, annotation in enumerate(annotations):
+                emit(
+                    {
+                        "type": "response.output_text.annotation.added",
+                        **at,
+                        "annotation_index": n,
+                        "annotation": annotation,
+                    }
+                )
             emit({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
-            emit({"type": "response.content_part.done", **at, "part": _text_part(text)})
+            emit({"type": "response.content_part.done", **at, "part": item["content"][0]})
+        elif kind == "web_search_call":
+            added = {"id": item["id"], "type": kind, "status": "in_progress"}
+            emit({"type": "response.output_item.added", "output_index": index, "item": added})
+            for step in ("in_progress", "searching", "completed"):
+                emit({"type": f"response.web_search_call.{step}", **ids})
         else:
             added = {**item, "status": "in_progress", "arguments": ""}
             emit({"type": "response.output_item.added", "output_index": index, "item": added})

@@ -33,6 +33,11 @@ Fields (all optional):
   redacted entry one more reasoning item), the ``thoughtSignature`` (Gemini).
 - ``partial_args``: ``true``: Gemini streams the tool calls' arguments in pieces
   (``partialArgs``, as Vertex does); other wires ignore it.
+- ``web_search``: ``{"query", "results": [{"url", "title"?}]}``: the provider runs one web
+  search before the text, in its wire's own form (a Responses ``web_search_call`` item with
+  the pages as its ``action.sources``, then ``url_citation`` annotations spanning the text;
+  an Anthropic ``server_tool_use`` + ``web_search_tool_result``, then the text with one
+  ``web_search_result_location`` citation per page). Other wires ignore it.
 - ``replay``: a fixture path or name (see :mod:`hydra_proxy.mock.replay`); all other
   content fields are then ignored.
 - ``raw``: a string sent verbatim as a 200 ``text/event-stream`` body (garbage injection).
@@ -126,6 +131,14 @@ class StreamError:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSearch:
+    """One web search the provider runs: its query and the pages it found (url, title)."""
+
+    query: str
+    results: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Pacing:
     """Per-turn overrides of the pacing knobs (None: use the header / CLI value)."""
 
@@ -178,6 +191,7 @@ class Turn:
     pacing: Pacing = field(default_factory=Pacing)
     match: Match | None = None
     partial_args: bool = False
+    web_search: WebSearch | None = None
 
     def accepts(self, body: Mapping[str, Any]) -> bool:
         """Whether this turn may answer a request with this (parsed JSON) body."""
@@ -256,6 +270,7 @@ _TURN_KEYS = frozenset(
         "split_bytes",
         "match",
         "partial_args",
+        "web_search",
     }
 )
 _MATCH_KEYS = frozenset({"model", "has_tools", "contains"})
@@ -321,6 +336,24 @@ def _parse_error(obj: object, where: str) -> ErrorSpec:
         retry_after=retry_after,
         code=_opt_str(obj, "code", where),
     )
+
+
+def _parse_web_search(obj: object, where: str) -> WebSearch:
+    if not isinstance(obj, dict):
+        raise TurnError(f"{where} must be an object")
+    query = obj.get("query")
+    if not isinstance(query, str) or not query:
+        raise TurnError(f"{where}.query must be a non-empty string")
+    raw = obj.get("results", [])
+    if not isinstance(raw, list):
+        raise TurnError(f"{where}.results must be a list")
+    results = []
+    for i, result in enumerate(raw):
+        w = f"{where}.results[{i}]"
+        if not isinstance(result, dict) or not isinstance(result.get("url"), str):
+            raise TurnError(f"{w} must be an object with a url")
+        results.append((result["url"], _opt_str(result, "title", w) or ""))
+    return WebSearch(query, tuple(results))
 
 
 def _parse_match(obj: object, where: str) -> Match:
@@ -419,6 +452,9 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
         ),
         match=None if obj.get("match") is None else _parse_match(obj["match"], f"{where}.match"),
         partial_args=partial_args,
+        web_search=None
+        if obj.get("web_search") is None
+        else _parse_web_search(obj["web_search"], f"{where}.web_search"),
     )
 
 

@@ -20,8 +20,13 @@ events, so nothing depends on one field). Blocks, one open at a time:
   ``namespace`` if any), arguments from ``function_call_arguments.delta`` (or the done
   item's when none streamed); ``custom_tool_call`` -> a tool block whose input is
   ``{"input": <the string>}``, streamed as its ``custom_tool_call_input.delta`` arrive.
-- hosted tool items (web search...) ran at OpenAI and are skipped; their findings are in
-  the text.
+- a ``web_search_call`` item is a web search block (its id the item's), whose input, at
+  output_item.done, is ``{"query": ...}`` for a search (nothing for the other actions,
+  opening or searching a page); the pages its ``action.sources`` name (when the request
+  included them) follow as a results block of their URLs. A text part's ``url_citation``
+  annotations (``output_text.annotation.added``) are citations of its open text block, in
+  Anthropic's form (``web_search_result_location``; the cited text is not kept, so empty).
+  Other hosted tool items ran at OpenAI and are skipped; their findings are in the text.
 - ``response.completed`` / ``response.incomplete`` -> `Usage` (input without cached and
   cache-written tokens), `StopReason` (``max_output_tokens`` -> ``max_tokens``,
   ``content_filter`` -> ``refusal``, else ``tool_use`` after a call, else ``end_turn``),
@@ -40,9 +45,11 @@ from ..signature import sign_thinking
 from ..stream.events import (
     BlockStart,
     BlockStop,
+    CitationDelta,
     Error,
     MessageStart,
     MessageStop,
+    SearchResult,
     SignatureDelta,
     StopReason,
     Text,
@@ -52,6 +59,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Emit
@@ -62,7 +71,7 @@ from .tools import flatten
 __all__ = ["ResponsesDecoder"]
 
 # What the open block is.
-_TEXT, _THINKING, _TOOL, _CUSTOM = 1, 2, 3, 4
+_TEXT, _THINKING, _TOOL, _CUSTOM, _SEARCH, _RESULTS = 1, 2, 3, 4, 5, 6
 _STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 _TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
 _THINKING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
@@ -156,6 +165,8 @@ class ResponsesDecoder:
             self._arguments_delta(payload, index, emit)
         elif kind == "response.custom_tool_call_input.delta":
             self._input_delta(payload, index, emit)
+        elif kind == "response.output_text.annotation.added":
+            self._annotation(payload, index, emit)
         elif kind == "response.output_item.added":
             self._item_added(_dict(payload, "item"), index, emit)
         elif kind == "response.output_item.done":
@@ -233,6 +244,22 @@ class ResponsesDecoder:
             self._streamed = True
             emit(ToolArgumentsDelta(block, head + _json_fragment(delta)))
 
+    def _annotation(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
+        annotation = _dict(payload, "annotation")
+        url = _str(annotation, "url")
+        block = self._is_open(_TEXT, index)
+        part = uint(payload.get("content_index")) or 0
+        if annotation.get("type") != "url_citation" or not url or block is None:
+            return
+        if self._open is None or self._open[3] != part:
+            return
+        title = _str(annotation, "title") or ""
+        citation = (
+            b'{"type":"web_search_result_location","cited_text":"","url":%s,"title":%s,'
+            b'"encrypted_index":""}' % (dumps(url), dumps(title))
+        )
+        emit(CitationDelta(block, citation.decode()))
+
     # -- items ---------------------------------------------------------------------------
 
     def _item_added(self, item: dict[str, Any], index: int, emit: Emit) -> None:
@@ -248,6 +275,8 @@ class ResponsesDecoder:
             self._has_call = True
             block_kind = _TOOL if kind == "function_call" else _CUSTOM
             self._start(block_kind, index, 0, ToolUse(call_id, name), emit)
+        elif kind == "web_search_call":
+            self._start(_SEARCH, index, 0, WebSearch(_str(item, "id") or ""), emit)
         elif kind == "reasoning":
             self._close(emit)
             self._reasoning = index
@@ -274,6 +303,8 @@ class ResponsesDecoder:
                     tool_input = _str(item, "input") or ""
                     emit(ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}"))
                 self._close(emit)
+        elif kind == "web_search_call":
+            self._search_done(item, index, emit)
         elif kind == "message":
             if self._is_open(_TEXT, index) is not None:
                 self._close(emit)
@@ -288,6 +319,27 @@ class ResponsesDecoder:
                         emit(TextDelta(block, text))
                         self._close(emit)
             self._texted = index
+
+    def _search_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        search_id = _str(item, "id") or ""
+        block = self._is_open(_SEARCH, index)
+        if block is None:  # a search only its done event names
+            block = self._start(_SEARCH, index, 0, WebSearch(search_id), emit)
+        action = _dict(item, "action")
+        query = _str(action, "query")
+        if action.get("type") == "search" and query:
+            emit(ToolArgumentsDelta(block, '{"query":' + dumps(query).decode() + "}"))
+        self._close(emit)
+        urls = [
+            url
+            for source in _list(action, "sources")
+            if type(source) is dict and (url := _str(source, "url"))
+        ]
+        if urls:
+            block = self._start(_RESULTS, index, 1, WebSearchResults(search_id), emit)
+            for url in urls:
+                emit(SearchResult(block, url, ""))
+            self._close(emit)
 
     def _reasoning_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
         self._reasoning = None

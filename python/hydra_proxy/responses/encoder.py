@@ -24,8 +24,13 @@ with its ``sequence_number`` (0, 1, 2...):
   one custom_tool_call_input.delta and .done once the arguments are whole). Item ids are
   `responses.items.item_id`'s. A text block's citations that carry a URL become
   ``url_citation`` annotations spanning the block (output_text.annotation.added when the
-  block ends, as the non-streamed mapping makes them); server-tool blocks have no form
-  here (their findings are in the text).
+  block ends, as the non-streamed mapping makes them). A web search block is a
+  ``web_search_call`` item (``ws_``: output_item.added, web_search_call.in_progress and
+  .searching, then .completed and output_item.done with ``action: {type: "search", query,
+  sources}``: the query from its input, the sources the URLs of the results block that
+  follows it, if one does; the item is done at the end of that block, or when any other
+  block starts); other server-tool blocks have no form here (their findings are in the
+  text).
 - The end: ``response.completed``, or ``response.incomplete`` with
   ``incomplete_details.reason`` for a token limit (`responses.items.response_status`;
   the last message item then has ``status: "incomplete"``), the ``response`` with every
@@ -51,6 +56,7 @@ from ..stream.events import (
     MessageStop,
     Ping,
     RedactedThinking,
+    SearchResult,
     ServerTool,
     SignatureDelta,
     StopReason,
@@ -61,6 +67,8 @@ from ..stream.events import (
     ToolArgumentsDelta,
     ToolUse,
     Usage,
+    WebSearch,
+    WebSearchResults,
 )
 from ..stream.transducer import Ending
 from . import output as out
@@ -151,7 +159,28 @@ class _Call:
         self.arguments: list[str] = []
 
 
-_Item = _Message | _Reasoning | _Call
+class _Search:
+    kind = "search"
+
+    def __init__(self, item: str, search_id: str) -> None:
+        self.item = item
+        self.search_id = search_id  # the upstream's, which its results block names
+        self.arguments: list[str] = []
+        self.stopped = False  # its block stopped: the item waits for the results block
+        self.sources: list[str] = []
+
+
+_Item = _Message | _Reasoning | _Call | _Search
+
+
+def search_query(arguments: str) -> str:
+    """A web search's query, from its input's ``query`` member ("" when it has none)."""
+    try:
+        value = loads(arguments) if arguments else None
+    except ValueError:
+        return ""
+    query = value.get("query") if isinstance(value, dict) else None
+    return query if isinstance(query, str) else ""
 
 
 def _add_citation(item: _Message, citation: str) -> None:
@@ -253,6 +282,9 @@ class ResponsesEncoder(Ending):
                 if block == self._block and _thinking(item):
                     assert isinstance(item, _Reasoning)
                     item.blocks[-1]["signature"] = signature
+            case ToolArgumentsDelta(block, partial_json) if isinstance(item, _Search):
+                if block == self._block:
+                    item.arguments.append(partial_json)
             case ToolArgumentsDelta(block, partial_json):
                 if block == self._block and isinstance(item, _Call):
                     item.arguments.append(partial_json)
@@ -270,6 +302,9 @@ class ResponsesEncoder(Ending):
             case CitationDelta(block, citation):
                 if block == self._block and isinstance(item, _Message):
                     _add_citation(item, citation)
+            case SearchResult(block, url):
+                if block == self._block and isinstance(item, _Search) and item.stopped:
+                    item.sources.append(url)
             case BlockStart(block, kind):
                 self._block_start(parts, block, kind)
             case BlockStop(block):
@@ -293,7 +328,7 @@ class ResponsesEncoder(Ending):
         return len(self._items)
 
     def _block_start(self, parts: list[bytes], block: int, kind: object) -> None:
-        if self._block is not None and not isinstance(kind, ServerTool):
+        if self._block is not None and not isinstance(kind, (ServerTool, WebSearchResults)):
             self._block_stop(parts)  # a lenient upstream's overlapping blocks
         match kind:
             case Text():
@@ -329,6 +364,24 @@ class ResponsesEncoder(Ending):
                 prefix = "ctc" if origin.custom else "fc"
                 call = _Call(item_id(prefix, self._response_id, self._index()), tool_id, origin)
                 self._open(parts, call, self._call_item(call, "in_progress", ""))
+            case WebSearch(search_id):
+                self._close(parts)
+                search = _Search(item_id("ws", self._response_id, self._index()), search_id)
+                self._open(parts, search, out.web_search_item(search.item, "in_progress", None))
+                for progress in (
+                    b"response.web_search_call.in_progress",
+                    b"response.web_search_call.searching",
+                ):
+                    parts.append(
+                        out.web_search_event(progress, self._next(), search.item, self._index())
+                    )
+            case WebSearchResults(search_id):
+                open_item = self._item
+                if not (isinstance(open_item, _Search) and open_item.stopped):
+                    return
+                if open_item.search_id != search_id:
+                    self._close(parts)  # results of another search: this one has none
+                    return
             case ServerTool():
                 return
         self._block = block
@@ -389,8 +442,10 @@ class ResponsesEncoder(Ending):
                     parts.append(event)
                 item.part_open = False
                 item.summaries += 1
-        elif isinstance(item, _Call):
-            self._close(parts)  # a call is one block
+        elif isinstance(item, _Search) and not item.stopped:
+            item.stopped = True  # done with its results, or when the next block starts
+        elif isinstance(item, (_Call, _Search)):
+            self._close(parts)  # a call is one block, a search's results a second
         elif isinstance(item, _Message):
             for title, url in item.citations:
                 annotation = out.url_citation(item.block_start, item.length, title, url)
@@ -437,6 +492,14 @@ class ResponsesEncoder(Ending):
         elif isinstance(item, _Reasoning):
             item.settle()
             done = dumps(reasoning_item(item.blocks, item.item, self._context, self._key))
+        elif isinstance(item, _Search):
+            parts.append(
+                out.web_search_event(
+                    b"response.web_search_call.completed", self._next(), item.item, index
+                )
+            )
+            query = search_query("".join(item.arguments))
+            done = out.web_search_item(item.item, "completed", query, item.sources)
         else:
             arguments = "".join(item.arguments)
             if item.origin.custom:

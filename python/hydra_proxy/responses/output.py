@@ -216,3 +216,30 @@ def reasoning_item_added(item_id: str) -> bytes:
 
 def error(code: str, message: str) -> bytes:
     return b'{"code":"%s","message":%s}' % (code.encode(), dumps(message))
+
+
+def web_search_item(
+    item_id: str, status: str, query: str | None, sources: list[str] | None = None
+) -> bytes:
+    """A ``web_search_call`` item; `query` None for the item of output_item.added; the
+    `sources` are the URLs of the pages the search found."""
+    found = b""
+    if sources:
+        found = b',"sources":[%s]' % b",".join(
+            b'{"type":"url","url":%s}' % dumps(url) for url in sources
+        )
+    action = (
+        b""
+        if query is None
+        else b',"action":{"type":"search","query":%s%s}' % (dumps(query), found)
+    )
+    return b'{"id":%s,"type":"web_search_call","status":"%s"%s}' % (
+        dumps(item_id),
+        status.encode(),
+        action,
+    )
+
+
+def web_search_event(kind: bytes, sequence_number: int, item_id: str, output_index: int) -> bytes:
+    """A web search's progress: in_progress, searching, completed."""
+    return _event(kind, sequence_number, _in_item(item_id, output_index))

@@ -277,6 +277,8 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
         if isinstance(left_out, int):
             client = session_of(exchange.scope, client_key_id(exchange.client_key))
             NOTICES.images(client, name, left_out)
+        if "web_search_left_out" in plan.log:
+            NOTICES.web_search(session_of(exchange.scope, client_key_id(exchange.client_key)), name)
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key

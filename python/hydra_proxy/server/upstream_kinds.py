@@ -21,6 +21,13 @@ import orjson
 from .. import ids
 from ..canonical.effort import anthropic_thinking, asked_effort
 from ..canonical.text_only import without_images
+from ..canonical.web_search import (
+    offered_only,
+    runs_web_search,
+    web_search_tool,
+    without_web_search,
+)
+from ..canonical.web_search import refusal as web_search_refusal
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
 from ..config.providers import Provider, ProviderKind
@@ -212,6 +219,13 @@ def translated(
     (canonical.text_only; counted in the log as ``images_left_out``)."""
     provider = attempt.provider
     kind = provider.kind
+    if web_search_tool(canonical.get("tools")) is not None and not runs_web_search(
+        kind, provider.base_url
+    ):
+        if client != "responses" or not offered_only(canonical):
+            raise web_search_refusal(client, provider.name, kind)
+        canonical = {**canonical, "tools": without_web_search(canonical["tools"])}
+        log = {**log, "web_search_left_out": 1}
     if not attempt.vision:
         canonical, left_out = without_images(canonical)
         if left_out:

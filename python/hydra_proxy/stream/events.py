@@ -60,7 +60,24 @@ class ServerTool:
     kind: str
 
 
-BlockKind = Text | Thinking | RedactedThinking | ToolUse | ServerTool
+@dataclass(slots=True)
+class WebSearch:
+    """A web search the provider ran (Anthropic `server_tool_use` web_search, a Responses
+    `web_search_call`): `id` is the upstream's; its input (``{"query": ...}``) arrives as
+    `ToolArgumentsDelta` JSON fragments."""
+
+    id: str
+
+
+@dataclass(slots=True)
+class WebSearchResults:
+    """What the search `search_id` found (Anthropic `web_search_tool_result`, a Responses
+    search's sources): one `SearchResult` per page, then the stop."""
+
+    search_id: str
+
+
+BlockKind = Text | Thinking | RedactedThinking | ToolUse | ServerTool | WebSearch | WebSearchResults
 
 # -- the events (Rust: Event) --------------------------------------------------------------
 
@@ -144,6 +161,16 @@ class CitationDelta:
 
 
 @dataclass(slots=True)
+class SearchResult:
+    """One page a web search found, in a `WebSearchResults` block (a title may be empty:
+    a Responses source has only its URL)."""
+
+    block: int
+    url: str
+    title: str
+
+
+@dataclass(slots=True)
 class BlockStop:
     block: int
 
@@ -182,6 +209,7 @@ Event = (
     | SignatureDelta
     | ToolArgumentsDelta
     | CitationDelta
+    | SearchResult
     | BlockStop
     | Usage
     | StopReason

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta, ReadError};
+use super::event::{read_event, BlockStart, Delta, ReadError, SearchResult};
 use crate::errors::upstream_error;
 use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -184,7 +184,19 @@ impl AnthropicDecoder {
                     name: block.name.as_deref().unwrap_or(""),
                 },
             ),
-            // Server tools and their results: run by Anthropic.
+            Some("server_tool_use") if block.name.as_deref() == Some("web_search") => (
+                Open::ServerTool,
+                BlockKind::WebSearch {
+                    id: block.id.as_deref().unwrap_or(""),
+                },
+            ),
+            Some("web_search_tool_result") => (
+                Open::ServerTool,
+                BlockKind::WebSearchResults {
+                    search_id: block.tool_use_id.as_deref().unwrap_or(""),
+                },
+            ),
+            // Other server tools and their results: run by Anthropic.
             other => (
                 Open::ServerTool,
                 BlockKind::ServerTool {
@@ -193,6 +205,9 @@ impl AnthropicDecoder {
             ),
         };
         emit.emit(Event::BlockStart { block: id, kind });
+        if let BlockKind::WebSearchResults { .. } = kind {
+            search_results(id, &block.content, emit);
+        }
         // A block may start with content; it is the first delta.
         match open {
             Open::Text => {
@@ -281,5 +296,18 @@ impl AnthropicDecoder {
     fn fail<S: Sink>(&mut self, kind: &'static str, message: &str, emit: &mut S) {
         emit.emit(Event::Error { kind, message });
         self.ended = true;
+    }
+}
+
+/// The results of a web_search_tool_result's content (an error is an object: no results).
+fn search_results<S: Sink>(block: u64, content: &[SearchResult<'_>], emit: &mut S) {
+    for result in content {
+        if result.kind.as_deref() != Some("web_search_result") {
+            continue;
+        }
+        if let Some(url) = result.url.as_deref().filter(|u| !u.is_empty()) {
+            let title = result.title.as_deref().unwrap_or("");
+            emit.emit(Event::SearchResult { block, url, title });
+        }
     }
 }

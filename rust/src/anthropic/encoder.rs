@@ -20,6 +20,8 @@ pub struct AnthropicEncoder {
     open: Option<(u64, u64)>,
     stop_reason: Option<String>,
     usage: Usage,
+    /// The open results block: (decoder id, search id, results so far as JSON).
+    results: Option<(u64, String, Vec<u8>)>,
 }
 
 impl AnthropicEncoder {
@@ -34,6 +36,7 @@ impl AnthropicEncoder {
             open: None,
             stop_reason: None,
             usage: Usage::default(),
+            results: None,
         }
     }
 
@@ -58,6 +61,11 @@ impl AnthropicEncoder {
             BlockKind::Thinking => out::thinking_start(out, index),
             BlockKind::RedactedThinking { data } => out::redacted_thinking_start(out, index, data),
             BlockKind::ToolUse { id, name } => out::tool_use_start(out, index, id, name),
+            BlockKind::WebSearch { id } => out::server_tool_use_start(out, index, id, "web_search"),
+            BlockKind::WebSearchResults { search_id } => {
+                self.results = Some((block, search_id.to_owned(), Vec::new()));
+                return;
+            }
             BlockKind::ServerTool { .. } => return,
         }
         self.blocks += 1;
@@ -65,6 +73,13 @@ impl AnthropicEncoder {
     }
 
     fn block_stop(&mut self, out: &mut Vec<u8>, block: u64) {
+        if self.results.as_ref().is_some_and(|(id, _, _)| *id == block) {
+            if let Some((_, search_id, results)) = self.results.take() {
+                out::web_search_tool_result(out, self.blocks, &search_id, &results);
+                self.blocks += 1;
+            }
+            return;
+        }
         if let Some(index) = self.index(block) {
             out::block_stop(out, index);
             self.open = None;
@@ -110,6 +125,7 @@ impl Encoder for AnthropicEncoder {
                 | Event::ThinkingDelta { .. }
                 | Event::SignatureDelta { .. }
                 | Event::CitationDelta { .. }
+                | Event::SearchResult { .. }
                 | Event::BlockStop { .. }
         ) {
             self.ensure_started(out);
@@ -141,6 +157,11 @@ impl Encoder for AnthropicEncoder {
             Event::CitationDelta { block, citation } => {
                 if let Some(index) = self.index(block) {
                     out::citations_delta(out, index, citation);
+                }
+            }
+            Event::SearchResult { block, url, title } => {
+                if let Some((_, _, results)) = self.results.as_mut().filter(|r| r.0 == block) {
+                    out::web_search_result(results, url, title);
                 }
             }
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::json::read::{
@@ -55,6 +55,86 @@ pub struct BlockStart<'a> {
     pub text: Option<Cow<'a, str>>,
     pub thinking: Option<Cow<'a, str>>,
     pub data: Option<Cow<'a, str>>,
+    pub tool_use_id: Option<Cow<'a, str>>,
+    /// A web_search_tool_result's results (any other content reads as none).
+    pub content: Vec<SearchResult<'a>>,
+}
+
+/// One result of a web_search_tool_result, read for the fields the decoder uses (the large
+/// `encrypted_content` is skipped, not copied); a value of another type counts as missing.
+#[derive(Default)]
+pub struct SearchResult<'a> {
+    pub kind: Option<Cow<'a, str>>,
+    pub url: Option<Cow<'a, str>>,
+    pub title: Option<Cow<'a, str>>,
+}
+
+impl<'de> Fields<'de> for SearchResult<'de> {
+    const LENIENT: bool = true;
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        let slot = match key {
+            "type" => &mut self.kind,
+            "url" => &mut self.url,
+            "title" => &mut self.title,
+            _ => {
+                map.next_value::<Skipped>()?;
+                return Ok(());
+            }
+        };
+        *slot = map.next_value::<LenientStr>()?.0;
+        Ok(())
+    }
+}
+
+/// A block's `content`: the objects of an array (anything else is none, and elements that
+/// are not objects are left out), read leniently: a block's content is information only.
+struct Contents<'a>(Vec<SearchResult<'a>>);
+
+impl<'de> Deserialize<'de> for Contents<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Contents<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Obj(item)) = seq.next_element::<Obj<SearchResult<'de>>>()? {
+                    items.extend(item);
+                }
+                Ok(Contents(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                mark_skipped();
+                de::IgnoredAny.visit_map(map)?;
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                mark_skipped(); // a float orjson may refuse: the scanner judges the text
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Contents(Vec::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Default)]
@@ -90,8 +170,13 @@ impl<'de> Fields<'de> for Event<'de> {
 impl<'de> Fields<'de> for BlockStart<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
+            "content" => {
+                self.content = map.next_value::<Contents>()?.0;
+                return Ok(());
+            }
             "type" => &mut self.kind,
             "id" => &mut self.id,
+            "tool_use_id" => &mut self.tool_use_id,
             "name" => &mut self.name,
             "text" => &mut self.text,
             "thinking" => &mut self.thinking,

@@ -62,6 +62,41 @@ pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
     out.extend_from_slice(b",\"input\":{}}}\n\n");
 }
 
+pub fn server_tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"server_tool_use\",\"id\":");
+    write_str(out, id);
+    out.extend_from_slice(b",\"name\":");
+    write_str(out, name);
+    out.extend_from_slice(b",\"input\":{}}}\n\n");
+}
+
+/// One result of a web_search_tool_result (no encrypted content: these results come from
+/// another provider, and only Anthropic reads it), after a comma unless it is the first.
+pub fn web_search_result(out: &mut Vec<u8>, url: &str, title: &str) {
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"{\"type\":\"web_search_result\",\"title\":");
+    write_str(out, title);
+    out.extend_from_slice(b",\"url\":");
+    write_str(out, url);
+    out.extend_from_slice(b",\"encrypted_content\":\"\",\"page_age\":null}");
+}
+
+/// The whole results block, its start and its stop (`results`: the joined results).
+pub fn web_search_tool_result(out: &mut Vec<u8>, index: u64, tool_use_id: &str, results: &[u8]) {
+    block_start_prefix(out, index);
+    out.extend_from_slice(
+        b",\"content_block\":{\"type\":\"web_search_tool_result\",\"tool_use_id\":",
+    );
+    write_str(out, tool_use_id);
+    out.extend_from_slice(b",\"content\":[");
+    out.extend_from_slice(results);
+    out.extend_from_slice(b"]}}\n\n");
+    block_stop(out, index);
+}
+
 /// A content_block_delta event up to its delta's value: `kind_and_field` is the delta's
 /// type, a comma and the value's key.
 #[inline]

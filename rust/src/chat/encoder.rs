@@ -2,8 +2,9 @@
 //! python/hydra_proxy/chat/encoder.py, which documents the grammar).
 //!
 //! Its quirks: a role chunk first; tool calls numbered by their own `index` (counting
-//! tool calls, not blocks), "{}" for a tool without arguments; no form for server-tool
-//! blocks and citations (their text answer is sent); and the continuation suffix, which
+//! tool calls, not blocks), "{}" for a tool without arguments; a text block's URL citations
+//! as one `annotations` chunk at its end; no form for server-tool blocks and other
+//! citations (their text answer is sent); and the continuation suffix, which
 //! carries the thinking blocks' replay state through Chat clients inside
 //! `reasoning_content` (continuation.rs).
 
@@ -15,10 +16,22 @@ use crate::continuation::{self, Block};
 use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
 
 enum Kind {
-    Text,
-    Thinking { text: String, signature: String },
-    Tool { index: u64, sent_arguments: bool },
-    Redacted { data: String },
+    /// Where its text starts in `content` (code points), its URL citations (url, title).
+    Text {
+        start: u64,
+        citations: Vec<(String, String)>,
+    },
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Tool {
+        index: u64,
+        sent_arguments: bool,
+    },
+    Redacted {
+        data: String,
+    },
     Other,
 }
 
@@ -36,6 +49,38 @@ pub struct ChatEncoder {
     stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
     usage: Usage,
+    /// Code points of content sent.
+    length: u64,
+}
+
+/// A citation read for its url and title only (the cited text is skipped, not copied).
+#[derive(serde::Deserialize)]
+struct CitationFields<'a> {
+    #[serde(borrow, default)]
+    url: Option<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    title: Option<&'a serde_json::value::RawValue>,
+}
+
+/// (url, title) of a citation that carries a URL (`canonical.message.url_citations`); a
+/// value of another type than a string counts as missing, as the Python twin reads it.
+fn url_citation(citation: &str) -> Option<(String, String)> {
+    let string = |raw: Option<&serde_json::value::RawValue>| {
+        raw.and_then(|r| serde_json::from_str::<std::borrow::Cow<'_, str>>(r.get()).ok())
+            .map(std::borrow::Cow::into_owned)
+    };
+    let (url, title) = match serde_json::from_str::<CitationFields<'_>>(citation) {
+        Ok(fields) => (string(fields.url), string(fields.title)),
+        // Not an object, or one with a repeated key: read as a tree, the last key wins.
+        Err(_) => {
+            let Some(serde_json::Value::Object(value)) = crate::json::parse(citation) else {
+                return None;
+            };
+            let field = |key: &str| value.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+            (field("url"), field("title"))
+        }
+    };
+    Some((url.filter(|u| !u.is_empty())?, title.unwrap_or_default()))
 }
 
 impl ChatEncoder {
@@ -60,6 +105,7 @@ impl ChatEncoder {
             stop_reason: None,
             finish_reason: None,
             usage: Usage::default(),
+            length: 0,
         }
     }
 
@@ -84,7 +130,10 @@ impl ChatEncoder {
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
         self.start(out);
         let kind = match kind {
-            BlockKind::Text => Kind::Text,
+            BlockKind::Text => Kind::Text {
+                start: self.length,
+                citations: Vec::new(),
+            },
             BlockKind::Thinking => Kind::Thinking {
                 text: String::new(),
                 signature: String::new(),
@@ -101,13 +150,19 @@ impl ChatEncoder {
                     sent_arguments: false,
                 }
             }
-            BlockKind::ServerTool { .. } => Kind::Other, // run by the provider
+            // Run by the provider.
+            BlockKind::ServerTool { .. }
+            | BlockKind::WebSearch { .. }
+            | BlockKind::WebSearchResults { .. } => Kind::Other,
         };
         self.blocks.insert(block, kind); // (a restarted id replaces the block)
     }
 
     fn block_stop(&mut self, out: &mut Vec<u8>, block: u64) {
         match self.blocks.remove(&block) {
+            Some(Kind::Text { start, citations }) if !citations.is_empty() => {
+                self.writer.annotations(out, start, self.length, &citations);
+            }
             Some(Kind::Tool {
                 index,
                 sent_arguments: false,
@@ -155,7 +210,8 @@ impl Encoder for ChatEncoder {
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
         match event {
             Event::TextDelta { block, text } => {
-                if let Some(Kind::Text) = self.blocks.get(&block) {
+                if let Some(Kind::Text { .. }) = self.blocks.get(&block) {
+                    self.length += text.chars().count() as u64;
                     self.writer.content(out, text);
                 }
             }
@@ -186,7 +242,12 @@ impl Encoder for ChatEncoder {
                     signature.clone_into(mine);
                 }
             }
-            Event::CitationDelta { .. } => {} // no Chat form
+            Event::CitationDelta { block, citation } => {
+                if let Some(Kind::Text { citations, .. }) = self.blocks.get_mut(&block) {
+                    citations.extend(url_citation(citation));
+                }
+            }
+            Event::SearchResult { .. } => {} // no Chat form
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),

@@ -76,6 +76,35 @@ impl ChunkWriter {
         });
     }
 
+    /// `url_citation` annotations: (start, end, url, title) each, offsets in code points
+    /// of `content` (the non-streamed reply's layout).
+    pub fn annotations(
+        &self,
+        out: &mut Vec<u8>,
+        start: u64,
+        end: u64,
+        citations: &[(String, String)],
+    ) {
+        self.delta(out, |out| {
+            out.extend_from_slice(b"{\"annotations\":[");
+            for (i, (url, title)) in citations.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(
+                    b"{\"type\":\"url_citation\",\"url_citation\":{\"start_index\":",
+                );
+                write_u64(out, start);
+                out.extend_from_slice(b",\"end_index\":");
+                write_u64(out, end);
+                string_member(out, b",\"url\":", url, b",\"title\":");
+                write_str(out, title);
+                out.extend_from_slice(b"}}");
+            }
+            out.extend_from_slice(b"]}");
+        });
+    }
+
     pub fn finish(&self, out: &mut Vec<u8>, finish_reason: &str) {
         out.extend_from_slice(&self.head);
         out.extend_from_slice(b"{},\"finish_reason\":\"");

@@ -129,7 +129,10 @@ impl GeminiEncoder {
                 name: name.to_owned(),
                 arguments: String::new(),
             },
-            BlockKind::ServerTool { .. } => Kind::Other, // run by the provider
+            // Run by the provider: a Gemini client sees the answer, not the search.
+            BlockKind::ServerTool { .. }
+            | BlockKind::WebSearch { .. }
+            | BlockKind::WebSearchResults { .. } => Kind::Other,
         };
         self.blocks.insert(block, kind); // (a restarted id replaces the block)
     }
@@ -225,7 +228,10 @@ impl Encoder for GeminiEncoder {
                 self.outcome = Outcome::Failed(kind, message.to_owned());
             }
             // Message start, citations, pings: no Gemini form.
-            Event::MessageStart { .. } | Event::CitationDelta { .. } | Event::Ping => {}
+            Event::MessageStart { .. }
+            | Event::CitationDelta { .. }
+            | Event::SearchResult { .. }
+            | Event::Ping => {}
         }
     }
 

@@ -2,7 +2,8 @@
 //! python/hydra_proxy/responses/decoder.py, which documents the grammar).
 //!
 //! Its quirks: blocks come from output items (message content parts, reasoning items,
-//! function and custom tool calls; hosted tool items are skipped), one open at a time;
+//! function and custom tool calls, web search calls and their sources; other hosted tool
+//! items are skipped), one open at a time; url_citation annotations are citations;
 //! a reasoning item's replay state (its id and encrypted_content) is signed into the
 //! thinking block's signature; custom tool input is streamed as `{"input": "..."}`.
 
@@ -23,6 +24,8 @@ enum Kind {
     Thinking,
     Tool,
     Custom,
+    Search,
+    Results,
 }
 
 #[derive(Clone, Copy)]
@@ -173,6 +176,9 @@ impl Decoder for ResponsesDecoder {
                 self.arguments_delta(payload, index, emit);
             }
             Some("response.custom_tool_call_input.delta") => self.input_delta(payload, index, emit),
+            Some("response.output_text.annotation.added") => {
+                self.annotation(payload, index, emit);
+            }
             Some("response.output_item.added") => {
                 self.item_added(get_dict(payload, "item"), index, emit);
             }
@@ -314,8 +320,85 @@ impl ResponsesDecoder {
         }
     }
 
+    fn annotation<S: Sink>(&mut self, payload: &Map<String, Value>, index: i128, emit: &mut S) {
+        let annotation = get_dict(payload, "annotation");
+        let url = get_str(annotation, "url").filter(|u| !u.is_empty());
+        let part = uint(payload, "content_index").unwrap_or(0);
+        let (Some(url), Some(block), Some(open)) =
+            (url, self.is_open(Kind::Text, index), self.open)
+        else {
+            return;
+        };
+        if get_str(annotation, "type") != Some("url_citation") || open.part != part {
+            return;
+        }
+        let title = get_str(annotation, "title").unwrap_or("");
+        let mut citation = Vec::new();
+        citation.extend_from_slice(
+            b"{\"type\":\"web_search_result_location\",\"cited_text\":\"\",\"url\":",
+        );
+        write_str(&mut citation, url);
+        citation.extend_from_slice(b",\"title\":");
+        write_str(&mut citation, title);
+        citation.extend_from_slice(b",\"encrypted_index\":\"\"}");
+        let citation = std::str::from_utf8(&citation).expect("JSON text");
+        emit.emit(Event::CitationDelta { block, citation });
+    }
+
+    fn search_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        let search_id = get_str(item, "id").unwrap_or("");
+        let block = match self.is_open(Kind::Search, index) {
+            Some(block) => block,
+            // A search only its done event names.
+            None => self.start(
+                Kind::Search,
+                index,
+                0,
+                BlockKind::WebSearch { id: search_id },
+                emit,
+            ),
+        };
+        let action = get_dict(item, "action");
+        let query = get_str(action, "query").filter(|q| !q.is_empty());
+        if let (Some("search"), Some(query)) = (get_str(action, "type"), query) {
+            let mut input = Vec::new();
+            input.extend_from_slice(b"{\"query\":");
+            write_str(&mut input, query);
+            input.push(b'}');
+            let partial_json = std::str::from_utf8(&input).expect("JSON text");
+            emit.emit(Event::ToolArgumentsDelta {
+                block,
+                partial_json,
+            });
+        }
+        self.close(emit);
+        let urls: Vec<&str> = get_list(action, "sources")
+            .iter()
+            .filter_map(Value::as_object)
+            .filter_map(|source| get_str(source, "url").filter(|u| !u.is_empty()))
+            .collect();
+        if !urls.is_empty() {
+            let results = BlockKind::WebSearchResults { search_id };
+            let block = self.start(Kind::Results, index, 1, results, emit);
+            for url in urls {
+                emit.emit(Event::SearchResult {
+                    block,
+                    url,
+                    title: "",
+                });
+            }
+            self.close(emit);
+        }
+    }
+
     fn item_added<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
         match get_str(item, "type") {
+            Some("web_search_call") => {
+                let search = BlockKind::WebSearch {
+                    id: get_str(item, "id").unwrap_or(""),
+                };
+                self.start(Kind::Search, index, 0, search, emit);
+            }
             Some(kind @ ("function_call" | "custom_tool_call")) => {
                 let call_id = match get_str(item, "call_id").filter(|c| !c.is_empty()) {
                     Some(call_id) => call_id.to_owned(),
@@ -393,6 +476,7 @@ impl ResponsesDecoder {
                     self.close(emit);
                 }
             }
+            Some("web_search_call") => self.search_done(item, index, emit),
             Some("message") => {
                 if self.is_open(Kind::Text, index).is_some() {
                     self.close(emit);

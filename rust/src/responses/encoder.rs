@@ -63,6 +63,15 @@ enum Item {
         origin: ToolOrigin,
         arguments: String,
     },
+    Search {
+        id: String,
+        /// The upstream's id, which its results block names.
+        search_id: String,
+        arguments: String,
+        /// Its block stopped: the item waits for the results block.
+        stopped: bool,
+        sources: Vec<String>,
+    },
 }
 
 pub struct ResponsesEncoder {
@@ -111,6 +120,17 @@ fn custom_call_input(arguments: &str) -> String {
             _ => arguments.to_owned(),
         },
         _ => arguments.to_owned(),
+    }
+}
+
+/// A web search's query, from its input's `query` member ("" when it has none).
+fn search_query(arguments: &str) -> String {
+    match parse(arguments) {
+        Some(serde_json::Value::Object(map)) => match map.get("query") {
+            Some(serde_json::Value::String(query)) => query.clone(),
+            _ => String::new(),
+        },
+        _ => String::new(),
     }
 }
 
@@ -205,7 +225,12 @@ impl ResponsesEncoder {
     }
 
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
-        if self.block.is_some() && !matches!(kind, BlockKind::ServerTool { .. }) {
+        if self.block.is_some()
+            && !matches!(
+                kind,
+                BlockKind::ServerTool { .. } | BlockKind::WebSearchResults { .. }
+            )
+        {
             self.block_stop(out); // a lenient upstream's overlapping blocks
         }
         match kind {
@@ -302,6 +327,42 @@ impl ResponsesEncoder {
                 };
                 self.open(out, call, &added);
             }
+            BlockKind::WebSearch { id: search_id } => {
+                self.close(out, false);
+                let id = item_id("ws", &self.response_id, self.count);
+                let mut added = Vec::new();
+                out::web_search_item(&mut added, &id, "in_progress", None, &[]);
+                let progress_id = id.clone();
+                let search = Item::Search {
+                    id,
+                    search_id: search_id.to_owned(),
+                    arguments: String::new(),
+                    stopped: false,
+                    sources: Vec::new(),
+                };
+                self.open(out, search, &added);
+                for progress in [
+                    "response.web_search_call.in_progress",
+                    "response.web_search_call.searching",
+                ] {
+                    let seq = self.next();
+                    out::web_search_event(out, progress, seq, &progress_id, self.count);
+                }
+            }
+            BlockKind::WebSearchResults { search_id } => {
+                let Some(Item::Search {
+                    search_id: mine,
+                    stopped: true,
+                    ..
+                }) = &self.item
+                else {
+                    return;
+                };
+                if mine != search_id {
+                    self.close(out, false); // results of another search: this one has none
+                    return;
+                }
+            }
             BlockKind::ServerTool { .. } => return,
         }
         self.block = Some(block);
@@ -390,8 +451,12 @@ impl ResponsesEncoder {
                 *part_open = false;
                 *summaries += 1;
             }
-            Some(Item::Call { .. }) => {
-                self.close(out, false); // a call is one block
+            Some(Item::Search { stopped, .. }) if !*stopped => {
+                *stopped = true; // done with its results, or when the next block starts
+            }
+            Some(Item::Call { .. } | Item::Search { .. }) => {
+                // A call is one block, a search's results a second.
+                self.close(out, false);
                 return;
             }
             Some(Item::Message {
@@ -469,6 +534,18 @@ impl ResponsesEncoder {
                     _ => None,
                 };
                 out::reasoning_item(&mut done, &id, summaries, encrypted.as_deref());
+            }
+            Item::Search {
+                id,
+                arguments,
+                sources,
+                ..
+            } => {
+                let seq = self.next();
+                let kind = "response.web_search_call.completed";
+                out::web_search_event(out, kind, seq, &id, index);
+                let query = search_query(&arguments);
+                out::web_search_item(&mut done, &id, "completed", Some(&query), &sources);
             }
             Item::Call {
                 id,
@@ -645,6 +722,10 @@ impl Encoder for ResponsesEncoder {
                 partial_json,
             } => {
                 if self.block == Some(block) {
+                    if let Some(Item::Search { arguments, .. }) = &mut self.item {
+                        arguments.push_str(partial_json);
+                        return;
+                    }
                     let index = self.count;
                     let seq = self.seq;
                     if let Some(Item::Call {
@@ -674,6 +755,18 @@ impl Encoder for ResponsesEncoder {
                 if self.block == Some(block) {
                     if let Some(Item::Message { citations, .. }) = &mut self.item {
                         add_citation(citations, citation);
+                    }
+                }
+            }
+            Event::SearchResult { block, url, .. } => {
+                if self.block == Some(block) {
+                    if let Some(Item::Search {
+                        stopped: true,
+                        sources,
+                        ..
+                    }) = &mut self.item
+                    {
+                        sources.push(url.to_owned());
                     }
                 }
             }

@@ -360,3 +360,50 @@ pub fn error(out: &mut Vec<u8>, code: &str, message: &str) {
     write_str(out, message);
     out.push(b'}');
 }
+
+/// A `web_search_call` item; `query` `None` for the item of output_item.added; `sources`
+/// the URLs of the pages the search found.
+pub fn web_search_item(
+    out: &mut Vec<u8>,
+    item_id: &str,
+    status: &str,
+    query: Option<&str>,
+    sources: &[String],
+) {
+    out.extend_from_slice(b"{\"id\":");
+    write_str(out, item_id);
+    out.extend_from_slice(b",\"type\":\"web_search_call\",\"status\":\"");
+    out.extend_from_slice(status.as_bytes());
+    out.push(b'"');
+    if let Some(query) = query {
+        out.extend_from_slice(b",\"action\":{\"type\":\"search\",\"query\":");
+        write_str(out, query);
+        if !sources.is_empty() {
+            out.extend_from_slice(b",\"sources\":[");
+            for (i, url) in sources.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"type\":\"url\",\"url\":");
+                write_str(out, url);
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+    }
+    out.push(b'}');
+}
+
+/// A web search's progress: in_progress, searching, completed.
+pub fn web_search_event(
+    out: &mut Vec<u8>,
+    kind: &str,
+    sequence_number: u64,
+    item_id: &str,
+    output_index: u64,
+) {
+    event_start(out, kind, sequence_number);
+    in_item(out, item_id, output_index);
+    out.extend_from_slice(EVENT_END);
+}

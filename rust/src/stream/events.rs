@@ -62,6 +62,13 @@ pub enum BlockKind<'a> {
     /// A block run by the provider (Anthropic `server_tool_use`, `web_search_tool_result`,
     /// ...): `kind` is its type. Clients without a form for it skip it.
     ServerTool { kind: &'a str },
+    /// A web search the provider ran (Anthropic `server_tool_use` web_search, a Responses
+    /// `web_search_call`): `id` is the upstream's; its input (`{"query": ...}`) arrives as
+    /// `ToolArgumentsDelta` JSON fragments.
+    WebSearch { id: &'a str },
+    /// What the search `search_id` found (Anthropic `web_search_tool_result`, a Responses
+    /// search's sources): one `SearchResult` per page, then the stop.
+    WebSearchResults { search_id: &'a str },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +105,13 @@ pub enum Event<'a> {
     CitationDelta {
         block: u64,
         citation: &'a str,
+    },
+    /// One page a web search found, in a `WebSearchResults` block (a title may be empty:
+    /// a Responses source has only its URL).
+    SearchResult {
+        block: u64,
+        url: &'a str,
+        title: &'a str,
     },
     BlockStop {
         block: u64,

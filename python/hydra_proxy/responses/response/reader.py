@@ -12,7 +12,11 @@ hydra upstream) restores its blocks as they were. ``message`` items -> text bloc
 (``output_text``; ``refusal`` as its text); ``function_call`` -> ``tool_use`` (id =
 ``call_id``, name flattened with its ``namespace`` if any, ``arguments`` read as the Chat
 response reader reads them); ``custom_tool_call`` -> ``tool_use`` with ``{"input":
-<input>}``; hosted tool items (web search...) are left out. ``stop_reason``:
+<input>}``; ``web_search_call`` -> a ``server_tool_use`` block named ``web_search``
+(input ``{"query"}`` for a search) and, when its ``action.sources`` name pages, a
+``web_search_tool_result`` of their URLs; a text part's ``url_citation`` annotations ->
+its ``citations`` (``web_search_result_location``, the stream's form); other hosted tool
+items are left out. ``stop_reason``:
 ``incomplete`` with ``max_output_tokens`` -> ``max_tokens``, with ``content_filter`` ->
 ``refusal``; else ``tool_use`` when there is a call, else ``end_turn``. ``usage``:
 ``input_tokens`` = input - cached - cache write, ``cache_read_input_tokens`` = cached,
@@ -55,6 +59,8 @@ def message_from_response(
             content.extend(_text_blocks(item))
         elif itype in ("function_call", "custom_tool_call"):
             content.append(_tool_use(item, len(content), message_id))
+        elif itype == "web_search_call":
+            content.extend(_search_blocks(item))
     incomplete = response.get("incomplete_details")
     reason = incomplete.get("reason") if isinstance(incomplete, dict) else None
     stop_reason = _STOP_REASONS.get(reason) if isinstance(reason, str) else None
@@ -103,7 +109,60 @@ def _text_blocks(item: dict[str, Any]) -> list[Block]:
         key = "refusal" if part.get("type") == "refusal" else "text"
         text = part.get(key)
         if part.get("type") in ("output_text", "refusal") and isinstance(text, str) and text:
-            blocks.append({"type": "text", "text": text})
+            block: Block = {"type": "text", "text": text}
+            citations = _citations(part.get("annotations"))
+            if citations:
+                block["citations"] = citations
+            blocks.append(block)
+    return blocks
+
+
+def _citations(annotations: Any) -> list[Block]:
+    return [
+        {
+            "type": "web_search_result_location",
+            "cited_text": "",
+            "url": a["url"],
+            "title": a["title"] if isinstance(a.get("title"), str) else "",
+            "encrypted_index": "",
+        }
+        for a in (annotations if isinstance(annotations, list) else [])
+        if isinstance(a, dict)
+        and a.get("type") == "url_citation"
+        and isinstance(a.get("url"), str)
+        and a["url"]
+    ]
+
+
+def _search_blocks(item: dict[str, Any]) -> list[Block]:
+    search_id = item.get("id") if isinstance(item.get("id"), str) else ""
+    raw_action = item.get("action")
+    action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
+    query = action.get("query")
+    tool_input = {"query": query} if action.get("type") == "search" and query else {}
+    blocks: list[Block] = [
+        {"type": "server_tool_use", "id": search_id, "name": "web_search", "input": tool_input}
+    ]
+    sources = action.get("sources")
+    urls = [
+        source["url"]
+        for source in (sources if isinstance(sources, list) else [])
+        if isinstance(source, dict) and isinstance(source.get("url"), str) and source["url"]
+    ]
+    if urls:
+        results = [
+            {
+                "type": "web_search_result",
+                "title": "",
+                "url": url,
+                "encrypted_content": "",
+                "page_age": None,
+            }
+            for url in urls
+        ]
+        blocks.append(
+            {"type": "web_search_tool_result", "tool_use_id": search_id, "content": results}
+        )
     return blocks
 
 

@@ -9,8 +9,11 @@ same). ``output`` in block order: a run of thinking blocks -> one ``reasoning`` 
 run of text blocks -> one assistant ``message`` item (``msg_``; one ``output_text`` with
 the texts joined, ``annotations`` one ``url_citation`` per text citation with a URL,
 spanning its text block, ``logprobs: []``; ``status: "incomplete"`` when it is the last
-item of an incomplete response), each ``tool_use`` -> a call item. Server-tool blocks ran
-at Anthropic and are left out (their findings are in the text).
+item of an incomplete response), each ``tool_use`` -> a call item, each web search
+(``server_tool_use`` named ``web_search``) -> a ``web_search_call`` item (``ws_``,
+``action: {type: "search", query, sources}``, the sources the URLs of its
+``web_search_tool_result`` when that follows it). Other server-tool blocks ran at Anthropic
+and are left out (their findings are in the text).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def response_from_message(
             output.append(_message_item(texts, item_id("msg", response_id, len(output))))
             texts.clear()
 
+    search: tuple[Item, Any] | None = None  # the last search item, and its block's id
     for btype, block in typed_objects(message.get("content")):
         if btype in THINKING_TYPES:
             flush_texts()
@@ -76,6 +80,20 @@ def response_from_message(
             output.append(
                 call_item(block, item_id(prefix, response_id, len(output)), context.tool_names)
             )
+        elif btype == "server_tool_use" and block.get("name") == "web_search":
+            flush_thinking()
+            flush_texts()
+            output.append(_search_item(block, item_id("ws", response_id, len(output))))
+            search = (output[-1], block.get("id"))
+            continue
+        elif btype == "web_search_tool_result" and search is not None:
+            item, search_id = search
+            urls = _result_urls(block.get("content"))
+            if block.get("tool_use_id") == search_id and urls:
+                item["action"]["sources"] = [{"type": "url", "url": url} for url in urls]
+        elif btype not in THINKING_TYPES and btype not in ("text", "tool_use"):
+            continue  # other server tools: the search may still get its results
+        search = None  # the results block must follow its search
     flush_thinking()
     flush_texts()
     if status == "incomplete" and output and output[-1]["type"] == "message":
@@ -108,6 +126,29 @@ def thinking_text(message: dict[str, Any]) -> str:
         and block.get("type") == "thinking"
         and isinstance(block.get("thinking"), str)
     )
+
+
+def _result_urls(content: Any) -> list[str]:
+    """The URLs of a web_search_tool_result's results (an error is an object: none)."""
+    return [
+        result["url"]
+        for result in (content if isinstance(content, list) else [])
+        if isinstance(result, dict)
+        and result.get("type") == "web_search_result"
+        and isinstance(result.get("url"), str)
+        and result["url"]
+    ]
+
+
+def _search_item(block: Block, item: str) -> Item:
+    tool_input = block.get("input")
+    query = tool_input.get("query") if isinstance(tool_input, dict) else None
+    return {
+        "id": item,
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": query if isinstance(query, str) else ""},
+    }
 
 
 def _message_item(blocks: list[Block], item: str) -> Item:

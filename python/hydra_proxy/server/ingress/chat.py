@@ -12,6 +12,13 @@ from ... import ids
 from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...canonical.text_only import without_openai_images
+from ...canonical.web_search import (
+    WEB_SEARCH_TOOL,
+    is_openrouter,
+    openrouter_plugin,
+    runs_chat_web_search,
+)
+from ...canonical.web_search import refusal as web_search_refusal
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
@@ -53,9 +60,12 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for part in m["content"]
     )
+    tools = request.get("tools")
+    if isinstance(request.get("web_search_options"), dict):
+        tools = [*(tools if isinstance(tools, list) else ()), WEB_SEARCH_TOOL]
     view: dict[str, Any] = {
         "model": request["model"],
-        "tools": request.get("tools"),
+        "tools": tools,
         "max_tokens": max_tokens,
         "messages": [{"role": "user", "content": [{"type": "image"}]}] if images else [],
     }
@@ -153,15 +163,23 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
 
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
-    attempt renames the model, its route sets the effort, or a text-only upstream gets
-    placeholders for images)."""
+    attempt renames the model, its route sets the effort, a text-only upstream gets
+    placeholders for images, or web search asked of OpenRouter turns its web plugin on; an
+    upstream without search refuses it)."""
+    provider = attempt.provider
+    search = isinstance(request.get("web_search_options"), dict)
+    if search and not runs_chat_web_search(provider.base_url):
+        raise web_search_refusal("chat", provider.name, provider.kind)
     asked = request.get("reasoning_effort")
     effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
     changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
-    if attempt.model != request["model"] or effort is not None or left_out:
+    plugin = search and is_openrouter(provider.base_url) and "plugins" not in request
+    if attempt.model != request["model"] or effort is not None or left_out or plugin:
         changed = {**changed, "model": attempt.model}
         if effort is not None:
             changed["reasoning_effort"] = openai_effort(effort)
+        if plugin:
+            changed["plugins"] = [openrouter_plugin({})]
         body = orjson.dumps(changed)
     plan = passthrough(attempt, body, model=request["model"])
     if left_out:

@@ -7,6 +7,7 @@ The proxy keeps no conversation state: the reader refuses ``store: true`` and
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import time
@@ -18,6 +19,7 @@ import orjson
 from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...canonical.text_only import without_openai_images
+from ...canonical.web_search import RESPONSES_WEB_SEARCH, WEB_SEARCH_TOOL
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...ids import response_id as new_response_id
 from ...responses.encoder import echo_text, name_table
@@ -40,20 +42,21 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
 
     @functools.cache
     def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
-        return messages_request_from_responses(
-            request,
-            MessagesTarget(
-                model=upstream_model,
-                max_tokens_limit=max_tokens_limit,
-                continuation_key=signing_key,
-            ),
+        return with_web_search(
+            messages_request_from_responses(
+                request,
+                MessagesTarget(
+                    model=upstream_model,
+                    max_tokens_limit=max_tokens_limit,
+                    continuation_key=signing_key,
+                ),
+            )
         )
 
     # Routed on the canonical request as the client asked for it (a 400 for a request the
     # reader refuses comes before any routing); each attempt reads it for its own model.
     first = translate(model, None)
     if first.dropped_tools or first.dropped_items:
-        # Codex always sends web_search: the upstream cannot run it, Codex works without it.
         log.info(
             "left out of the upstream request: server tools %s, hosted-tool items %s",
             sorted(set(first.dropped_tools)) or "none",
@@ -72,6 +75,18 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
         return _translated(exchange, translation, attempt, model, estimate)
 
     return ClientRequest(traits, first.stream, plan)
+
+
+def with_web_search(translation: Translation) -> Translation:
+    """The reader's translation with the client's web search as the canonical tool (the
+    reader leaves every OpenAI-run tool out): upstreams that run it get it, the others
+    refuse the request (`canonical.web_search`)."""
+    if not any(t in RESPONSES_WEB_SEARCH for t in translation.dropped_tools):
+        return translation
+    body = dict(translation.body)
+    body["tools"] = [*body.get("tools", []), dict(WEB_SEARCH_TOOL)]
+    dropped = [t for t in translation.dropped_tools if t not in RESPONSES_WEB_SEARCH]
+    return dataclasses.replace(translation, body=body, dropped_tools=dropped)
 
 
 def _translated(

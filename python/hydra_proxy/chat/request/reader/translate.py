@@ -27,6 +27,7 @@ from typing import Any
 from ....canonical.params import read_number, read_output_format, read_user_id
 from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
+from ....canonical.web_search import web_search_from_options
 from ....errors import invalid_request
 from .messages import MessageReader
 from .params import read_include_usage, read_max_tokens, read_stop, read_top_k
@@ -71,6 +72,9 @@ def messages_request_from_chat(
     reader = MessageReader(target.continuation_key)
     reader.add_messages(body.get("messages"))
     request = canonical_request(asked, reader, target)
+    search = web_search_from_options(body.get("web_search_options"))
+    if search is not None:
+        request.body["tools"] = [*request.body.get("tools", []), search]
     return Translation(
         body=request.body,
         restored_blocks=request.restored_blocks,

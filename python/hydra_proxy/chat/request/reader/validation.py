@@ -5,8 +5,7 @@ module checks its own fields), and everything Claude cannot do is refused with a
 the field: ``n`` other than 1, ``logprobs: true``, ``top_logprobs`` > 0, ``audio`` output,
 ``modalities`` containing ``"audio"``, ``input_audio`` parts, ``file_id`` references (the
 proxy has no access to OpenAI's Files API), non-zero ``presence_penalty``/
-``frequency_penalty``, a non-empty ``logit_bias``, ``web_search_options`` (Claude's web
-search is an Anthropic server tool this translation does not turn on), ``custom``
+``frequency_penalty``, a non-empty ``logit_bias``, ``custom``
 (free-form) tools and tool calls, ``allowed_tools`` entries naming unknown tools, and the
 deprecated ``functions``/``function_call`` request fields, ``function_call`` on assistant
 messages and ``role: "function"`` messages (use ``tools``/``tool_calls``).
@@ -116,11 +115,9 @@ def refuse_unsupported(body: dict[str, Any]) -> None:
             raise bad("logit_bias", f"must be an object, got {type_name(logit_bias)}")
         if logit_bias:
             raise bad("logit_bias", "Claude does not support logit_bias; omit it")
-    if body.get("web_search_options") is not None:
-        raise bad(
-            "web_search_options",
-            "web search is not available through this endpoint; omit web_search_options",
-        )
+    options = body.get("web_search_options")
+    if options is not None and not isinstance(options, dict):
+        raise bad("web_search_options", f"must be an object, got {type_name(options)}")
     for name in ("functions", "function_call"):
         if body.get(name) is not None:
             raise bad(

@@ -40,6 +40,7 @@ from ....canonical.params import (
 )
 from ....canonical.thinking import thinking_effort
 from ....canonical.tools import refuse_mcp_servers
+from ....canonical.web_search import openrouter_plugin, web_search_tool, without_forced_search
 from ....errors import invalid_request
 from ..limits import MAX_STOP_SEQUENCES
 from .messages import MessagesWriter
@@ -58,6 +59,10 @@ def chat_request_from_messages(
     limit = max_tokens(body, target.max_tokens_limit)
     writer = MessagesWriter(target)
     writer.write(body)
+    # Only an upstream with a web plugin (OpenRouter) gets here with web search.
+    search = web_search_tool(body.get("tools"))
+    if search is not None:
+        body = without_forced_search(body, search)
     tools = write_tools(body.get("tools"))
     refuse_mcp_servers(body.get("mcp_servers"), UPSTREAM)
 
@@ -78,6 +83,9 @@ def chat_request_from_messages(
             out["tool_choice"] = choice
         if parallel is not None:
             out["parallel_tool_calls"] = parallel
+
+    if search is not None:
+        out["plugins"] = [openrouter_plugin(search)]
 
     if target.effort is not None:
         out["reasoning_effort"] = openai_effort(target.effort)

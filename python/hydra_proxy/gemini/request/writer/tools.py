@@ -2,7 +2,8 @@
 
 Custom tools -> one ``functionDeclarations`` tool; parameters through
 hydra_proxy.gemini.schema (none when the tool takes no arguments); an empty description
-is left out. Anthropic server tools and ``mcp_servers`` are refused (`canonical.tools`).
+is left out. Anthropic server tools and ``mcp_servers`` are refused (`canonical.tools`),
+but web search, which the writer turns into ``google_search`` grounding.
 ``tool_choice`` auto/any/tool/none -> ``functionCallingConfig.mode`` AUTO / ANY / ANY +
 ``allowedFunctionNames`` / NONE, only when tools are sent; ``disable_parallel_tool_use``
 has no Gemini equivalent and is ignored. A tool's ``strict`` is dropped: Gemini's

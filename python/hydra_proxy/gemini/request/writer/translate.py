@@ -28,6 +28,7 @@ from typing import Any
 from ....canonical.fields import bad
 from ....canonical.params import max_tokens, output_schema, sampling, stop_sequences
 from ....canonical.tools import refuse_mcp_servers
+from ....canonical.web_search import gemini_tool, web_search_tool, without_forced_search
 from ....errors import invalid_request
 from ...schema import SchemaTooLarge, gemini_schema
 from .contents import ContentsWriter
@@ -49,6 +50,9 @@ def gemini_request_from_messages(body: dict[str, Any], target: GeminiTarget) -> 
     limit = max_tokens(body, target.max_output_tokens)
     writer = ContentsWriter(target)
     writer.write(body)
+    search = web_search_tool(body.get("tools"))
+    if search is not None:
+        body = without_forced_search(body, search)
     declarations = function_declarations(body.get("tools"))
     refuse_mcp_servers(body.get("mcp_servers"), UPSTREAM)
 
@@ -60,6 +64,8 @@ def gemini_request_from_messages(body: dict[str, Any], target: GeminiTarget) -> 
         config = tool_config(body.get("tool_choice"), declarations)
         if config is not None:
             out["toolConfig"] = config
+    if search is not None:
+        out["tools"] = [*out.get("tools", []), gemini_tool()]
 
     generation: dict[str, Any] = {"maxOutputTokens": limit}
     stop = stop_sequences(body.get("stop_sequences"), MAX_STOP_SEQUENCES)

@@ -22,10 +22,11 @@ Custom (free-form) tools
 Server tools
   Every other tool type (``web_search``, ``file_search``, ``code_interpreter``,
   ``image_generation``, ``computer_use_preview``, ``mcp``, ``local_shell``, ``shell``,
-  ``apply_patch``, ``tool_search``...) runs at OpenAI; no upstream of this proxy can run
-  it. It is left out of the upstream request and its type is REPORTED in
-  `ToolSet.dropped` (in request order, once each) so the server logs it once; Codex always
-  sends ``web_search`` and keeps working without it.
+  ``apply_patch``, ``tool_search``...) runs at OpenAI. It is left out of the canonical
+  request and its type is REPORTED in `ToolSet.dropped` (in request order, once each):
+  the server carries ``web_search`` / ``web_search_preview`` on as the canonical web search
+  tool (`canonical.web_search`: run by the upstreams that can, refused by the others) and
+  logs the rest once.
 
 Tool choice
   ``"none"`` -> ``{"type": "none"}``, ``"auto"`` -> auto, ``"required"`` -> any,

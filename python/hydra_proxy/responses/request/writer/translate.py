@@ -16,7 +16,8 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
   reasoning comes back replayable and readable. A route's effort (`canonical.effort`) is
   ``reasoning.effort`` for any target.
 - Tools -> ``{"type": "function", name, description, parameters, strict: false}``
-  (Anthropic server tools are a 400); ``tool_choice`` auto/any/tool/none ->
+  (Anthropic server tools are a 400, but web search: the ``web_search`` tool, and
+  ``include: ["web_search_call.action.sources"]`` for the pages it read); ``tool_choice`` auto/any/tool/none ->
   ``"auto"``/``"required"``/``{"type": "function", name}``/``"none"``,
   ``disable_parallel_tool_use`` -> ``parallel_tool_calls: false``, only with tools.
 - ``max_tokens`` -> ``max_output_tokens`` (clamped to the target's limit);
@@ -36,6 +37,7 @@ from ....canonical.effort import openai_effort
 from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
 from ....canonical.thinking import thinking_effort
 from ....canonical.tools import custom_tools, read_tool_choice
+from ....canonical.web_search import responses_tool, web_search_tool, without_web_search
 from ....errors import invalid_request
 from ...context import ENCRYPTED_REASONING
 from .input import InputWriter
@@ -46,6 +48,7 @@ __all__ = ["SYSTEM_SEPARATOR", "responses_request_from_messages"]
 log = logging.getLogger(__name__)
 
 SYSTEM_SEPARATOR = "\n\n"
+SEARCH_SOURCES = "web_search_call.action.sources"
 UPSTREAM = "the target model"  # how a refusal names a Responses upstream
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
@@ -59,16 +62,24 @@ def responses_request_from_messages(
     limit = max_tokens(body, target.max_tokens_limit)
     writer = InputWriter(target)
     writer.write(body)
+    canonical_tools = body.get("tools")
+    search = web_search_tool(canonical_tools)
+    if search is not None:
+        canonical_tools = without_web_search(canonical_tools)  # type: ignore[arg-type]
     tools = [
         _function_tool(name, description, schema)
-        for name, description, schema, _ in custom_tools(body.get("tools"), UPSTREAM)
+        for name, description, schema, _ in custom_tools(canonical_tools, UPSTREAM)
     ]
+    names = {tool["name"] for tool in tools}
     choice = body.get("tool_choice")
+    if search is not None and isinstance(choice, dict) and choice.get("name") == search.get("name"):
+        choice = {**choice, "type": "any"}  # the search forced: the one hosted tool is required
+        choice.pop("name")
     ctype, name, parallel_off = (
-        read_tool_choice(choice, {tool["name"] for tool in tools})
-        if choice is not None
-        else (None, None, False)
+        read_tool_choice(choice, names) if choice is not None else (None, None, False)
     )
+    if search is not None:
+        tools.append(responses_tool(search))
 
     out: dict[str, Any] = {"model": target.model}
     if writer.system_texts:
@@ -98,6 +109,9 @@ def responses_request_from_messages(
         out["reasoning"] = reasoning
         if target.reasoning:
             out["include"] = [ENCRYPTED_REASONING]
+    if search is not None:
+        # The pages a search read: the client's search results (the results block).
+        out["include"] = [*out.get("include", []), SEARCH_SOURCES]
     schema = output_schema(body)
     if schema is not None:
         out["text"] = {
