@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_web_search_routing import KEYS, SEARCH_ROUTE, config
 
 from claude_code import explained, require_claude, run_claude
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.mock import MockServer
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
-from test_web_search_routing import KEYS, SEARCH_ROUTE, config
 
 pytestmark = pytest.mark.e2e
 

@@ -32,7 +32,7 @@ from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.request.writer import ResponsesTarget, responses_request_from_messages
 from servers import ProxyServer
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # Claude Code's WebSearch sends Anthropic's tool as it is, with its use limit.
 CLAUDE_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 8}
 ASK = [{"role": "user", "content": "Perform a web search for the query: hydra proxy"}]
@@ -231,7 +231,7 @@ def test_codex_search_on_claude_carries_the_server_tool(tmp_path: Path, mock: Mo
 def test_the_documented_example_routes_searches_and_only_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
+    doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
     section = doc[doc.index("\n### Web search\n") :]
     example = section[section.index("```toml\n") + 8 : section.index("```\n", 20)]
     for name in list(os.environ):

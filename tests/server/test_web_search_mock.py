@@ -15,13 +15,13 @@ from typing import Any
 
 import anthropic
 import pytest
+from test_web_search_routing import ASK, CLAUDE_SEARCH, FIXTURES, KEYS, SEARCH_ROUTE, config
 
 import anthropic_grammar
 import responses_grammar
-from conftest import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from hydra_proxy.mock import MockServer
+from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
-from test_web_search_routing import ASK, CLAUDE_SEARCH, FIXTURES, KEYS, SEARCH_ROUTE, config
 
 QUERY = "hydra proxy web search"
 RESULTS = [
