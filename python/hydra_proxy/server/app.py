@@ -145,6 +145,9 @@ class App:
                     # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                     await asyncio.to_thread(tokens.warm_up)
                     worker.usage = await asyncio.to_thread(start_usage, worker.settings)
+                    if worker.cluster is not None:
+                        usage = worker.usage
+                        await worker.cluster.start(usage.metrics if usage is not None else None)
                 except Exception as exc:
                     # Said as a failed startup: an exception out of the lifespan would make
                     # granian serve on "without lifespan", this worker counting nothing.
@@ -157,6 +160,8 @@ class App:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 worker.http.close()
+                if worker.cluster is not None:
+                    await worker.cluster.close()
                 if worker.usage is not None:  # writes every queued record
                     await asyncio.to_thread(worker.usage.close)
                 await send({"type": "lifespan.shutdown.complete"})
