@@ -1,0 +1,75 @@
+"""One `serve --workers 2` and no Redis: the provider bound holds across both workers
+through the host store, and a worker's rest of a key is seen by the other."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from cluster_rig import CountingUpstream, stream_chat
+from hydra_proxy.cluster.host import HostCounters
+from hydra_proxy.config import load
+from hydra_proxy.config.keys import Key, KeyPool
+from hydra_proxy.cluster.rests import RestSync
+from servers import ProxyServer
+
+BOUND = 4
+SESSIONS = 40
+
+
+@pytest.mark.e2e
+def test_a_provider_bound_holds_across_two_workers_of_one_serve() -> None:
+    with CountingUpstream(pieces=6, delay=0.05) as upstream, ProxyServer(
+        upstream.url + "/v1", "--workers", "2",
+        env={"HYDRA_PROVIDER_STREAMS": str(BOUND), "HYDRA_QUEUE_TIMEOUT": "60"},
+    ) as proxy:  # fmt: skip
+        with ThreadPoolExecutor(SESSIONS) as pool:
+            results = list(
+                pool.map(
+                    lambda i: stream_chat(
+                        proxy.port, f"s{i}", {"x-claude-code-session-id": f"session-{i}"}
+                    ),
+                    range(SESSIONS),
+                )
+            )
+        assert [r["status"] for r in results] == [200] * SESSIONS, proxy.log_tail()
+        assert all(r["complete"] and r["text"].startswith(f"s{i} ") for i, r in enumerate(results))
+        assert upstream.served == SESSIONS
+        # Per worker it would be 8; shared, never more than the bound, and the bound is used.
+        assert upstream.most == BOUND
+
+
+def test_a_rest_one_worker_learns_reaches_the_other(tmp_path: Path) -> None:
+    path = tmp_path / "counters.sqlite3"
+    keys = [Key(0, "K1", "sk-first-key-000000001"), Key(1, "K2", "sk-second-key-00000002")]
+
+    async def scenario() -> None:
+        one, other = RestSync(HostCounters(path), None), RestSync(HostCounters(path), None)
+        pool_one = one.share({"openai": KeyPool("openai", keys)})["openai"]
+        pool_other = other.share({"openai": KeyPool("openai", keys)})["openai"]
+        loop = asyncio.get_running_loop()
+        assert pool_one.report(keys[0], 429, "30", loop.time()) == 30
+        await asyncio.gather(*one._pending)
+        assert pool_other.acquire(loop.time()) is keys[0]  # not known yet
+        await other.sync_once()
+        now = loop.time()
+        assert [pool_other.acquire(now), pool_other.acquire(now)] == [keys[1], keys[1]]
+
+    asyncio.run(scenario())
+
+
+def test_cluster_settings_are_read_and_checked(tmp_path: Path) -> None:
+    cfg = tmp_path / "hydra.toml"
+    cfg.write_text('[cluster]\nredis_url = "redis://r:6379/0"\nlease_ttl = 4\n'
+                   'on_store_failure = "closed"\n')  # fmt: skip
+    settings = load({"config": str(cfg)}, {})
+    assert (settings.redis_url, settings.lease_ttl, settings.on_store_failure) == (
+        "redis://r:6379/0", 4.0, "closed",
+    )  # fmt: skip
+    assert load({}, {"HYDRA_REDIS_URL": "redis://e:6379/1"}).redis_url == "redis://e:6379/1"
+    cfg.write_text('[cluster]\non_store_failure = "open"\n')
+    with pytest.raises(Exception, match="on_store_failure"):
+        load({"config": str(cfg)}, {})
