@@ -228,6 +228,9 @@ def haproxy(replicas: list[int]) -> Iterator[int]:
     try:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:  # up when every replica passed its checks
+            if process.poll() is not None:
+                log.flush()
+                raise RuntimeError((folder / "log").read_text())
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", listen, timeout=1)
                 conn.request("GET", "/health")
