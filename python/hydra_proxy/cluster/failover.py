@@ -12,8 +12,11 @@ Either way one log line says the store is down and one that it is back, the metr
 ``hydra_cluster_store_failures_total`` counts the outages and
 ``hydra_cluster_degraded_checks_total`` (by mode) the checks answered without it. While
 down, no request waits on Redis: a probe pings it every `PROBE_INTERVAL`; once it
-answers, the spends, windows and rests counted meanwhile are written to it, and the next
-heartbeat puts every running lease back (a Redis that restarted empty learns them).
+answers, this process puts its running leases back (a Redis that restarted empty learns
+them) and goes on counting locally until every other process had the time to do the same
+(a heartbeat and a probe), then writes the spends, windows and rests counted meanwhile.
+A process that saw no outage (shorter than a heartbeat) renews its leases at its next
+heartbeat: until then a Redis restarted empty may admit up to what it forgot.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class Failover:
         self.replica = replica
         self.leases = leases
         self.ttl = ttl
+        self.settle = ttl / 3 + 2 * PROBE_INTERVAL
         self.up = True
         self.replicas = 1  # alive at the last heartbeat
         self.used: dict[str, float] = {}  # spent + reserved of each budget, last seen
@@ -151,7 +155,14 @@ class Failover:
             await asyncio.sleep(PROBE_INTERVAL)
             try:
                 await self.redis.ping()
-                self.replicas = await self.redis.beat(self.leases(), self.ttl, self.replica)
+                # The others may not have joined yet: their count is not this one's.
+                await self.redis.beat(self.leases(), self.ttl, self.replica)
+                # Every other process learns it is back within a probe (or a heartbeat)
+                # and puts its running leases back: only then are the counts whole.
+                await asyncio.sleep(self.settle)
+                self.replicas = max(
+                    await self.redis.beat(self.leases(), self.ttl, self.replica), 1
+                )
                 while self.replay:
                     op, args = self.replay[0]
                     await getattr(self.redis, op)(*args)

@@ -163,14 +163,21 @@ class RedisCounters:
 
     def __init__(self, url: str, *, timeout: float = 0.5) -> None:
         from redis import asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import ConnectionError as RedisConnectionError
 
         self.url = url
-        # One connection per in-flight command at most; each command is bounded in time.
+        # Each command is bounded in time. A connection found dead (Redis restarted) is
+        # replaced and the command sent once more; a timeout is not retried (the script
+        # may have run).
         self.redis: Any = aioredis.Redis.from_url(
             url,
             socket_connect_timeout=timeout,
             socket_timeout=timeout,
             retry_on_timeout=False,
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
             health_check_interval=0,
             max_connections=64,
         )
