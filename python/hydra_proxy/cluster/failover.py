@@ -160,9 +160,7 @@ class Failover:
                 # Every other process learns it is back within a probe (or a heartbeat)
                 # and puts its running leases back: only then are the counts whole.
                 await asyncio.sleep(self.settle)
-                self.replicas = max(
-                    await self.redis.beat(self.leases(), self.ttl, self.replica), 1
-                )
+                self.replicas = max(await self.redis.beat(self.leases(), self.ttl, self.replica), 1)
                 while self.replay:
                     op, args = self.replay[0]
                     await getattr(self.redis, op)(*args)

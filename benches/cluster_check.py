@@ -1,0 +1,134 @@
+"""What a cluster check costs: a slot taken and given back, per store, and what a bounded
+request adds to TTFB and to the proxy's CPU through a real `serve`, against the same
+request with no bound (one run, ratios).
+
+    python benches/cluster_check.py [--requests 300] [--checks 3000]
+
+Stores: this process's counters, the host store (SQLite WAL on tmpfs) and Redis on
+loopback (a redis-server the benchmark starts). Requests: Chat streams from the mock
+(16 instant chunks) at concurrency 1, through `serve` with no bound, with a provider
+bound counted in-process, in the host store (`--workers 2`) and in Redis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.client
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from cluster_rig import redis_server  # noqa: E402
+from hydra_proxy.cluster.host import HostCounters, new_path  # noqa: E402
+from hydra_proxy.cluster.redis_store import RedisCounters  # noqa: E402
+from hydra_proxy.counters import LocalCounters  # noqa: E402
+from hydra_proxy.mock import MockServer  # noqa: E402
+from servers import ProxyServer  # noqa: E402
+
+
+async def check_cost(store: object, checks: int) -> float:
+    """Microseconds per acquire + release of a slot of a bound of 4."""
+    acquire, release = store.acquire, store.release  # type: ignore[attr-defined]
+    for i in range(100):
+        await acquire("bench", 4, f"w{i}", 10.0)
+        await release("bench", f"w{i}")
+    started = time.perf_counter()
+    for i in range(checks):
+        await acquire("bench", 4, f"h{i}", 10.0)
+        await release("bench", f"h{i}")
+    return (time.perf_counter() - started) / checks * 1e6
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of `pid` and its children (the workers)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        if int(entry) == pid or int(fields[1]) == pid:
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def requests_ttfb(port: int, count: int) -> list[float]:
+    body = orjson.dumps(
+        {"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    ttfbs = []
+    for _ in range(count):
+        started = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body, {"content-type": "application/json"})
+        reply = conn.getresponse()
+        reply.read(1)
+        ttfbs.append(time.perf_counter() - started)
+        reply.read()
+        assert reply.status == 200
+    conn.close()
+    return ttfbs
+
+
+def through_proxy(upstream: str, env: dict[str, str], args: list[str], count: int) -> tuple:
+    with ProxyServer(upstream, *args, env={"HYDRA_USAGE_LEDGER": "off", **env}) as proxy:
+        assert proxy.process is not None
+        requests_ttfb(proxy.port, 50)  # warm: connections, tokenizer, caches
+        before = cpu_seconds(proxy.process.pid)
+        ttfb = requests_ttfb(proxy.port, count)
+        cpu = cpu_seconds(proxy.process.pid) - before
+    return statistics.median(ttfb) * 1000, cpu / count * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--checks", type=int, default=3000)
+    options = parser.parse_args()
+    with redis_server() as redis:
+        path = new_path()
+        stores = {
+            "in-process": LocalCounters(),
+            "host store (SQLite WAL)": HostCounters(path),
+            "redis (loopback)": RedisCounters(redis.url),
+        }
+        print("check = acquire + release of one slot, in one process")
+        for name, store in stores.items():
+            print(f"  {name:26s} {asyncio.run(check_cost(store, options.checks)):7.1f} us")
+
+        bound = {"HYDRA_PROVIDER_STREAMS": "4"}
+        runs = {
+            "no bound, 1 worker": ({}, []),
+            "bound in-process, 1 worker": (bound, []),
+            "bound in redis, 1 worker": ({**bound, "HYDRA_REDIS_URL": redis.url}, []),
+            "no bound, 2 workers": ({}, ["--workers", "2"]),
+            "bound in host store, 2 workers": (bound, ["--workers", "2"]),
+        }
+        with MockServer() as mock:
+            results = {
+                name: through_proxy(mock.url + "/v1", env, args, options.requests)
+                for name, (env, args) in runs.items()
+            }
+    print(f"\n{options.requests} streams at c=1 (mock: 16 instant chunks): p50 TTFB, CPU/stream")
+    for name, (ttfb, cpu) in results.items():
+        base = results["no bound, 2 workers" if "2 workers" in name else "no bound, 1 worker"]
+        print(
+            f"  {name:32s} {ttfb:6.2f} ms ({ttfb - base[0]:+.2f})  {cpu:6.2f} ms CPU "
+            f"({(cpu / base[1] - 1) * 100:+.1f}%)"
+        )
+
+
+if __name__ == "__main__":
+    main()
