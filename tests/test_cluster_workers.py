@@ -11,9 +11,9 @@ import pytest
 
 from cluster_rig import CountingUpstream, stream_chat
 from hydra_proxy.cluster.host import HostCounters
+from hydra_proxy.cluster.rests import RestSync
 from hydra_proxy.config import load
 from hydra_proxy.config.keys import Key, KeyPool
-from hydra_proxy.cluster.rests import RestSync
 from servers import ProxyServer
 
 BOUND = 4

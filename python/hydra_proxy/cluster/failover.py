@@ -94,7 +94,7 @@ class Failover:
         self.replica = replica
         self.leases = leases
         self.ttl = ttl
-        self.settle = ttl / 3 + 2 * PROBE_INTERVAL
+        self.rejoin_wait = ttl / 3 + 2 * PROBE_INTERVAL
         self.up = True
         self.replicas = 1  # alive at the last heartbeat
         self.used: dict[str, float] = {}  # spent + reserved of each budget, last seen
@@ -159,7 +159,7 @@ class Failover:
                 await self.redis.beat(self.leases(), self.ttl, self.replica)
                 # Every other process learns it is back within a probe (or a heartbeat)
                 # and puts its running leases back: only then are the counts whole.
-                await asyncio.sleep(self.settle)
+                await asyncio.sleep(self.rejoin_wait)
                 self.replicas = max(await self.redis.beat(self.leases(), self.ttl, self.replica), 1)
                 while self.replay:
                     op, args = self.replay[0]
