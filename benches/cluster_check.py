@@ -26,7 +26,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster_rig import redis_server  # noqa: E402
+from cluster_rig import CountingUpstream, redis_server, stream_chat  # noqa: E402
 from hydra_proxy.cluster.host import HostCounters, new_path  # noqa: E402
 from hydra_proxy.cluster.redis_store import RedisCounters  # noqa: E402
 from hydra_proxy.counters import LocalCounters  # noqa: E402
@@ -92,10 +92,26 @@ def through_proxy(upstream: str, env: dict[str, str], args: list[str], count: in
     return statistics.median(ttfb) * 1000, cpu / count * 1000
 
 
+def paced_cpu(upstream: str, env: dict[str, str], args: list[str], count: int) -> float:
+    """Proxy CPU (ms) per paced stream (64 events, 20 ms apart), 16 at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ProxyServer(upstream, *args, env={"HYDRA_USAGE_LEDGER": "off", **env}) as proxy:
+        assert proxy.process is not None
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: stream_chat(proxy.port, f"w{i}", {}), range(16)))
+            before = cpu_seconds(proxy.process.pid)
+            done = list(pool.map(lambda i: stream_chat(proxy.port, f"p{i}", {}), range(count)))
+            cpu = cpu_seconds(proxy.process.pid) - before
+        assert all(r["status"] == 200 and r["complete"] for r in done)
+    return cpu / count * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--checks", type=int, default=3000)
+    parser.add_argument("--paced", type=int, default=160)
     options = parser.parse_args()
     with redis_server() as redis:
         path = new_path()
@@ -121,6 +137,12 @@ def main() -> None:
                 name: through_proxy(mock.url + "/v1", env, args, options.requests)
                 for name, (env, args) in runs.items()
             }
+        paced_runs = {k: runs[k] for k in ("no bound, 1 worker", "bound in redis, 1 worker")}
+        with CountingUpstream(pieces=64, delay=0.02) as paced:
+            paced_results = {
+                name: paced_cpu(paced.url + "/v1", env, args, options.paced)
+                for name, (env, args) in paced_runs.items()
+            }
     print(f"\n{options.requests} streams at c=1 (mock: 16 instant chunks): p50 TTFB, CPU/stream")
     for name, (ttfb, cpu) in results.items():
         base = results["no bound, 2 workers" if "2 workers" in name else "no bound, 1 worker"]
@@ -128,6 +150,10 @@ def main() -> None:
             f"  {name:32s} {ttfb:6.2f} ms ({ttfb - base[0]:+.2f})  {cpu:6.2f} ms CPU "
             f"({(cpu / base[1] - 1) * 100:+.1f}%)"
         )
+    print(f"\n{options.paced} paced streams (64 events, 20 ms apart), 16 at once: CPU/stream")
+    base_cpu = paced_results["no bound, 1 worker"]
+    for name, cpu in paced_results.items():
+        print(f"  {name:32s} {cpu:6.2f} ms CPU ({(cpu / base_cpu - 1) * 100:+.1f}%)")
 
 
 if __name__ == "__main__":

@@ -73,3 +73,13 @@ def test_cluster_settings_are_read_and_checked(tmp_path: Path) -> None:
     cfg.write_text('[cluster]\non_store_failure = "open"\n')
     with pytest.raises(Exception, match="on_store_failure"):
         load({"config": str(cfg)}, {})
+
+
+def test_the_config_reference_documents_every_cluster_key() -> None:
+    import re
+
+    from hydra_proxy.config.schema import CLUSTER
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
+    table = doc[doc.index("\n### `[cluster]`\n") :]
+    assert re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M) == list(CLUSTER)

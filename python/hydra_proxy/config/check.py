@@ -308,7 +308,7 @@ def describe(settings: Settings) -> str:
 
 
 def _admission_text(settings: Settings) -> str:
-    """The [admission] bounds in a line (per worker: N workers admit N times them)."""
+    """The [admission] bounds in a line (for every worker, and with Redis every replica)."""
     overrides = dict(settings.provider_stream_overrides)
     if not (settings.provider_streams or settings.key_streams or any(overrides.values())):
         return "unbounded"
@@ -322,7 +322,8 @@ def _admission_text(settings: Settings) -> str:
     parts.append(f"{settings.key_streams or 'unbounded'} per client key")
     return (
         ", ".join(parts)
-        + f", per worker; queue {settings.queue_timeout:g} s, {settings.queue_depth} deep;"
+        + (", across replicas (redis)" if settings.redis_url else ", across the workers")
+        + f"; queue {settings.queue_timeout:g} s, {settings.queue_depth} deep;"
         + f" a full provider: {settings.when_full}"
     )
 
