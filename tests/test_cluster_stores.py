@@ -134,6 +134,7 @@ def test_four_processes_never_hold_more_than_the_bound(
     where = str(tmp_path / "c.sqlite3")
     if kind == "redis":
         where = request.getfixturevalue("redis").url
+
     # Holders that never give back fill the bound but one: the 4 processes race for it.
     async def hold_two() -> None:
         store: Any = HostCounters(where) if kind == "host" else None
