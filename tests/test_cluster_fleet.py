@@ -32,7 +32,7 @@ from postgres_server import postgres_server, wait_ready, why_unavailable
 from servers import ProxyServer
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
-pytest.importorskip("redis", reason="redis not installed (extra 'cluster')")
+pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 _missing = why_unavailable() or redis_available() or haproxy_available()
 pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), pytest.mark.e2e]
 

@@ -18,7 +18,7 @@ from hydra_proxy.cluster.failover import Failover, StoreUnavailable, mask_url
 from hydra_proxy.cluster.host import HostCounters
 from hydra_proxy.counters import LocalCounters
 
-pytest.importorskip("redis", reason="redis not installed (extra 'cluster')")
+pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 needs_redis = pytest.mark.skipif(redis_available() is not None, reason=redis_available() or "")
 
 

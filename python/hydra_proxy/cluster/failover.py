@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 from ..counters import Counters
 from ..errors import ProxyError
 from .redis_store import RedisCounters
+from .resp import StoreConnectionError
 
 log = logging.getLogger("hydra_proxy.cluster")
 
@@ -60,9 +61,7 @@ class Fallback(Counters, Protocol):
 
 
 def redis_errors() -> tuple[type[BaseException], ...]:
-    from redis import exceptions
-
-    return (exceptions.ConnectionError, exceptions.TimeoutError, OSError, TimeoutError)
+    return (StoreConnectionError, OSError, TimeoutError, asyncio.TimeoutError)
 
 
 def mask_url(url: str) -> str:

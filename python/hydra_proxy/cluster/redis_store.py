@@ -21,6 +21,8 @@ import math
 import time
 from typing import Any
 
+from .resp import Resp
+
 PREFIX = "hydra:"
 # A reservation whose replica died (never settled) lapses after this long.
 RESERVATION_TTL = 900.0
@@ -158,47 +160,25 @@ def _number(value: Any) -> float:
 
 class RedisCounters:
     """`Counters` in one Redis, for every replica that points at it. Its methods raise
-    the client's ConnectionError or TimeoutError when Redis cannot be reached (the
-    caller, `cluster.failover`, decides what that means)."""
+    `StoreConnectionError` or TimeoutError when Redis cannot be reached (the caller,
+    `cluster.failover`, decides what that means)."""
 
     def __init__(self, url: str, *, timeout: float = 0.5) -> None:
-        from redis import asyncio as aioredis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
-        from redis.exceptions import ConnectionError as RedisConnectionError
-
         self.url = url
-        # Each command is bounded in time. A connection found dead (Redis restarted) is
-        # replaced and the command sent once more; a timeout is not retried (the script
-        # may have run).
-        self.redis: Any = aioredis.Redis.from_url(
-            url,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry_on_timeout=False,
-            retry=Retry(NoBackoff(), 1),
-            retry_on_error=[RedisConnectionError],
-            health_check_interval=0,
-            max_connections=64,
-        )
-        self._acquire = self.redis.register_script(ACQUIRE)
-        self._renew = self.redis.register_script(RENEW)
-        self._hit = self.redis.register_script(HIT)
-        self._budget = self.redis.register_script(BUDGET)
-        self._rest = self.redis.register_script(REST)
+        self.resp = Resp(url, timeout=timeout)
         self.members_key = PREFIX + "members"
 
     async def close(self) -> None:
-        await self.redis.aclose()
+        await self.resp.close()
 
     async def ping(self) -> bool:
-        return bool(await self.redis.ping())
+        return bool(await self.resp.execute("PING"))
 
     async def acquire(self, name: str, limit: int, holder: str, ttl: float) -> bool:
-        return bool(await self._acquire(keys=[PREFIX + "s:" + name], args=[limit, holder, ttl]))
+        return bool(await self.resp.script(ACQUIRE, [PREFIX + "s:" + name], [limit, holder, ttl]))
 
     async def release(self, name: str, holder: str) -> None:
-        await self.redis.zrem(PREFIX + "s:" + name, holder)
+        await self.resp.execute("ZREM", PREFIX + "s:" + name, holder)
 
     async def renew(self, leases: list[tuple[str, str]], ttl: float) -> None:
         await self.beat(leases, ttl, "")
@@ -207,12 +187,12 @@ class RedisCounters:
         """Renew `leases` and `replica`'s membership; the replicas alive (with `replica`)."""
         keys = [PREFIX + "s:" + name for name, _ in leases] + [self.members_key]
         args: list[Any] = [ttl, replica or "-", *(holder for _, holder in leases)]
-        return int(await self._renew(keys=keys, args=args))
+        return int(await self.resp.script(RENEW, keys, args))
 
     async def held(self, name: str) -> list[str]:
         """The holders of `name`'s slots now, lapsed ones included until the next check."""
         now = time.time()
-        found = await self.redis.zrangebyscore(PREFIX + "s:" + name, now, "+inf")
+        found = await self.resp.execute("ZRANGEBYSCORE", PREFIX + "s:" + name, now, "+inf")
         return [h.decode() for h in found]
 
     def _window_keys(self, name: str) -> list[str]:
@@ -220,17 +200,19 @@ class RedisCounters:
         return [base, base + ":t", base + ":n"]
 
     async def hit(self, name: str, limit: float, amount: float, period: float) -> float:
-        answer = await self._hit(keys=self._window_keys(name), args=[limit, amount, period, 1])
+        answer = await self.resp.script(HIT, self._window_keys(name), [limit, amount, period, 1])
         return _number(answer)
 
     async def add(self, name: str, amount: float, period: float) -> None:
-        await self._hit(keys=self._window_keys(name), args=[0, amount, period, 0])
+        await self.resp.script(HIT, self._window_keys(name), [0, amount, period, 0])
 
     def _budget_keys(self, name: str) -> list[str]:
         return [PREFIX + "b:" + name, PREFIX + "r:" + name, PREFIX + "rx:" + name]
 
     async def _budget_op(self, name: str, *args: Any) -> tuple[bool, float, float]:
-        answer, spent, reserved = await self._budget(keys=self._budget_keys(name), args=args)
+        answer, spent, reserved = await self.resp.script(
+            BUDGET, self._budget_keys(name), list(args)
+        )
         return bool(answer), _number(spent), _number(reserved)
 
     async def reserve(self, name: str, amount: float, cap: float, holder: str) -> bool:
@@ -257,10 +239,10 @@ class RedisCounters:
 
     async def rest(self, name: str, until: float) -> None:
         if math.isfinite(until) and until > time.time():
-            await self._rest(keys=[PREFIX + "k:" + name], args=[repr(float(until))])
+            await self.resp.script(REST, [PREFIX + "k:" + name], [repr(float(until))])
 
     async def rested_until(self, name: str) -> float:
-        value = await self.redis.get(PREFIX + "k:" + name)
+        value = await self.resp.execute("GET", PREFIX + "k:" + name)
         if value is None:
             return 0.0
         until = _number(value)
@@ -271,5 +253,5 @@ class RedisCounters:
         if not names:
             return []
         now = time.time()
-        values = await self.redis.mget([PREFIX + "k:" + n for n in names])
+        values = await self.resp.execute("MGET", *(PREFIX + "k:" + n for n in names))
         return [u if (u := _number(v) if v is not None else 0.0) > now else 0.0 for v in values]
