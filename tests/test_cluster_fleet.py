@@ -7,6 +7,9 @@ Redis outage does what on_store_failure says."""
 from __future__ import annotations
 
 import asyncio
+import http.client
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -156,7 +159,11 @@ def test_a_redis_outage_falls_back_to_divided_local_bounds_then_shares_again(
     runner.start()
     time.sleep(1.0)
     fleet.redis.stop()  # mid-run: streams admitted through Redis are running
-    time.sleep(2.5)
+    # Every process has seen the outage (its next check or heartbeat) and the streams
+    # admitted before it have ended: from now on each replica admits its share alone.
+    time.sleep(LEASE_TTL / 3 + 0.6)
+    fleet.upstream.reset_peak()
+    time.sleep(1.5)
     during = fleet.upstream.most
     fleet.redis.start()  # empty: the heartbeats put the running leases back
     # Once every replica is back on Redis (a probe, a heartbeat and the wait for the
@@ -167,10 +174,60 @@ def test_a_redis_outage_falls_back_to_divided_local_bounds_then_shares_again(
     flat = [r for session in outcome["results"] for r in session]
     assert [r["status"] for r in flat] == [200] * len(flat)
     assert all(r["complete"] for r in flat)
-    # local: 4 // 3 replicas = 1 per replica, on top of what was running when Redis went.
-    assert during <= BOUND
+    # local: 4 // 3 replicas = 1 per replica.
+    assert during == len(fleet.replicas) * (BOUND // len(fleet.replicas))
     assert fleet.upstream.most <= BOUND
     assert slots_given_back(fleet)
+
+
+def _replica_of(fleet: Fleet, session: str) -> str | None:
+    return stream_chat(fleet.port, "probe", {"x-claude-code-session-id": session})["served_by"]
+
+
+def test_a_replica_sent_sigterm_drains_without_cutting_its_streams(fleet: Fleet) -> None:
+    draining, other = fleet.replicas[1], fleet.replicas[0]
+    assert draining.process is not None
+    sessions: dict[str, list[str]] = {"replica1": [], "replica2": []}
+    for i in range(40):
+        served = _replica_of(fleet, f"d-session-{i}")
+        if served in sessions and len(sessions[served]) < 3:
+            sessions[served].append(f"d-session-{i}")
+    assert all(len(v) == 3 for v in sessions.values()), sessions
+    fleet.upstream.pieces = 40  # 2 s streams: running when the signal comes
+    try:
+        with ThreadPoolExecutor(12) as pool:
+            running = [
+                pool.submit(stream_chat, fleet.port, f"long{n}", {"x-claude-code-session-id": s})
+                for n, s in enumerate(sessions["replica2"] + sessions["replica1"])
+            ]
+            time.sleep(0.7)
+            os.kill(draining.process.pid, signal.SIGTERM)
+            time.sleep(0.3)
+            health = http.client.HTTPConnection("127.0.0.1", draining.port, timeout=2)
+            try:
+                health.request("GET", "/health")
+                drained_health: int | None = health.getresponse().status
+            except OSError:
+                drained_health = None  # the listener closed already
+            fleet.upstream.pieces = 6
+            # New turns of the draining replica's sessions go elsewhere, or get a 503 the
+            # clients retry; never a cut stream.
+            later = [
+                pool.submit(stream_chat, fleet.port, f"new{n}", {"x-claude-code-session-id": s})
+                for n, s in enumerate(sessions["replica2"])
+            ]
+            long_results = [f.result() for f in running]
+            later_results = [f.result() for f in later]
+    finally:
+        fleet.upstream.pieces = 6
+    assert drained_health in (503, None)
+    assert all(r["status"] == 200 and r["complete"] for r in long_results), long_results
+    assert {r["served_by"] for r in long_results} == {"replica1", "replica2"}
+    for r in later_results:
+        assert (r["status"] == 200 and r["complete"]) or r["status"] == 503, r
+    draining.process.wait(20)  # it exits once its streams are done
+    after = [_replica_of(fleet, s) for s in sessions["replica2"]]
+    assert "replica2" not in after and other.process is not None
 
 
 def test_a_replica_killed_mid_run_frees_its_slots_within_the_ttl(fleet: Fleet) -> None:
