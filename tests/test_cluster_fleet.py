@@ -153,7 +153,7 @@ def test_a_redis_outage_falls_back_to_divided_local_bounds_then_shares_again(
     outcome: dict[str, Any] = {}
 
     def load() -> None:
-        outcome["results"] = run_sessions(fleet.port, SESSIONS, 3, "r")
+        outcome["results"] = run_sessions(fleet.port, SESSIONS, 2, "r")
 
     runner = threading.Thread(target=load)
     runner.start()
@@ -188,10 +188,16 @@ def test_a_replica_sent_sigterm_drains_without_cutting_its_streams(fleet: Fleet)
     draining, other = fleet.replicas[1], fleet.replicas[0]
     assert draining.process is not None
     sessions: dict[str, list[str]] = {"replica1": [], "replica2": []}
-    for i in range(40):
-        served = _replica_of(fleet, f"d-session-{i}")
-        if served in sessions and len(sessions[served]) < 3:
-            sessions[served].append(f"d-session-{i}")
+    fleet.upstream.delay = 0.0  # quick probes: which replica each session hashes to
+    try:
+        for i in range(60):
+            served = _replica_of(fleet, f"d-session-{i}")
+            if served in sessions and len(sessions[served]) < 3:
+                sessions[served].append(f"d-session-{i}")
+            if all(len(v) == 3 for v in sessions.values()):
+                break
+    finally:
+        fleet.upstream.delay = 0.05
     assert all(len(v) == 3 for v in sessions.values()), sessions
     fleet.upstream.pieces = 40  # 2 s streams: running when the signal comes
     try:
@@ -226,7 +232,11 @@ def test_a_replica_sent_sigterm_drains_without_cutting_its_streams(fleet: Fleet)
     for r in later_results:
         assert (r["status"] == 200 and r["complete"]) or r["status"] == 503, r
     draining.process.wait(20)  # it exits once its streams are done
-    after = [_replica_of(fleet, s) for s in sessions["replica2"]]
+    fleet.upstream.delay = 0.0
+    try:
+        after = [_replica_of(fleet, s) for s in sessions["replica2"]]
+    finally:
+        fleet.upstream.delay = 0.05
     assert "replica2" not in after and other.process is not None
 
 
