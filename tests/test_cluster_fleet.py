@@ -307,13 +307,16 @@ def test_closed_mode_refuses_with_a_503_while_redis_is_down(fleet: Fleet) -> Non
         assert "cluster store redis://127.0.0.1" in proxy.log_tail()
 
 
-def test_a_key_rpm_of_30_admits_exactly_30_in_the_minute_across_six_processes(
+def test_a_key_rpm_of_30_admits_exactly_30_in_the_minute_across_six_connections(
     fleet: Fleet,
 ) -> None:
-    """The store's side of a client key's rpm: six processes' `Counters.hit` on one Redis
-    admit exactly 30 of 60 in the window. (The end-to-end rpm of a named client key comes
-    with the team keys' settings, which call this method.)"""
+    """The store's side of a client key's rpm: six connections to one Redis (six worker
+    processes' `Counters.hit`), 60 requests at once, exactly 30 pass and the next is told
+    to wait until the first leaves the window. The end-to-end rpm of a named client key
+    needs the team keys' settings, which call this method."""
     from hydra_proxy.cluster.redis_store import RedisCounters
+
+    fleet.redis.command("DEL", "hydra:w:key:alice:rpm", "hydra:w:key:alice:rpm:t")
 
     async def process(count: int) -> int:
         store = RedisCounters(fleet.redis.url)
@@ -324,8 +327,13 @@ def test_a_key_rpm_of_30_admits_exactly_30_in_the_minute_across_six_processes(
         await store.close()
         return passed
 
-    async def fleet_of_six() -> list[int]:
-        return await asyncio.gather(*(process(10) for _ in range(6)))
+    async def fleet_of_six() -> tuple[list[int], float]:
+        passed = await asyncio.gather(*(process(10) for _ in range(6)))
+        store = RedisCounters(fleet.redis.url)
+        wait = await store.hit("key:alice:rpm", 30, 1, 60.0)
+        await store.close()
+        return list(passed), wait
 
-    passed = asyncio.run(fleet_of_six())
+    passed, wait = asyncio.run(fleet_of_six())
     assert sum(passed) == 30
+    assert 58.0 < wait <= 60.0
