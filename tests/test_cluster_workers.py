@@ -83,3 +83,37 @@ def test_the_config_reference_documents_every_cluster_key() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
     table = doc[doc.index("\n### `[cluster]`\n") :]
     assert re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M) == list(CLUSTER)
+
+
+def _hold_and_die(path: str) -> None:
+    """A worker that takes both slots of a bound and is killed holding them."""
+    import os
+    import signal
+
+    async def hold() -> None:
+        store = HostCounters(path)
+        assert await store.acquire("p", 2, "dead-1", 60.0)
+        assert await store.acquire("p", 2, "dead-2", 60.0)
+
+    asyncio.run(hold())
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_the_slots_of_a_killed_worker_are_freed_at_once_not_at_their_lease_end(
+    tmp_path: Path,
+) -> None:
+    import multiprocessing
+
+    path = str(tmp_path / "counters.sqlite3")
+    worker = multiprocessing.get_context("spawn").Process(target=_hold_and_die, args=(path,))
+    worker.start()
+    worker.join(30)
+    assert worker.exitcode == -9
+
+    async def scenario() -> None:
+        store = HostCounters(path)
+        assert await store.held("p") == 2  # leases of 60 s, their holder gone
+        assert await store.acquire("p", 2, "alive", 60.0)
+        assert await store.held("p") == 1
+
+    asyncio.run(scenario())
