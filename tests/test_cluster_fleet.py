@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import os
+import re
 import signal
 import threading
 import time
@@ -305,6 +306,14 @@ def test_closed_mode_refuses_with_a_503_while_redis_is_down(fleet: Fleet) -> Non
             time.sleep(0.2)
         assert status == 200
         assert "cluster store redis://127.0.0.1" in proxy.log_tail()
+        metrics = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=10)
+        metrics.request("GET", "/metrics")
+        text = metrics.getresponse().read().decode()
+        assert "hydra_cluster_store_failures_total 1.0" in text
+        # The refused request, and any refused while the probe had not seen Redis back.
+        refusals = re.search(r'hydra_cluster_degraded_checks_total\{mode="closed"\} (\S+)', text)
+        assert refusals is not None and float(refusals.group(1)) >= 1
+        assert "hydra_cluster_store_up 1.0" in text
 
 
 def test_a_key_rpm_of_30_admits_exactly_30_in_the_minute_across_six_connections(
