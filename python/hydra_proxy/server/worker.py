@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import Settings, client_keys, key_pools
 from ..config.keys import KeyPool
@@ -24,6 +24,9 @@ from . import browser_guard
 from .admission import Admission, limits_of, local_gate
 from .http1 import H1Client
 from .shutdown import Shutdown
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
 
 
 @dataclass
@@ -50,9 +53,9 @@ class Worker:
     started: float
     usage: UsageService | None = None
     """The usage ledger, metrics and traces (set at startup; None: all off)."""
-    cluster: Any = None
-    """The store shared with the other workers and replicas (hydra_proxy.cluster.Cluster;
-    None: this process serves alone)."""
+    cluster: Cluster | None = None
+    """The store shared with the other workers and replicas (None: this process serves
+    alone)."""
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:
