@@ -117,3 +117,20 @@ def test_the_slots_of_a_killed_worker_are_freed_at_once_not_at_their_lease_end(
         assert await store.held("p") == 1
 
     asyncio.run(scenario())
+
+
+def test_a_redis_url_of_another_scheme_is_refused_and_check_shows_it_masked(
+    tmp_path: Path,
+) -> None:
+    from hydra_proxy.config import ConfigError
+    from hydra_proxy.config.check import describe
+
+    with pytest.raises(ConfigError, match="HYDRA_REDIS_URL: not a Redis URL"):
+        load({}, {"HYDRA_REDIS_URL": "http://cache:6379"})
+    cfg = tmp_path / "hydra.toml"
+    cfg.write_text('[cluster]\nredis_url = "unix:///run/redis.sock"\n')
+    with pytest.raises(ConfigError, match=r"\[cluster\] redis_url: not a Redis URL"):
+        load({"config": str(cfg)}, {})
+    shown = describe(load({}, {"HYDRA_REDIS_URL": "redis://:s3cret-pass@cache:6379/0"}))
+    assert "cluster: redis://***@cache:6379/0, leases of 10 s, Redis unreachable: local" in shown
+    assert "s3cret" not in shown

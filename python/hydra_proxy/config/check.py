@@ -272,6 +272,13 @@ def describe(settings: Settings) -> str:
     lines = [f"config: {settings.config_file or '(no file)'}"]
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
     lines.append("admission: " + _admission_text(settings))
+    if settings.redis_url:
+        from ..cluster.failover import mask_url
+
+        lines.append(
+            f"cluster: {mask_url(settings.redis_url)}, leases of {settings.lease_ttl:g} s, "
+            f"Redis unreachable: {settings.on_store_failure}"
+        )
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):
         lines.append(f"  {index + 1}. {_route_text(route)}")

@@ -150,6 +150,18 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         cluster["on_store_failure"] = str(cluster["on_store_failure"]).lower()
     if "lease_ttl" in cluster:
         cluster["lease_ttl"] = float(cluster["lease_ttl"])
+    url = cluster.get("redis_url")
+    if url is not None and not str(url).startswith(("redis://", "rediss://")):
+        cluster.pop("redis_url")
+        where = "HYDRA_REDIS_URL" if env.get("HYDRA_REDIS_URL") else "[cluster] redis_url"
+        check.problems.append(
+            Problem(
+                f"{where}: not a Redis URL",
+                check.file if where.startswith("[") else None,
+                check.line(("cluster", "redis_url")) if where.startswith("[") else None,
+                "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
+            )
+        )
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
