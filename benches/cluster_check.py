@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import http.client
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -128,6 +130,7 @@ def main() -> None:
     options = parser.parse_args()
     with redis_server() as redis:
         path = new_path()
+        atexit.register(shutil.rmtree, path.parent, True)
         stores = {
             "in-process": LocalCounters(),
             "host store (SQLite WAL)": HostCounters(path),

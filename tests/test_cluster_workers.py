@@ -4,6 +4,7 @@ through the host store, and a worker's rest of a key is seen by the other."""
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -134,3 +135,24 @@ def test_a_redis_url_of_another_scheme_is_refused_and_check_shows_it_masked(
     shown = describe(load({}, {"HYDRA_REDIS_URL": "redis://:s3cret-pass@cache:6379/0"}))
     assert "cluster: redis://***@cache:6379/0, leases of 10 s, Redis unreachable: local" in shown
     assert "s3cret" not in shown
+
+
+def test_the_host_store_folder_of_a_serve_that_died_is_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    from hydra_proxy.cluster import host
+
+    monkeypatch.setattr(host.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(host.os.path, "isdir", lambda p: False)  # no tmpfs: tmp_path
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    stale = tmp_path / f"hydra-counters-{gone.stdout.strip()}-x1"
+    stale.mkdir()
+    alive = tmp_path / f"hydra-counters-{os.getppid()}-x2"
+    alive.mkdir()
+    fresh = host.new_path()
+    assert not stale.exists() and alive.exists()
+    assert fresh.parent.name.startswith(f"hydra-counters-{os.getpid()}-")

@@ -16,6 +16,7 @@ than at the end of their lease.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -45,9 +46,16 @@ CREATE TABLE IF NOT EXISTS rests (name TEXT PRIMARY KEY, until REAL NOT NULL) WI
 
 
 def new_path() -> Path:
-    """A fresh database path for one `serve` (tmpfs when the machine has it)."""
+    """A fresh database path for one `serve` (tmpfs when the machine has it), in a folder
+    named by the serve's pid; the folders of serves that died without removing theirs (a
+    SIGKILL) are removed first."""
     base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    folder = tempfile.mkdtemp(prefix="hydra-counters-", dir=base)
+    parent = Path(base or tempfile.gettempdir())
+    for stale in parent.glob("hydra-counters-*-*"):
+        pid = stale.name.split("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    folder = tempfile.mkdtemp(prefix=f"hydra-counters-{os.getpid()}-", dir=base)
     return Path(folder) / "counters.sqlite3"
 
 
