@@ -102,6 +102,11 @@ class LocalCounters:
         holders[holder] = self._now() + ttl
         return True
 
+    async def adopt(self, name: str, holder: str, ttl: float) -> None:
+        """Count a slot `holder` already holds elsewhere (a shared store that went away),
+        past any limit: the stream is running."""
+        self._held(name)[holder] = self._now() + ttl
+
     async def release(self, name: str, holder: str) -> None:
         self._slots.get(name, {}).pop(holder, None)
 

@@ -558,8 +558,9 @@ def test_admission_settings_layer_flag_over_variable_over_file(tmp_path: Path) -
     assert (limits.provider_streams, limits.key_streams, limits.queue_depth) == (16, 3, 9)
     assert (limits.queue_timeout, limits.when_full) == (5, "queue")
     assert (limits.provider_limit("openai"), limits.provider_limit("groq")) == (8, 16)
-    assert "admission: 16 (openai 8) streams per provider, 3 per client key, per worker;" in (
-        describe(settings)
+    assert (
+        "admission: 16 (openai 8) streams per provider, 3 per client key, across the workers;"
+        in (describe(settings))
     )
     assert "admission: unbounded" in describe(load({}, {}))
     with pytest.raises(ConfigError, match="HYDRA_QUEUE_DEPTH=-2"):

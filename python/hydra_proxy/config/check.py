@@ -287,6 +287,13 @@ def describe(settings: Settings) -> str:
     lines = [f"config: {settings.config_file or '(no file)'}"]
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
     lines.append("admission: " + _admission_text(settings))
+    if settings.redis_url:
+        from ..cluster.failover import mask_url
+
+        lines.append(
+            f"cluster: {mask_url(settings.redis_url)}, leases of {settings.lease_ttl:g} s, "
+            f"Redis unreachable: {settings.on_store_failure}"
+        )
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):
         lines.append(f"  {index + 1}. {_route_text(route)}")
@@ -323,7 +330,7 @@ def describe(settings: Settings) -> str:
 
 
 def _admission_text(settings: Settings) -> str:
-    """The [admission] bounds in a line (per worker: N workers admit N times them)."""
+    """The [admission] bounds in a line (for every worker, and with Redis every replica)."""
     overrides = dict(settings.provider_stream_overrides)
     if not (settings.provider_streams or settings.key_streams or any(overrides.values())):
         return "unbounded"
@@ -337,7 +344,8 @@ def _admission_text(settings: Settings) -> str:
     parts.append(f"{settings.key_streams or 'unbounded'} per client key")
     return (
         ", ".join(parts)
-        + f", per worker; queue {settings.queue_timeout:g} s, {settings.queue_depth} deep;"
+        + (", across replicas (redis)" if settings.redis_url else ", across the workers")
+        + f"; queue {settings.queue_timeout:g} s, {settings.queue_depth} deep;"
         + f" a full provider: {settings.when_full}"
     )
 

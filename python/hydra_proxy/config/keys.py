@@ -193,6 +193,11 @@ class KeyPool:
         i = min(range(len(self.keys)), key=lambda j: self._state[j].ready_at)
         return self.keys[i], max(self._state[i].ready_at - now, 0.0)
 
+    def learn(self, key: Key, seconds: float, now: float) -> None:
+        """Rest `key` for `seconds` from `now` as another worker learnt (a later end wins)."""
+        state = self._state[key.index]
+        state.ready_at = max(state.ready_at, now + seconds)
+
     def report(
         self,
         key: Key,

@@ -24,7 +24,7 @@ from .errors import Problem
 from .presets import preset_row, presets
 from .providers import Provider, build_provider
 from .routes import Route
-from .schema import ADMISSION, SERVER, USAGE, Field, did_you_mean
+from .schema import ADMISSION, CLUSTER, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
 from .validate import Validator, list_problem, read_config, type_ok
@@ -142,6 +142,26 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     admission_cfg = admission_cfg if isinstance(admission_cfg, dict) else {}
     stream_overrides = check.admission(admission_cfg, providers)
     admission = _layered(ADMISSION, ("providers",), given, env, admission_cfg, check.problems)
+    cluster_cfg = document.get("cluster", {})
+    cluster_cfg = cluster_cfg if isinstance(cluster_cfg, dict) else {}
+    check.cluster(cluster_cfg)
+    cluster = _layered(CLUSTER, (), given, env, cluster_cfg, check.problems)
+    if "on_store_failure" in cluster:
+        cluster["on_store_failure"] = str(cluster["on_store_failure"]).lower()
+    if "lease_ttl" in cluster:
+        cluster["lease_ttl"] = float(cluster["lease_ttl"])
+    url = cluster.get("redis_url")
+    if url is not None and not str(url).startswith(("redis://", "rediss://")):
+        cluster.pop("redis_url")
+        where = "HYDRA_REDIS_URL" if env.get("HYDRA_REDIS_URL") else "[cluster] redis_url"
+        check.problems.append(
+            Problem(
+                f"{where}: not a Redis URL",
+                check.file if where.startswith("[") else None,
+                check.line(("cluster", "redis_url")) if where.startswith("[") else None,
+                "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
+            )
+        )
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -227,6 +247,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         usage_tracing=bool(usage_cfg.get("tracing", False)),
         provider_stream_overrides=tuple(sorted(stream_overrides.items())),
         **admission,
+        **cluster,
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),

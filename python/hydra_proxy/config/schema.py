@@ -193,6 +193,19 @@ ADMISSION: dict[str, Field] = {
     "providers": Field((dict,), "per-provider bounds: NAME = exchanges (0: unbounded)"),
 }  # fmt: skip
 
+# `[cluster]`: where the bounds are counted when several processes serve (hydra_proxy.cluster,
+# docs/DEPLOY.md). Without redis_url, the workers of one `serve` share a host store.
+STORE_FAILURE = ("local", "closed")
+CLUSTER: dict[str, Field] = {
+    "redis_url": Field((str,), "Redis shared by every replica: redis://HOST:6379/0",
+                       env="HYDRA_REDIS_URL"),
+    "lease_ttl": Field((float, int), "seconds a dead process's slots stay held", env="HYDRA_LEASE_TTL",
+                       minimum=1, maximum=3600),
+    "on_store_failure": Field((str,), "Redis unreachable: per-replica bounds divided by the "
+                              "replicas, or refuse with 503", STORE_FAILURE,
+                              env="HYDRA_ON_STORE_FAILURE"),
+}  # fmt: skip
+
 TOP_LEVEL = {
     "server": "a table",
     "providers": "a table of tables",
@@ -200,6 +213,7 @@ TOP_LEVEL = {
     "pricing": "a table of tables",
     "usage": "a table",
     "admission": "a table",
+    "cluster": "a table",
 }
 
 

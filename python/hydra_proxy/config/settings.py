@@ -76,6 +76,12 @@ class Settings:
     queue_timeout: float = 30.0
     queue_depth: int = 256
     when_full: str = "fallback"
+    # `[cluster]` (hydra_proxy.cluster): the Redis every replica counts its bounds in (None:
+    # the workers of one serve share a host store), how long a dead process's slots stay
+    # held, and what the bounds do while Redis is unreachable ("local" or "closed").
+    redis_url: str | None = None
+    lease_ttl: float = 10.0
+    on_store_failure: str = "local"
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).
     config_file: str | None = None

@@ -20,6 +20,7 @@ from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
 from .schema import (
     ADMISSION,
+    CLUSTER,
     FALLBACK_ENTRY,
     PRICE,
     PRICE_REQUIRED,
@@ -166,7 +167,7 @@ class Validator:
             if key in TOP_LEVEL:
                 wanted = {
                     "server": dict, "providers": dict, "routes": list, "pricing": dict,
-                    "usage": dict, "admission": dict,
+                    "usage": dict, "admission": dict, "cluster": dict,
                 }[key]  # fmt: skip
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
@@ -205,6 +206,9 @@ class Validator:
 
     def usage(self, table: Mapping[str, Any]) -> None:
         self.check_table(("usage",), table, USAGE, "[usage]")
+
+    def cluster(self, table: Mapping[str, Any]) -> None:
+        self.check_table(("cluster",), table, CLUSTER, "[cluster]")
 
     def admission(
         self, table: Mapping[str, Any], providers: Mapping[str, Provider]
@@ -413,6 +417,7 @@ def _top_header(name: str) -> str:
         "pricing": '[pricing."MODEL-GLOB"]',
         "usage": "[usage]",
         "admission": "[admission]",
+        "cluster": "[cluster]",
     }[name]
 
 
@@ -424,6 +429,7 @@ def _top_hint(name: str) -> str:
         "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
         "usage": "write [usage] and its keys (ledger, tracing) under it",
         "admission": "write [admission] and its keys (provider_streams, ...) under it",
+        "cluster": "write [cluster] and its keys (redis_url, ...) under it",
     }[name]
 
 

@@ -16,7 +16,9 @@ A refusal is a 429 ``rate_limit_error`` with ``retry-after`` in every client pro
 Claude Code retries a 429 up to its retry limit while it gives up after a few 529s
 ("Repeated 529 Overloaded errors") or switches to its fallback model.
 
-State is per worker process (granian workers are processes): N workers admit N x limit.
+The gates count in the worker process; with several processes (workers, replicas) the
+worker's `Admission` makes its gates with `make_gate`, whose slots are counted in a shared
+store (hydra_proxy.cluster) while the fair queue stays per worker.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..config import Settings
 from ..errors import ProxyError
@@ -122,6 +124,13 @@ class Gate:
     def has_room(self) -> bool:
         return self.active < self.limit and not self.waiting
 
+    async def take_if_free(self) -> Slot | None:
+        """A slot now if one is free and nobody waits, else None (no wait)."""
+        if not self.has_room():
+            return None
+        self.active += 1
+        return Slot(self, asyncio.get_running_loop().time())
+
     def retry_after(self) -> int:
         """Seconds until a slot is likely free for one more request."""
         expected = self.hold * (self.waiting + 1) / self.limit
@@ -212,11 +221,23 @@ class Ticket:
         return {"queue": self.depth, "wait_ms": round(self.waited * 1000, 1)}
 
 
+class GateMaker(Protocol):
+    """Makes a gate: its name for messages, limit, queue depth, metrics label, and the
+    name of its bound in a shared store."""
+
+    def __call__(self, name: str, limit: int, depth: int, label: str, key: str) -> Gate: ...
+
+
+def local_gate(name: str, limit: int, depth: int, label: str, key: str) -> Gate:
+    return Gate(name, limit, depth, label)
+
+
 class Admission:
     """The worker's gates, made as providers and keys are first seen."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, make_gate: GateMaker = local_gate) -> None:
         self.limits = limits
+        self.make_gate = make_gate
         self.providers: dict[str, Gate | None] = {}
         self.keys: dict[str, Gate] = {}
 
@@ -239,7 +260,9 @@ class Admission:
             limit = self.limits.provider_limit(name)
             gate = None
             if limit:
-                gate = Gate(f"provider {name!r}", limit, self.limits.queue_depth, name)
+                gate = self.make_gate(
+                    f"provider {name!r}", limit, self.limits.queue_depth, name, f"provider:{name}"
+                )
             self.providers[name] = gate
             return gate
 
@@ -250,11 +273,12 @@ class Admission:
             return None
         gate = self.keys.get(key_id)
         if gate is None:
-            gate = self.keys[key_id] = Gate(
+            gate = self.keys[key_id] = self.make_gate(
                 f"client key {key_id}",
                 self.limits.key_streams,
                 self.limits.queue_depth,
                 "client_key",
+                f"key:{key_id}",
             )
         return gate
 
@@ -361,8 +385,9 @@ class Admitted:
         gate = admission.provider_gate(provider)
         if gate is None:
             return True
-        if not last and admission.limits.when_full == "fallback" and not gate.has_room():
-            return False
+        if not last and admission.limits.when_full == "fallback":
+            self.slot = await gate.take_if_free()
+            return self.slot is not None
         self.slot = await self._take(gate, log)
         return True
 

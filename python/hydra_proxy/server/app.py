@@ -174,6 +174,9 @@ class App:
                     # The tokenizer loads in ~0.4 s: not on the event loop of a first request.
                     await asyncio.to_thread(tokens.warm_up)
                     worker.usage = await asyncio.to_thread(start_usage, worker.settings)
+                    if worker.cluster is not None:
+                        usage = worker.usage
+                        await worker.cluster.start(usage.metrics if usage is not None else None)
                     worker.team = await asyncio.to_thread(start_team, worker)
                     if worker.team is not None:
                         worker.team.start_refresh()
@@ -191,6 +194,8 @@ class App:
                 worker.http.close()
                 if worker.team is not None:
                     await worker.team.close()
+                if worker.cluster is not None:
+                    await worker.cluster.close()
                 if worker.usage is not None:  # writes every queued record
                     await asyncio.to_thread(worker.usage.close)
                 await send({"type": "lifespan.shutdown.complete"})

@@ -36,6 +36,11 @@ async def read_json(exchange: Exchange) -> bytes:
 
 
 async def health(exchange: Exchange) -> None:
+    # Draining (SIGTERM): a load balancer's check sees 503 and sends new requests elsewhere
+    # while this worker's streams finish.
+    if exchange.worker.shutdown.draining:
+        await exchange.respond(503, b'{"status":"draining"}')
+        return
     await exchange.respond(200, b'{"status":"ok"}')
 
 

@@ -91,6 +91,10 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     )
     holder = SettingsHolder(settings)
     server.on_reload(holder.reload)
+    # The workers' shared counters (hydra_proxy.cluster), named to them in the environment.
+    from ..cluster import prepare_serve
+
+    store_dir = prepare_serve(settings)
     # Several workers count metrics in shared files; the env var is inherited by them.
     own_dir = None
     if settings.workers > 1 and multiprocess_dir() is None:
@@ -101,3 +105,5 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     finally:
         if own_dir is not None:
             shutil.rmtree(own_dir, ignore_errors=True)
+        if store_dir is not None:
+            shutil.rmtree(store_dir, ignore_errors=True)

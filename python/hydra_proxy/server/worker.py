@@ -1,7 +1,8 @@
 """What one worker process serves its requests with, built once when it starts.
 
 granian runs the app in each worker process: the key pools, the admission gates, the
-upstream connections and the usage service are per process (N workers: N of each).
+upstream connections and the usage service are per process (N workers: N of each); with
+several processes, the gates' slots and the keys' rests are counted in a shared store.
 Every Exchange reaches them through `Exchange.worker`.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import Settings, client_keys, key_pools
 from ..config.keys import KeyPool
@@ -20,9 +22,12 @@ from ..team.service import TeamKeys
 from ..transducers import Implementation, select
 from ..usage.service import UsageService
 from . import browser_guard
-from .admission import Admission, limits_of
+from .admission import Admission, limits_of, local_gate
 from .http1 import H1Client
 from .shutdown import Shutdown
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
 
 
 @dataclass
@@ -51,19 +56,29 @@ class Worker:
     """The usage ledger, metrics and traces (set at startup; None: all off)."""
     team: TeamKeys | None = None
     """The named client keys (set at startup; None: the store holds none)."""
+    cluster: Cluster | None = None
+    """The store shared with the other workers and replicas (None: this process serves
+    alone)."""
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:
-        admission = Admission(limits_of(settings))
+        from ..cluster import Cluster
+
+        cluster = Cluster.for_worker(settings)
+        limits = limits_of(settings)
+        admission = Admission(limits, cluster.gate if cluster is not None else local_gate)
         providers = settings.providers.values()
         proxy_keys = client_keys(os.environ)  # checked at start: no empty entries
+        pools = {} if settings.key_passthrough else key_pools(settings.providers)
+        if cluster is not None:
+            pools = cluster.share_rests(pools)
         return cls(
             settings=settings,
             default_route=settings.default_route,
             impl=select(settings.implementation),
             signing_key=load_signing_key(settings.signing_key_file),
             http=H1Client(connect_timeout=settings.connect_timeout),
-            pools={} if settings.key_passthrough else key_pools(settings.providers),
+            pools=pools,
             admission=admission if admission.active else None,
             shutdown=Shutdown(settings.shutdown_grace),
             redactor=Redactor(key for p in providers for _, key in p.api_keys()),
@@ -72,6 +87,7 @@ class Worker:
                 settings, client_keys=bool(proxy_keys) or settings.key_passthrough
             ),
             started=time.time(),
+            cluster=cluster,
         )
 
 
@@ -81,7 +97,9 @@ def start_team(worker: Worker) -> TeamKeys | None:
     from ..team import service
 
     usage = worker.usage
-    team = service.start(worker.settings, usage.prices if usage is not None else None)
+    cluster = worker.cluster
+    counters = cluster.member_counters() if cluster is not None else None
+    team = service.start(worker.settings, usage.prices if usage is not None else None, counters)
     if team is not None:
         worker.browser = browser_guard.Policy.for_settings(worker.settings, client_keys=True)
     return team
