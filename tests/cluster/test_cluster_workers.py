@@ -81,7 +81,7 @@ def test_the_config_reference_documents_every_cluster_key() -> None:
 
     from hydra_proxy.config.schema import CLUSTER
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
+    doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
     table = doc[doc.index("\n### `[cluster]`\n") :]
     assert re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M) == list(CLUSTER)
 
