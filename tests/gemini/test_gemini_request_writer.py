@@ -12,7 +12,7 @@ import pytest
 from test_gemini_schema import schema_problems
 
 from gemini_fixtures import collapsed_response, load_json
-from hydra_proxy.canonical.parts import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.content import MISSING_TOOL_RESULT
 from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.request.writer import (

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gemini_fixtures import collapsed_response, load_json
-from hydra_proxy.canonical.arguments import RAW_ARGUMENTS_KEY
 from hydra_proxy.canonical.message import tool_use_id
+from hydra_proxy.canonical.tools import RAW_ARGUMENTS_KEY
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini.mapping import (
     ERROR_FINISH_REASONS,

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hydra_proxy.canonical.parts import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.content import MISSING_TOOL_RESULT
 from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.errors import ProxyError

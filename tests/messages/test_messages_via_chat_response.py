@@ -13,7 +13,7 @@ import anthropic
 import orjson
 import pytest
 
-from hydra_proxy.canonical.arguments import RAW_ARGUMENTS_KEY, tool_input_from_arguments
+from hydra_proxy.canonical.tools import RAW_ARGUMENTS_KEY, tool_input_from_arguments
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.chat.response.reader import message_from_chat_completion
 from hydra_proxy.errors import ProxyError

@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hydra_proxy.canonical.conversation import BILLING_HEADER_PREFIX
+from hydra_proxy.canonical.content import BILLING_HEADER_PREFIX
 from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.config.presets import preset_row
 from hydra_proxy.config.providers import build_provider

@@ -18,7 +18,7 @@ from openai.types.responses.response_create_params import (
 )
 from pydantic import TypeAdapter
 
-from hydra_proxy.canonical.parts import MISSING_TOOL_RESULT
+from hydra_proxy.canonical.content import MISSING_TOOL_RESULT
 from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.responses.request.reader import messages_request_from_responses

@@ -17,19 +17,32 @@ Anthropic server tool (web search, code execution, bash, text editor, computer, 
 toolset...), and a non-empty ``mcp_servers`` is the server-side MCP connector: no other
 upstream can run them, so both are a 400 naming them (dropping them would hide it).
 ``tool_choice`` is read by `read_tool_choice`; each writer maps its type.
+
+Tool call arguments (a JSON object as a string, as both OpenAI APIs carry them) and the
+canonical ``tool_use`` ``input`` object, both ways.
+
+`tool_arguments` writes an input as arguments. Two readers go the other way:
+`read_arguments`, for a client's own history, is strict (what is not a JSON object is a
+400, so the client learns of it); `tool_input_from_arguments`, for what an upstream model
+produced, loses nothing (see there).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+import orjson
+
+from ..json_depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
 from .fields import bad, required_string, type_name
 
 __all__ = [
+    "RAW_ARGUMENTS_KEY",
     "TOOL_NAME",
     "TOOL_NAME_RULE",
     "ObjectChoice",
@@ -38,12 +51,16 @@ __all__ = [
     "hashed_id",
     "input_schema",
     "openai_tool_choice",
+    "read_arguments",
     "read_tool_choice",
     "refuse_mcp_servers",
     "settle_tool_choice",
+    "tool_arguments",
     "tool_id",
+    "tool_input_from_arguments",
     "tool_name",
 ]
+
 
 log = logging.getLogger(__name__)
 
@@ -215,3 +232,97 @@ def read_tool_choice(value: Any, names: Collection[str]) -> tuple[str | None, st
         return ctype, name, parallel_off
     log.debug("ignored tool_choice of type %r", ctype)
     return None, None, parallel_off
+
+
+# The key under which unparseable tool call arguments are kept (see below).
+RAW_ARGUMENTS_KEY = "_raw_arguments"
+
+
+def tool_arguments(value: Any) -> str:
+    """A tool_use `input` as the compact JSON string Chat carries in `arguments`."""
+    if value is None or value == {}:
+        return "{}"
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except TypeError:  # orjson refuses integers beyond 64 bits
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_input_from_arguments(arguments: Any) -> dict[str, Any]:
+    """A tool call's `arguments` (normally a JSON string) as an Anthropic `input` object.
+
+    A JSON object string -> that object; empty, missing, ``null`` or ``"null"`` -> ``{}``;
+    an object given directly (some servers) -> as is; a JSON string that itself holds an
+    object (double-encoded, some servers) -> that object; anything else (invalid JSON,
+    truncated at max_tokens, a non-object) -> ``{RAW_ARGUMENTS_KEY: "<the raw text>"}``,
+    so nothing is lost: the client's tool validation reports the problem to the model,
+    which sees its own arguments and can retry.
+    """
+    if arguments is None:
+        return {}
+    if isinstance(arguments, dict):
+        return arguments
+    if not isinstance(arguments, str):
+        return {RAW_ARGUMENTS_KEY: orjson.dumps(arguments).decode("utf-8")}
+    if not arguments.strip():
+        return {}
+    try:
+        value = orjson.loads(arguments)
+        if isinstance(value, str):
+            value = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return {RAW_ARGUMENTS_KEY: arguments}
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return value
+    return {RAW_ARGUMENTS_KEY: arguments}
+
+
+def read_arguments(value: Any, path: str) -> dict[str, Any]:
+    """A client's tool call `arguments` (at `path`) as an input: a JSON object string,
+    ``""``/whitespace -> ``{}``, or an object given directly."""
+    if value is None:
+        raise bad(path, "required: a JSON object as a string")
+    if isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise bad(path, f"must be a string holding a JSON object, got {type_name(value)}")
+    if not value.strip():
+        return {}
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise bad(path, f"is not valid JSON ({exc})") from None
+    if not isinstance(parsed, dict):
+        raise bad(path, f"must be a JSON object, got {type_name(parsed)}")
+    if nested_deeper_than(parsed, MAX_EMBEDDED_DEPTH):  # its answer could not be written
+        raise bad(path, f"is nested deeper than {MAX_EMBEDDED_DEPTH} levels")
+    return parsed
+
+
+# -- web search, the server tool some upstreams run (canonical.web_search): found here, so
+# that routing and every writer can ask without the rest of it
+WEB_SEARCH_TYPE_PREFIX = "web_search_"
+
+
+def is_web_search(tool: object) -> bool:
+    """Whether a canonical tool definition is Anthropic's web search."""
+    if not isinstance(tool, Mapping):
+        return False
+    ttype = tool.get("type")
+    return isinstance(ttype, str) and ttype.startswith(WEB_SEARCH_TYPE_PREFIX)
+
+
+def web_search_tool(tools: object) -> Mapping[str, Any] | None:
+    """The canonical request's web search tool (None: it has none)."""
+    if isinstance(tools, list):
+        for tool in tools:
+            if isinstance(tool, Mapping) and is_web_search(tool):
+                found: Mapping[str, Any] = tool
+                return found
+    return None
+
+
+def without_web_search(tools: list[Any]) -> list[Any]:
+    return [tool for tool in tools if not is_web_search(tool)]

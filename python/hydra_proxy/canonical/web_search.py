@@ -28,10 +28,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ProxyError, invalid_request
+from .tools import is_web_search, without_web_search
 
 log = logging.getLogger(__name__)
 
-WEB_SEARCH_TYPE_PREFIX = "web_search_"
 # The version the proxy writes when it reads another protocol's web search into the
 # canonical request.
 WEB_SEARCH_TOOL: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search"}
@@ -39,28 +39,6 @@ ROUTE_SETTING = "server_tools"
 OPENROUTER_HOST = "openrouter.ai"
 # Responses server tool types that are web search.
 RESPONSES_WEB_SEARCH = ("web_search", "web_search_preview")
-
-
-def is_web_search(tool: object) -> bool:
-    """Whether a canonical tool definition is Anthropic's web search."""
-    if not isinstance(tool, Mapping):
-        return False
-    ttype = tool.get("type")
-    return isinstance(ttype, str) and ttype.startswith(WEB_SEARCH_TYPE_PREFIX)
-
-
-def web_search_tool(tools: object) -> Mapping[str, Any] | None:
-    """The canonical request's web search tool (None: it has none)."""
-    if isinstance(tools, list):
-        for tool in tools:
-            if isinstance(tool, Mapping) and is_web_search(tool):
-                found: Mapping[str, Any] = tool
-                return found
-    return None
-
-
-def without_web_search(tools: list[Any]) -> list[Any]:
-    return [tool for tool in tools if not is_web_search(tool)]
 
 
 def offered_only(request: Mapping[str, Any]) -> bool:

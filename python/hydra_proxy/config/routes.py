@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from ..canonical.web_search import web_search_tool
+from ..canonical.tools import web_search_tool
 
 if TYPE_CHECKING:
     from .providers import Provider

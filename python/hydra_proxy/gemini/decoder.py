@@ -40,8 +40,8 @@ from typing import Any
 
 from orjson import dumps
 
-from ..canonical.arguments import RAW_ARGUMENTS_KEY
 from ..canonical.message import tool_use_id
+from ..canonical.tools import RAW_ARGUMENTS_KEY
 from ..json_read import (
     JSON_WS,
     BadShape,

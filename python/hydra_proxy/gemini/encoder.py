@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import orjson
 
-from ..canonical.arguments import RAW_ARGUMENTS_KEY
+from ..canonical.tools import RAW_ARGUMENTS_KEY
 from ..continuation import Block, Redacted
 from ..continuation import Thinking as ThinkingBlock
 from ..stream.events import (

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..canonical.arguments import tool_arguments
+from ..canonical.tools import tool_arguments
 from .context import ResponsesContext
 from .reasoning import encode_carrier
 from .tools import ToolNames, custom_input

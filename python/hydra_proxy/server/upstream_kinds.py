@@ -21,12 +21,8 @@ import orjson
 from .. import ids
 from ..canonical.effort import anthropic_thinking, asked_effort
 from ..canonical.text_only import without_images
-from ..canonical.web_search import (
-    offered_only,
-    runs_web_search,
-    web_search_tool,
-    without_web_search,
-)
+from ..canonical.tools import web_search_tool, without_web_search
+from ..canonical.web_search import offered_only, runs_web_search
 from ..canonical.web_search import refusal as web_search_refusal
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion

@@ -20,7 +20,7 @@ Pure translation, no I/O. Decisions (all covered by tests):
   of parts is joined. A refusal (``message.refusal``) is shown as the text when there is
   no content; the stop reason still follows ``finish_reason`` (an OpenAI refusal is the
   model's answer, not Anthropic's policy-classifier ``refusal``).
-- Tool call ``arguments`` -> ``input`` by `canonical.arguments.tool_input_from_arguments` (nothing is
+- Tool call ``arguments`` -> ``input`` by `canonical.tools.tool_input_from_arguments` (nothing is
   lost: what does not parse is kept under ``RAW_ARGUMENTS_KEY``). A call without an id
   gets ``toolu_<message id>_<n>``. The legacy ``function_call`` field is read too.
 - ``stop_reason`` from `mapping.stop_reason` (tool calls win over a plain stop);
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...canonical.arguments import tool_input_from_arguments
 from ...canonical.message import anthropic_message, not_an_object, tool_use_id
+from ...canonical.tools import tool_input_from_arguments
 from ...errors import ProxyError, anthropic_error_type, status_for_anthropic_type
 from ...signature import sign_thinking
 from ..mapping import stop_reason

@@ -2,7 +2,7 @@
 OpenAI `chat.completion` (a Chat client's reply, whatever the upstream).
 
 Pure translation, no I/O. The field maps it uses are shared: `chat.mapping.finish_reason`,
-`chat.usage.chat_usage`, `canonical.arguments.tool_arguments`. Decisions (each covered by
+`chat.usage.chat_usage`, `canonical.tools.tool_arguments`. Decisions (each covered by
 a test):
 
 - One choice, index 0. ``message``: ``role: "assistant"``, ``content`` = the text blocks
@@ -39,8 +39,8 @@ from __future__ import annotations
 from typing import Any
 
 from ... import continuation
-from ...canonical.arguments import tool_arguments
 from ...canonical.message import typed_objects, url_citations
+from ...canonical.tools import tool_arguments
 from ..mapping import finish_reason
 from ..usage import chat_usage
 

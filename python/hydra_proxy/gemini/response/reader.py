@@ -31,8 +31,8 @@ from typing import Any
 
 import orjson
 
-from ...canonical.arguments import RAW_ARGUMENTS_KEY
 from ...canonical.message import anthropic_message, not_an_object, tool_use_id
+from ...canonical.tools import RAW_ARGUMENTS_KEY
 from ...errors import ProxyError
 from ...signature import sign_thinking
 from ..errors import gemini_error

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...canonical.arguments import tool_input_from_arguments
 from ...canonical.message import anthropic_message, not_an_object, tool_use_id, typed_objects
+from ...canonical.tools import tool_input_from_arguments
 from ...signature import sign_thinking
 from ..errors import upstream_failure
 from ..items import token_count

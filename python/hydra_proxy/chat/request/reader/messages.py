@@ -11,7 +11,7 @@ whitespace-only user messages too).
 Assistant content: the restored thinking blocks (`replay`), then ``content`` (string, or
 ``text``/``refusal`` parts) -> text blocks, then the message's ``refusal`` string -> a
 text block, then ``tool_calls`` -> ``tool_use`` blocks (``arguments``:
-`canonical.arguments.read_arguments`; the same id for the call and its tool message; the
+`canonical.tools.read_arguments`; the same id for the call and its tool message; the
 same id twice in one message is a 400). An assistant message left with no content is
 dropped.
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.arguments import read_arguments
 from ....canonical.content import Block
 from ....canonical.fields import (
     bad,
@@ -39,6 +38,7 @@ from ....canonical.fields import (
     type_name,
     unknown_role,
 )
+from ....canonical.tools import read_arguments
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning

@@ -3,7 +3,7 @@
 The entry is `translate.chat_request_from_messages`; one module per job (see there).
 """
 
-from .target import ChatTarget
+from .messages import ChatTarget
 from .translate import chat_request_from_messages
 
 __all__ = ["ChatTarget", "chat_request_from_messages"]

@@ -1,9 +1,9 @@
 """Canonical system text and turns -> Chat messages.
 
-System text (`canonical.conversation`) -> ONE leading ``system`` message: the pieces
+System text (`canonical.content`) -> ONE leading ``system`` message: the pieces
 joined with a blank line.
 
-User turns: content blocks -> parts (`content`, by `canonical.parts`). A user turn whose
+User turns: content blocks -> parts (`content`, by `canonical.content`). A user turn whose
 content is only text becomes a string (text pieces joined with a blank line; the most
 widely accepted shape), otherwise a list of parts. A user turn left empty (e.g. only
 ``cache_control``) is dropped.
@@ -16,7 +16,7 @@ Images and PDFs in a tool result go into the user message that follows the tool 
 (labelled with the tool call id; the tool message says so), since tool messages cannot
 carry them. A call left without a result gets a synthetic tool message
 (`MISSING_TOOL_RESULT`); a result that answers no call becomes user text
-(`canonical.parts`).
+(`canonical.content`).
 
 Assistant turns: text (joined with a blank line) -> ``content`` (``null`` when there is
 none); ``tool_use`` -> ``tool_calls`` (ids verbatim, ``arguments`` the input as compact
@@ -37,24 +37,41 @@ chat templates require alternation; OpenAI does not mind). When the first non-sy
 message would be an assistant turn, a user message `LEADING_USER_PLACEHOLDER` is put
 before it (LiteLLM #42432: ``[assistant, tool]`` without a user turn is a 400 upstream). A
 request with no non-empty message left is a 400 (Anthropic rejects it too).
+
+What a Chat upstream model accepts (from the route and provider configuration).
+
+Canonical content -> Chat content parts: the leaves of `canonical.content.Parts`.
+
+text -> ``text``; image (base64 -> ``data:`` URL, url -> URL) -> ``image_url`` part; a
+base64 document -> ``file`` part with ``file_data`` + ``filename`` (`Parts.filename`);
+text/content documents -> text. Document
+sources ``url``/``file`` cannot be sent to a Chat upstream: 400 naming ``...source``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
-from ....canonical.arguments import tool_arguments
-from ....canonical.content import block_type, breakpoint_of, shown_text, tool_call
-from ....canonical.conversation import ConversationWriter
+from ....canonical.content import (
+    MISSING_TOOL_RESULT,
+    ConversationWriter,
+    Part,
+    Parts,
+    ToolResult,
+    block_type,
+    breakpoint_of,
+    match_results,
+    shown_text,
+    tool_call,
+)
 from ....canonical.fields import bad
-from ....canonical.parts import MISSING_TOOL_RESULT, Part, ToolResult, match_results
+from ....canonical.tools import tool_arguments
 from ....canonical.turns import LEADING_USER_PLACEHOLDER
-from .content import CHAT_PARTS
-from .target import ChatTarget
 from .thinking import replayed_reasoning
 
-__all__ = ["MessagesWriter"]
+__all__ = ["CHAT_PARTS", "ChatParts", "ChatTarget", "MessagesWriter"]
+
 
 MEDIA_MOVED_NOTE = (
     "[The image/document output of this tool call is attached in the next user message.]"
@@ -234,3 +251,55 @@ class MessagesWriter(ConversationWriter):
         if self.target.replay_reasoning:
             rendered["reasoning_content"] = "".join(message.reasoning)
         return rendered
+
+
+@dataclass(frozen=True)
+class ChatTarget:
+    """What the upstream model accepts (from the route/provider configuration)."""
+
+    model: str
+    # o-series and GPT-5 take only max_completion_tokens.
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    max_tokens_limit: int | None = None
+    # The model takes `reasoning_effort`.
+    reasoning: bool = False
+    # DeepSeek/Kimi-style: needs `reasoning_content` back on assistant turns.
+    replay_reasoning: bool = False
+    # Key for hydra_proxy.signature.
+    signing_key: bytes = b""
+    include_usage: bool = True
+    # The model accepts temperature/top_p (o-series/GPT-5 reasoning models reject them).
+    sampling: bool = True
+    # The route's reasoning effort (canonical.effort): sent as `reasoning_effort` whatever
+    # the request asks (None: the request's, for a `reasoning` target).
+    effort: str | None = None
+    # Sent as `prompt_cache_key` (the client's session; None: none sent).
+    prompt_cache_key: str | None = None
+    # The upstream honours Anthropic-style `cache_control` on content parts (OpenRouter):
+    # the request's breakpoints are carried, and message content is always a list of parts
+    # (a breakpoint moving to the next turn must not change the earlier message's bytes).
+    cache_control: bool = False
+
+
+class ChatParts(Parts):
+    def text(self, text: str) -> Part:
+        return {"type": "text", "text": text}
+
+    def text_in(self, part: Part) -> str | None:
+        return part["text"] if part["type"] == "text" else None
+
+    def base64_image(self, media_type: str, data: str) -> Part:
+        return {"type": "image_url", "image_url": {"url": f"data:{media_type};base64,{data}"}}
+
+    def url_image(self, url: str) -> Part:
+        return {"type": "image_url", "image_url": {"url": url}}
+
+    def base64_document(self, media_type: str, data: str, title: str | None) -> Part:
+        filename = self.filename(media_type, title)
+        return {
+            "type": "file",
+            "file": {"filename": filename, "file_data": f"data:{media_type};base64,{data}"},
+        }
+
+
+CHAT_PARTS = ChatParts()

@@ -8,8 +8,8 @@ offending field path, e.g. ``messages.3.content.1.source: ...`` (the same path i
 schemas, response format schema), so copy before mutating those.
 
 Each job has its module, whose docstring lists the decisions it makes where the two
-protocols leave room (all covered by tests): `messages` (turns, tool results, sequence),
-`content` (blocks -> parts), `tools` and `thinking` (reasoning replay); what every
+protocols leave room (all covered by tests): `messages` (the target, turns, tool results,
+sequence, blocks -> parts), `thinking` (reasoning replay), and the tools below; what every
 writer reads the same way (system text, content blocks, limits, stop sequences, user id,
 effort) is `canonical`'s. Here: ``max_tokens`` -> ``target.max_tokens_field``;
 ``stop_sequences`` -> ``stop`` (at most `MAX_STOP_SEQUENCES`); ``temperature``/``top_p``
@@ -23,6 +23,17 @@ without ``strict`` (OpenAI strict mode requires a schema subset Anthropic does n
 are ``context_management``,
 ``service_tier``, ``container`` and unknown fields are dropped; streaming asks for the
 usage chunk when ``target.include_usage``.
+
+Tools and tool choice -> Chat ``tools``, ``tool_choice``, ``parallel_tool_calls``.
+
+Custom tools -> ``{"type": "function", "function": {name, description, parameters}}``
+with the JSON schema as given (``$schema``, ``additionalProperties`` kept);
+``cache_control``, ``strict``, ``input_examples`` dropped. ``defer_loading`` tools are
+sent like any other tool: a Chat upstream has no tool search, and they stay callable.
+Server tools and ``mcp_servers`` are refused (`canonical.tools`). ``tool_choice``
+auto/any/tool/none -> "auto"/"required"/named function/"none";
+``disable_parallel_tool_use`` -> ``parallel_tool_calls: false``; both only when tools are
+sent (OpenAI rejects ``tool_choice`` without tools; applied in `translate`).
 """
 
 from __future__ import annotations
@@ -39,15 +50,13 @@ from ....canonical.params import (
     user_id,
 )
 from ....canonical.thinking import thinking_effort
-from ....canonical.tools import refuse_mcp_servers
-from ....canonical.web_search import openrouter_plugin, web_search_tool, without_forced_search
+from ....canonical.tools import custom_tools, read_tool_choice, refuse_mcp_servers, web_search_tool
+from ....canonical.web_search import openrouter_plugin, without_forced_search
 from ....errors import invalid_request
 from ..limits import MAX_STOP_SEQUENCES
-from .messages import MessagesWriter
-from .target import ChatTarget
-from .tools import UPSTREAM, write_tool_choice, write_tools
+from .messages import ChatTarget, MessagesWriter
 
-__all__ = ["chat_request_from_messages"]
+__all__ = ["UPSTREAM", "chat_request_from_messages", "write_tool_choice", "write_tools"]
 
 
 def chat_request_from_messages(
@@ -112,3 +121,31 @@ def chat_request_from_messages(
         if target.include_usage:
             out["stream_options"] = {"include_usage": True}
     return out
+
+
+UPSTREAM = "the target model"  # how a refusal names a Chat upstream
+_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+
+
+def write_tools(value: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    for name, description, schema, _ in custom_tools(value, UPSTREAM):
+        function: dict[str, Any] = {"name": name}
+        if isinstance(description, str):
+            function["description"] = description
+        function["parameters"] = schema
+        tools.append({"type": "function", "function": function})
+    return tools
+
+
+def write_tool_choice(value: Any, tools: list[dict[str, Any]]) -> tuple[Any, bool | None]:
+    """The Chat ``tool_choice`` (None: leave it out) and ``parallel_tool_calls``."""
+    if value is None:
+        return None, None
+    ctype, name, parallel_off = read_tool_choice(
+        value, {tool["function"]["name"] for tool in tools}
+    )
+    parallel = False if parallel_off else None
+    if ctype == "tool":
+        return {"type": "function", "function": {"name": name}}, parallel
+    return _CHOICES.get(ctype) if ctype is not None else None, parallel

@@ -1,4 +1,4 @@
-"""Canonical content -> Gemini parts: the leaves of `canonical.parts.Parts`.
+"""Canonical content -> Gemini parts: the leaves of `canonical.content.Parts`.
 
 text -> ``text``; image base64 -> ``inlineData {mimeType, data}``; image URL -> ``fileData
 {fileUri, mimeType}`` (mimeType from the URL's extension, omitted when it cannot be told);
@@ -12,7 +12,7 @@ from __future__ import annotations
 import mimetypes
 from urllib.parse import urlparse
 
-from ....canonical.parts import Part, Parts
+from ....canonical.content import Part, Parts
 
 __all__ = ["GEMINI_PARTS", "GeminiParts"]
 

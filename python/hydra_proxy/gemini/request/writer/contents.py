@@ -1,13 +1,13 @@
 """Canonical system text and turns -> Gemini ``systemInstruction`` and ``contents``.
 
-System text (`canonical.conversation`), joined with a blank line ->
+System text (`canonical.content`), joined with a blank line ->
 ``systemInstruction: {"parts": [{"text": ...}]}``.
 
 Contents: user -> ``role: "user"``, assistant -> ``role: "model"``; consecutive contents of
 one role are merged; a conversation whose first content would be the model's starts with
 a user `LEADING_USER_PLACEHOLDER`. No content left -> 400.
 
-User parts: `content`, by `canonical.parts`.
+User parts: `content`, by `canonical.content`.
 
 Tool results: each ``tool_use`` of an assistant turn is answered, in call order, at the
 start of the next user content by a ``functionResponse {name, response}`` part (the name
@@ -36,10 +36,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ....canonical.content import block_type, shown_text, text_of, tool_call
-from ....canonical.conversation import ConversationWriter
+from ....canonical.content import (
+    MISSING_TOOL_RESULT,
+    ConversationWriter,
+    Part,
+    block_type,
+    match_results,
+    shown_text,
+    text_of,
+    tool_call,
+)
 from ....canonical.fields import bad
-from ....canonical.parts import MISSING_TOOL_RESULT, Part, match_results
 from ....canonical.turns import LEADING_USER_PLACEHOLDER
 from ...thought_signature import SKIP_VALIDATOR, carried_thought_signature
 from .content import GEMINI_PARTS

@@ -27,8 +27,8 @@ from typing import Any
 
 from ....canonical.fields import bad
 from ....canonical.params import max_tokens, output_schema, sampling, stop_sequences
-from ....canonical.tools import refuse_mcp_servers
-from ....canonical.web_search import gemini_tool, web_search_tool, without_forced_search
+from ....canonical.tools import refuse_mcp_servers, web_search_tool
+from ....canonical.web_search import gemini_tool, without_forced_search
 from ....errors import invalid_request
 from ...schema import SchemaTooLarge, gemini_schema
 from .contents import ContentsWriter

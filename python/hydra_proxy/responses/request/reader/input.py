@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ....canonical.arguments import read_arguments
 from ....canonical.fields import bad, required_string, type_name, unknown_role
+from ....canonical.tools import read_arguments
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
 from ...reasoning import is_carrier
 from ...tools import CUSTOM_INPUT_KEY, ToolNames

@@ -1,4 +1,4 @@
-"""Canonical content -> Responses input parts: the leaves of `canonical.parts.Parts`.
+"""Canonical content -> Responses input parts: the leaves of `canonical.content.Parts`.
 
 text -> ``input_text``; image -> ``input_image`` (base64 as a ``data:`` URL, or the URL;
 ``detail: "auto"``); a base64 document -> ``input_file`` with ``filename``
@@ -8,7 +8,7 @@ Document sources ``url``/``file`` are a 400, as for a Chat upstream.
 
 from __future__ import annotations
 
-from ....canonical.parts import Part, Parts
+from ....canonical.content import Part, Parts
 
 __all__ = ["RESPONSES_PARTS", "ResponsesParts"]
 

@@ -1,6 +1,6 @@
 """Canonical system text and turns -> Responses ``instructions`` and ``input`` items.
 
-System text (`canonical.conversation`) -> ``instructions``, pieces joined with a blank
+System text (`canonical.content`) -> ``instructions``, pieces joined with a blank
 line (as the Chat writer makes one leading system message).
 
 User turns: ``tool_result`` blocks answering the preceding assistant turn's calls ->
@@ -26,11 +26,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.arguments import tool_arguments
-from ....canonical.content import block_type, shown_text, tool_call
-from ....canonical.conversation import ConversationWriter
+from ....canonical.content import (
+    MISSING_TOOL_RESULT,
+    ConversationWriter,
+    ToolResult,
+    block_type,
+    match_results,
+    shown_text,
+    tool_call,
+)
 from ....canonical.fields import bad
-from ....canonical.parts import MISSING_TOOL_RESULT, ToolResult, match_results
+from ....canonical.tools import tool_arguments
 from ....canonical.turns import LEADING_USER_PLACEHOLDER
 from ...reasoning import verify_upstream_item
 from .content import RESPONSES_PARTS

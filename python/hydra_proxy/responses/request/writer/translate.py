@@ -36,8 +36,8 @@ from typing import Any
 from ....canonical.effort import openai_effort
 from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
 from ....canonical.thinking import thinking_effort
-from ....canonical.tools import custom_tools, read_tool_choice
-from ....canonical.web_search import responses_tool, web_search_tool, without_web_search
+from ....canonical.tools import custom_tools, read_tool_choice, web_search_tool, without_web_search
+from ....canonical.web_search import responses_tool
 from ....errors import invalid_request
 from ...context import ENCRYPTED_REASONING
 from .input import InputWriter
