@@ -209,13 +209,20 @@ def test_a_replica_sent_sigterm_drains_without_cutting_its_streams(fleet: Fleet)
             ]
             time.sleep(0.7)
             os.kill(draining.process.pid, signal.SIGTERM)
-            time.sleep(0.3)
-            health = http.client.HTTPConnection("127.0.0.1", draining.port, timeout=2)
-            try:
-                health.request("GET", "/health")
-                drained_health: int | None = health.getresponse().status
-            except OSError:
-                drained_health = None  # the listener closed already
+            # Each worker learns of the signal in its own time: its checks turn to 503
+            # (or the listener closes) within a few seconds, not at once.
+            drained_health: int | None = 200
+            deadline = time.monotonic() + 5
+            while drained_health == 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
+                health = http.client.HTTPConnection("127.0.0.1", draining.port, timeout=2)
+                try:
+                    health.request("GET", "/health")
+                    drained_health = health.getresponse().status
+                except OSError:
+                    drained_health = None  # the listener closed already
+                finally:
+                    health.close()
             fleet.upstream.pieces = 6
             # New turns of the draining replica's sessions go elsewhere, or get a 503 the
             # clients retry; never a cut stream.

@@ -263,16 +263,29 @@ def test_sdk_create_on_a_chat_upstream(on_chat: ProxyServer, mock: MockServer) -
     assert got.usage is not None and got.usage.output_tokens == 3
 
 
-def test_web_search_on_an_upstream_without_it_is_refused(
+def test_web_search_asked_alone_of_an_upstream_without_it_is_refused(
     on_chat: ProxyServer, mock: MockServer
 ) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
         responses_client(on_chat).responses.create(
-            model=MODEL, input="hi", store=False, tools=[WEATHER, {"type": "web_search"}]
+            model=MODEL, input="hi", store=False, tools=[{"type": "web_search"}]
         )
     body: Any = caught.value.body
     assert "web_search" in body["message"] and "server_tools = true" in body["message"]
     assert mock.requests() == []
+
+
+def test_web_search_offered_among_tools_is_left_out_for_an_upstream_without_it(
+    on_chat: ProxyServer, mock: MockServer
+) -> None:
+    # Codex offers web_search on every turn: the turn is served without it.
+    mock.clear()
+    reply = responses_client(on_chat).responses.create(
+        model=MODEL, input="hi", store=False, tools=[WEATHER, {"type": "web_search"}]
+    )
+    assert reply.status == "completed"
+    (sent,) = mock.requests()
+    assert [tool["function"]["name"] for tool in sent["body"]["tools"]] == [WEATHER["name"]]
 
 
 @pytest.mark.parametrize(

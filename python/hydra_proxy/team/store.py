@@ -145,9 +145,12 @@ class KeyStore:
             if statement.strip():
                 cur.execute(statement)
         m = self.mark
-        cur.execute(f"SELECT version FROM hydra_keys_version WHERE id = {m}", (1,))
-        if cur.fetchone() is None:
-            cur.execute(f"INSERT INTO hydra_keys_version (id, version) VALUES ({m}, {m})", (1, 0))
+        # Workers start together: the first one's row stands.
+        cur.execute(
+            f"INSERT INTO hydra_keys_version (id, version) VALUES ({m}, {m}) "
+            "ON CONFLICT (id) DO NOTHING",
+            (1, 0),
+        )
         conn.commit()
 
     def close(self) -> None:
@@ -277,6 +280,9 @@ class SqliteKeyStore(KeyStore):
         return "key_name" in {row[1] for row in cur.fetchall()}
 
 
+_SCHEMA_LOCK = 0x68796B73  # "hyks": any constant shared by all proxies
+
+
 class PostgresKeyStore(KeyStore):
     mark = "%s"
     real = "DOUBLE PRECISION"
@@ -286,6 +292,13 @@ class PostgresKeyStore(KeyStore):
     def __init__(self, url: str) -> None:
         super().__init__()
         self.url = url
+
+    def _create(self, conn: Any) -> None:
+        # Proxies starting together would race on CREATE TABLE IF NOT EXISTS (a duplicate
+        # type error): one at a time, as the ledger creates its table.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        super()._create(conn)
+        conn.commit()
 
     def _connect(self) -> Any:
         try:
