@@ -19,7 +19,6 @@ import pytest
 
 from claude_code import ClaudeRun, explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
@@ -72,14 +71,6 @@ def mock() -> Iterator[MockServer]:
 @pytest.fixture(autouse=True)
 def _clean(mock: MockServer) -> None:
     mock.clear()
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def impl(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "native" and _native is None:
-        pytest.skip(NATIVE_MISSING)
-    return name
 
 
 def scripted_requests(mock: MockServer) -> list[dict[str, Any]]:

@@ -23,7 +23,6 @@ from test_claude_code import (
 
 from claude_code import ClaudeRun, explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
@@ -43,14 +42,6 @@ def claude() -> Path:
 def mock() -> Iterator[MockServer]:
     with MockServer() as server:
         yield server
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def impl(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "native" and _native is None:
-        pytest.skip(NATIVE_MISSING)
-    return name
 
 
 def check_claude_finished(run: ClaudeRun) -> None:

@@ -27,7 +27,6 @@ from test_codex_cli import (
 
 from codex_cli import require_codex, run_codex
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
@@ -44,14 +43,6 @@ def codex() -> Path:
 def mock() -> Iterator[MockServer]:
     with MockServer() as server:
         yield server
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def impl(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "native" and _native is None:
-        pytest.skip(NATIVE_MISSING)
-    return name
 
 
 def scripted(mock: MockServer, path: str) -> list[dict[str, Any]]:

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
@@ -113,14 +112,6 @@ def mock() -> Iterator[MockServer]:
 @pytest.fixture(autouse=True)
 def _clean(mock: MockServer) -> None:
     mock.clear()
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def impl(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "native" and _native is None:
-        pytest.skip(NATIVE_MISSING)
-    return name
 
 
 def turns(**first: Any) -> list[dict[str, Any]]:

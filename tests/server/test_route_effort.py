@@ -11,33 +11,13 @@ import anthropic
 import openai
 import pytest
 
+from every_kind import EVERY_KIND
 from hydra_proxy.mock import MockServer
 from servers import ProxyServer
 
-CONFIG = """
-[server]
-provider = "chat"
-
-[providers.chat]
-kind = "openai"
-base_url = "{url}/v1"
-api_key_env = "UP_KEY"
-
-[providers.responses]
-kind = "responses"
-base_url = "{url}/v1"
-api_key_env = "UP_KEY"
-
-[providers.claude]
-kind = "anthropic"
-base_url = "{url}"
-api_key_env = "UP_KEY"
-
-[providers.gemini]
-kind = "gemini"
-base_url = "{url}/v1beta"
-api_key_env = "UP_KEY"
-
+CONFIG = (
+    EVERY_KIND
+    + """
 [[routes]]
 match = "to-chat"
 provider = "chat"
@@ -78,6 +58,7 @@ provider = "gemini"
 model = "gemini-3-pro-preview"
 effort = "low"
 """
+)
 
 
 @pytest.fixture(scope="module")

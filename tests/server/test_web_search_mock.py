@@ -20,7 +20,6 @@ from test_web_search_routing import ASK, CLAUDE_SEARCH, FIXTURES, KEYS, SEARCH_R
 import anthropic_grammar
 import responses_grammar
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 QUERY = "hydra proxy web search"
@@ -41,14 +40,6 @@ def mock() -> Iterator[MockServer]:
 @pytest.fixture(autouse=True)
 def _clean(mock: MockServer) -> None:
     mock.clear()
-
-
-@pytest.fixture(params=IMPLEMENTATIONS)
-def impl(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    if name == "native" and _native is None:
-        pytest.skip(NATIVE_MISSING)
-    return name
 
 
 def post(port: int, path: str, body: object, headers: dict[str, str]) -> tuple[int, bytes]:

@@ -16,6 +16,7 @@ import orjson
 import pytest
 from test_server_usage import rows
 
+from every_kind import EVERY_KIND
 from hydra_proxy.mock import MockServer
 from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
@@ -24,30 +25,9 @@ PROMPT, CACHED, COMPLETION = 1000, 800, 7
 # USD per million tokens: the cache read at a tenth of the input (as OpenAI and DeepSeek).
 INPUT_RATE, CACHE_RATE, OUTPUT_RATE = 2.0, 0.2, 8.0
 
-CONFIG = """
-[server]
-provider = "chat"
-
-[providers.chat]
-kind = "openai"
-base_url = "{url}/v1"
-api_key_env = "UP_KEY"
-
-[providers.responses]
-kind = "responses"
-base_url = "{url}/v1"
-api_key_env = "UP_KEY"
-
-[providers.claude]
-kind = "anthropic"
-base_url = "{url}"
-api_key_env = "UP_KEY"
-
-[providers.gemini]
-kind = "gemini"
-base_url = "{url}/v1beta"
-api_key_env = "UP_KEY"
-
+CONFIG = (
+    EVERY_KIND
+    + """
 [[routes]]
 match = "cache-openai"
 provider = "chat"
@@ -74,6 +54,7 @@ input = {input}
 cache_read = {cache}
 output = {output}
 """
+)
 UPSTREAMS = ("openai", "deepseek", "responses", "claude", "gemini")
 CLIENTS = ("anthropic", "chat", "responses")
 

@@ -274,11 +274,13 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             continue
         plan = request.plan(decision, attempt)
         left_out = plan.log.get("images_left_out")
-        if isinstance(left_out, int):
-            client = session_of(exchange.scope, client_key_id(exchange.client_key))
-            NOTICES.images(client, name, left_out)
-        if "web_search_left_out" in plan.log:
-            NOTICES.web_search(session_of(exchange.scope, client_key_id(exchange.client_key)), name)
+        searches_left_out = "web_search_left_out" in plan.log
+        if isinstance(left_out, int) or searches_left_out:
+            session = session_of(exchange.scope, client_key_id(exchange.client_key))
+            if isinstance(left_out, int):
+                NOTICES.images(session, name, left_out)
+            if searches_left_out:
+                NOTICES.web_search(session, name)
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key

@@ -1,5 +1,5 @@
 """What the proxy left out of a request, said once per client session: a log line a user
-can act on (route images to a model that reads them) without one per turn."""
+can act on (a route that keeps what was left out) without one per turn."""
 
 from __future__ import annotations
 
@@ -14,20 +14,27 @@ MAX_SESSIONS = 4096  # sessions remembered per worker (the least recently seen g
 
 
 class LeftOutNotices:
-    """Logs, once per session and provider, that images were replaced by a placeholder."""
+    """Logs, once per session and provider, what was left out of its requests: images a
+    text-only provider cannot read, a web search tool it cannot run."""
 
     def __init__(self) -> None:
-        self._told: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._told: OrderedDict[tuple[str, str, str], None] = OrderedDict()
 
-    def images(self, session: str, provider: str, count: int) -> bool:
-        """Log the notice unless this session was told already; whether it was logged."""
-        key = (session, provider)
+    def _first(self, what: str, session: str, provider: str) -> bool:
+        """Whether this session has not been told of `what` for `provider` yet (now it is)."""
+        key = (what, session, provider)
         if key in self._told:
             self._told.move_to_end(key)
             return False
         self._told[key] = None
         while len(self._told) > MAX_SESSIONS:
             self._told.popitem(last=False)
+        return True
+
+    def images(self, session: str, provider: str, count: int) -> bool:
+        """Log the notice unless this session was told already; whether it was logged."""
+        if not self._first("images", session, provider):
+            return False
         log.warning(
             "%d image(s) left out for provider %r, which cannot read images (vision = false); "
             "the session goes on with a placeholder (said once per session). Add an "
@@ -39,13 +46,8 @@ class LeftOutNotices:
 
     def web_search(self, session: str, provider: str) -> bool:
         """Log, once per session and provider, that an offered web search was left out."""
-        key = (session, provider + "#web_search")
-        if key in self._told:
-            self._told.move_to_end(key)
+        if not self._first("web_search", session, provider):
             return False
-        self._told[key] = None
-        while len(self._told) > MAX_SESSIONS:
-            self._told.popitem(last=False)
         log.warning(
             "the web_search tool was left out for provider %r, which cannot run it; the "
             "model answers without searching (said once per session). Add a "
