@@ -641,9 +641,19 @@ def _tool_prompt_tokens(tool_choice: Any) -> int:
     return _TOOL_PROMPT_AUTO
 
 
-def count_tokens(body: dict[str, Any], budget: Budget | None = None) -> int:
+MessageCounts = dict[int, tuple[Any, int]]
+"""The content tokens of each message of a request, by the message object's id (the object
+kept with its count, so that the id stays its own)."""
+_MEMO = "message tokens"
+
+
+def count_tokens(
+    body: dict[str, Any], budget: Budget | None = None, memo: dict[Any, Any] | None = None
+) -> int:
     """Estimated input tokens of an Anthropic Messages (or count_tokens) request body,
-    tokenizing at most what `budget` allows (default: a fresh `Budget`).
+    tokenizing at most what `budget` allows (default: a fresh `Budget`). `memo`: what the
+    session's previous request left (server/previous_turn.Turn.memo): a message that is the
+    same object as one counted then is not counted again.
 
     Raises if the tokenizer cannot be loaded; ``estimate_input_tokens`` never does.
     """
@@ -652,10 +662,20 @@ def count_tokens(body: dict[str, Any], budget: Budget | None = None) -> int:
     total = _REQUEST_OVERHEAD + _content_tokens(body.get("system"), budget)
     messages = body.get("messages")
     if isinstance(messages, list):
+        known: MessageCounts = memo.get(_MEMO, {}) if memo is not None else {}
+        counted: MessageCounts = {}
         for message in messages:
             total += _MESSAGE_OVERHEAD
             if isinstance(message, dict):
-                total += _content_tokens(message.get("content"), budget)
+                before = known.get(id(message))
+                if before is not None and before[0] is message:
+                    tokens = before[1]
+                else:
+                    tokens = _content_tokens(message.get("content"), budget)
+                counted[id(message)] = (message, tokens)
+                total += tokens
+        if memo is not None:
+            memo[_MEMO] = counted
     tools = body.get("tools")
     if isinstance(tools, list) and tools:
         total += _tool_prompt_tokens(body.get("tool_choice"))
@@ -684,7 +704,7 @@ def _chars_estimate(body: dict[str, Any]) -> int:
     return max(1, size // 4)
 
 
-def estimate_input_tokens(body: dict[str, Any]) -> int:
+def estimate_input_tokens(body: dict[str, Any], memo: dict[Any, Any] | None = None) -> int:
     """``count_tokens``, or about four characters a token if the tokenizer cannot load.
 
     Never raises and never returns 0: message_start and count_tokens depend on it.
@@ -698,7 +718,7 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
             log.exception("tokenizer unavailable; estimating four characters a token")
     if not _encoding_failed:
         try:
-            return count_tokens(body)
+            return count_tokens(body, memo=memo)
         except Exception:  # a body shape the walk does not expect: estimate, do not fail
             log.exception("token counting failed; estimating four characters a token")
     try:

@@ -254,11 +254,32 @@ fn json_nested_deeper_than(data: &[u8], limit: usize) -> bool {
     crate::json::depth::nested_deeper_than(data, limit)
 }
 
+/// The array under `key` of the JSON object `data`: the offsets of its brackets and of its
+/// elements (flattened start, end pairs), and its depth; None where the split is not plain.
+#[pyfunction]
+fn json_member_elements(data: &[u8], key: &[u8]) -> Option<(usize, usize, Vec<usize>, usize)> {
+    crate::json::spans::member_elements(data, key)
+}
+
+/// How many leading elements of `now` are byte-equal to those of `before` (offsets as
+/// `json_member_elements` gives them).
+#[pyfunction]
+fn json_same_leading(
+    before: &[u8],
+    before_at: Vec<usize>,
+    now: &[u8],
+    now_at: Vec<usize>,
+) -> usize {
+    crate::json::spans::same_leading(before, &before_at, now, &now_at)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     add_compositions(m)?;
     m.add_function(wrap_pyfunction!(json_nested_deeper_than, m)?)?;
+    m.add_function(wrap_pyfunction!(json_member_elements, m)?)?;
+    m.add_function(wrap_pyfunction!(json_same_leading, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES)?;
     m.add("ANTHROPIC_ERROR_TYPES", ANTHROPIC_ERROR_TYPES.to_vec())?;

@@ -433,7 +433,10 @@ class ConversationWriter(ABC):
             raise bad("messages", "must be a list of messages")
         if not messages:
             raise bad("messages", "at least one message is required")
-        for i, message in enumerate(messages):
+        start = self.resume(body, messages)
+        for i in range(start, len(messages)):
+            self.mark()
+            message = messages[i]
             path = f"messages.{i}"
             if not isinstance(message, dict):
                 raise bad(path, "message must be an object")
@@ -450,6 +453,14 @@ class ConversationWriter(ABC):
                 self.assistant(blocks, cpath)
             else:
                 self.user(blocks, cpath)
+
+    def resume(self, body: dict[str, Any], messages: list[Any]) -> int:
+        """Where to start writing `messages`: a subclass that kept its state from an
+        earlier request of the same conversation restores it and skips what it wrote then."""
+        return 0
+
+    def mark(self) -> None:  # noqa: B027 - a hook: most writers keep no state to note
+        """Called before each message is written (a subclass notes its state)."""
 
     @abstractmethod
     def assistant(self, blocks: list[Any], path: str) -> None: ...

@@ -136,6 +136,33 @@ def _blocks(content: object) -> Iterable[Mapping[str, Any]]:
                     yield from _blocks(block.get("content"))
 
 
+_IMAGES = "messages with images"
+
+
+def _any_image(messages: list[Any], memo: dict[Any, Any] | None) -> bool:
+    """Whether a message holds an image (in a tool result too); `memo` keeps the answer for
+    each message object, as the next request of the session holds the same ones."""
+    if memo is None:
+        return any(
+            b.get("type") == "image"
+            for m in messages
+            if isinstance(m, dict)
+            for b in _blocks(m.get("content"))
+        )
+    known: dict[int, tuple[Any, bool]] = memo.get(_IMAGES, {})
+    seen: dict[int, tuple[Any, bool]] = {}
+    for m in messages:
+        if isinstance(m, dict):
+            before = known.get(id(m))
+            if before is not None and before[0] is m:
+                seen[id(m)] = before
+            else:
+                has = any(b.get("type") == "image" for b in _blocks(m.get("content")))
+                seen[id(m)] = (m, has)
+    memo[_IMAGES] = seen
+    return any(has for _, has in seen.values())
+
+
 def _has_header(headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]], name: str) -> bool:
     if isinstance(headers, Mapping):
         return any(k.lower() == name for k in headers)
@@ -149,24 +176,21 @@ def request_traits(
     client: str = "anthropic",
     headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]] = (),
     estimate: Callable[[], int] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> RequestTraits:
     """The traits of a canonical (Anthropic Messages) request.
 
     `client`: the protocol the client spoke (anthropic, chat, responses); `headers`: the
     client's request headers (a mapping or ASGI pairs); `estimate`: the input-token
-    estimate, called only if a route needs it (default: tokens.estimate_input_tokens).
+    estimate, called only if a route needs it (default: tokens.estimate_input_tokens);
+    `memo`: what the session's previous request left (server/previous_turn.Turn.memo).
     """
     model = request.get("model")
     thinking = request.get("thinking")
     output_config = request.get("output_config")
     effort = output_config.get("effort") if isinstance(output_config, dict) else None
     max_tokens = request.get("max_tokens")
-    images = any(
-        b.get("type") == "image"
-        for m in _list(request.get("messages"))
-        if isinstance(m, dict)
-        for b in _blocks(m.get("content"))
-    )
+    images = _any_image(_list(request.get("messages")), memo)
     system = request.get("system")
     first_system = next(iter(_blocks(system)), None) if isinstance(system, list) else None
     marker = isinstance(first_system, dict) and SUBAGENT_MARKER in str(first_system.get("text"))

@@ -34,7 +34,7 @@ from .ingress import chat, messages, responses
 from .limits import (
     check_content_type,
     closes_connection,
-    parse_object,
+    parse_request,
     read_json_body,
     require_model,
 )
@@ -60,7 +60,10 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
     body = await read_json_body(
         exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
     )
-    request = ingress(exchange, require_model(parse_object(body, settings.max_json_depth)), body)
+    parsed, exchange.turn = parse_request(
+        body, settings.max_json_depth, worker.turns, exchange.session()
+    )
+    request = ingress(exchange, require_model(parsed), body)
     param = None if protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)
     exchange.stream = request.stream

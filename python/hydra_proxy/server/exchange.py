@@ -35,6 +35,7 @@ from ..errors import ProxyError
 from ..gemini import output as gemini_output
 from ..redaction import Redactor
 from ..signing_key import for_client
+from .sessions import session_id
 
 if TYPE_CHECKING:
     from ..team.checks import Pass
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from ..transducers import StreamTransducer
     from ..usage.record import Tokens
     from .accounting import Passthrough
+    from .previous_turn import Turn
     from .upstream_kinds import Plan
     from .worker import Worker
 
@@ -159,6 +161,7 @@ class Exchange:
         "status",
         "stream",
         "transducer",
+        "turn",
         "worker",
     )
 
@@ -200,6 +203,8 @@ class Exchange:
         """What the named key's checks hold for this request until it settles."""
         self.counts: Tokens | None = None
         """The usage record's token counts (set when the request is recorded)."""
+        self.turn: Turn | None = None
+        """This request as its session's latest turn (None: not kept; server/previous_turn)."""
 
     def account(self, protocol: ClientProtocol) -> None:
         """A model request: it gets a usage record (server/accounting.py), and the time its
@@ -219,6 +224,12 @@ class Exchange:
 
     def header(self, name: bytes) -> bytes | None:
         return header(self.scope, name)
+
+    def session(self) -> tuple[bytes | None, str] | None:
+        """The client's session, as its previous requests are kept (None: it names none):
+        one client key's sessions apart from another's."""
+        named = session_id(self.header)
+        return None if named is None else (self.client_key, named)
 
     def presented_key(self) -> bytes | None:
         """The key the client sent: x-api-key, else an Authorization bearer token; a

@@ -29,6 +29,7 @@ from ..errors import ProxyError, invalid_request
 from ..json_depth import nested_deeper_than
 from .browser_guard import content_type_refusal
 from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
+from .previous_turn import PreviousTurns, Turn
 
 _text_deeper_than: Callable[[bytes, int], bool] | None
 try:  # the native core reads the depth off the bytes, faster than the walk
@@ -142,6 +143,24 @@ async def _discard(receive: Receive) -> None:
             return
 
 
+def parse_request(
+    body: bytes, max_depth: int, turns: PreviousTurns, session: object
+) -> tuple[dict[str, Any], Turn | None]:
+    """`parse_object`, reusing what the session's previous requests parsed of the same
+    messages (server/previous_turn.py); with the Turn kept for the next request."""
+    try:
+        value, turn = turns.parse(session, body)
+    except orjson.JSONDecodeError:
+        return parse_object(body, max_depth), None  # parsed again for the error's message
+    if type(value) is not dict:
+        return parse_object(body, max_depth), None
+    if turn is None:
+        _check_depth(body, value, max_depth)
+    elif turn.depth > max_depth:
+        raise too_deep(max_depth)
+    return value, turn
+
+
 def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[str, Any]:
     """The request body as a JSON object, or a 400 naming what is wrong with it."""
     try:
@@ -155,13 +174,17 @@ def parse_object(body: bytes, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> dict[s
         raise invalid_request(f"the request body is not valid JSON: {text}") from None
     if type(value) is not dict:
         raise invalid_request(f"the request body must be a JSON object, not {_json_kind(value)}")
+    _check_depth(body, value, max_depth)
+    return value
+
+
+def _check_depth(body: bytes, value: object, max_depth: int) -> None:
     if body.count(b"{") + body.count(b"[") > max_depth and (
         _text_deeper_than(body, max_depth)
         if _text_deeper_than is not None
         else nested_deeper_than(value, max_depth)
     ):
         raise too_deep(max_depth)
-    return value
 
 
 # Model names are kept in caches and metrics, written to the ledger and logged: bounded,
@@ -221,6 +244,7 @@ __all__ = [
     "check_model_name",
     "closes_connection",
     "parse_object",
+    "parse_request",
     "read_json_body",
     "read_telemetry",
     "require_model",

@@ -205,14 +205,17 @@ def translated(
     build: Callable[[Factory], StreamTransducer],
     log: dict[str, object],
     session_key: Callable[[], str | None] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
     kind. The client's ingress says how the canonical reply reaches its client:
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
     from its factory, with the client's constructor arguments); `session_key`: the client's
     session as a prompt-cache key (server.sessions), read for upstreams whose `cache_hints`
-    take one. A text-only attempt (`Attempt.vision`) gets a placeholder for each image
-    (canonical.text_only; counted in the log as ``images_left_out``)."""
+    take one; `memo`: what the session's previous request left for the writers
+    (server/previous_turn.Turn.memo). A text-only attempt (`Attempt.vision`) gets a
+    placeholder for each image (canonical.text_only; counted in the log as
+    ``images_left_out``)."""
     provider = attempt.provider
     kind = provider.kind
     if web_search_tool(canonical.get("tools")) is not None and not runs_web_search(
@@ -229,7 +232,7 @@ def translated(
     cache_key = (
         session_key() if session_key is not None and provider.cache_hints != "none" else None
     )
-    path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key)
+    path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key, memo)
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
         headers=DIALECTS[kind].headers(
@@ -253,9 +256,11 @@ def translated(
 
 # -- requests: canonical -> upstream ---------------------------------------------------
 
-Writer = Callable[[dict[str, Any], Attempt, bytes, bool, str | None], tuple[str, Any]]
-"""(canonical request, attempt, signing key, stream, cache key) -> (path, the upstream's
-request)."""
+Writer = Callable[
+    [dict[str, Any], Attempt, bytes, bool, str | None, dict[Any, Any] | None], tuple[str, Any]
+]
+"""(canonical request, attempt, signing key, stream, cache key, the session's memo) ->
+(path, the upstream's request)."""
 
 
 def route_effort(attempt: Attempt, asked: Callable[[], str | None]) -> str | None:
@@ -279,6 +284,7 @@ def _chat(
     key: bytes,
     stream: bool,
     cache_key: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[str, Any]:
     provider = attempt.provider
     target = ChatTarget(
@@ -293,7 +299,8 @@ def _chat(
         prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
         cache_control=provider.cache_hints == "cache_control",
     )
-    return DIALECTS["openai"].path, chat_request_from_messages(canonical, target, stream=stream)
+    body = chat_request_from_messages(canonical, target, stream=stream, memo=memo)
+    return DIALECTS["openai"].path, body
 
 
 def _anthropic(
@@ -302,6 +309,7 @@ def _anthropic(
     key: bytes,
     stream: bool,
     cache_key: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[str, Any]:
     # Copies down to the messages: the canonical request stays shared by a chain's attempts.
     body = dict(canonical)
@@ -328,6 +336,7 @@ def _responses(
     key: bytes,
     stream: bool,
     cache_key: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[str, Any]:
     provider = attempt.provider
     target = ResponsesTarget(
@@ -349,6 +358,7 @@ def _gemini(
     key: bytes,
     stream: bool,
     cache_key: str | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[str, Any]:
     try:
         path = "/" + gemini_path(attempt.model, stream=stream)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..config import Settings, client_keys, key_pools
@@ -24,6 +24,7 @@ from ..usage.service import UsageService
 from . import browser_guard
 from .admission import Admission, limits_of, local_gate
 from .http1 import H1Client
+from .previous_turn import PreviousTurns
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class Worker:
     cluster: Cluster | None = None
     """The store shared with the other workers and replicas (None: this process serves
     alone)."""
+    turns: PreviousTurns = field(default_factory=PreviousTurns)
+    """The sessions' recent requests, so a long session's next one parses only what is new."""
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:

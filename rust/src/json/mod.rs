@@ -6,6 +6,7 @@ pub mod depth;
 pub mod read;
 pub mod scan;
 pub mod shaped;
+pub mod spans;
 pub mod write;
 
 /// An upstream event's text: its bytes as UTF-8, with U+FFFD for what is not (as Python's

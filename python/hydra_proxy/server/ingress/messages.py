@@ -33,15 +33,17 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
         # Read as `is True` below: "yes" would silently become a non-streamed request.
         raise invalid_request("stream: must be a boolean", "stream")
     # Counted at most once: by a long_context rule, else by the stream's message_start.
-    estimate = functools.cache(lambda: estimate_input_tokens(request))
+    memo = exchange.turn.memo if exchange.turn is not None else None
+    estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
+    headers = exchange.scope["headers"]
     traits = request_traits(
-        request, client="anthropic", headers=exchange.scope["headers"], estimate=estimate
+        request, client="anthropic", headers=headers, estimate=estimate, memo=memo
     )
 
     def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
         if attempt.provider.kind == "anthropic":
             return _passthrough(exchange, body, request, attempt)
-        return _translated(exchange, request, attempt, decision.reported_model, estimate)
+        return _translated(exchange, request, attempt, decision.reported_model, estimate, memo)
 
     return ClientRequest(traits, request.get("stream") is True, plan)
 
@@ -52,6 +54,7 @@ def _translated(
     attempt: Attempt,
     reported_model: str,
     estimate: Callable[[], int],
+    memo: dict[Any, Any] | None,
 ) -> Plan:
     worker = exchange.worker
     signing_key = exchange.signing_key
@@ -83,6 +86,7 @@ def _translated(
         build=build,
         log={"model": request["model"]},
         session_key=lambda: session_cache_key(None, exchange.header),
+        memo=memo,
     )
 
 

@@ -53,6 +53,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+import orjson
+
 from ....canonical.content import (
     MISSING_TOOL_RESULT,
     ConversationWriter,
@@ -70,7 +72,7 @@ from ....canonical.tools import tool_arguments
 from ....canonical.turns import LEADING_USER_PLACEHOLDER
 from .thinking import replayed_reasoning
 
-__all__ = ["CHAT_PARTS", "ChatParts", "ChatTarget", "MessagesWriter"]
+__all__ = ["CHAT_PARTS", "ChatParts", "ChatTarget", "MessagesWriter", "WriterRecord"]
 
 
 MEDIA_MOVED_NOTE = (
@@ -102,15 +104,64 @@ class _Tool:
 _Message: TypeAlias = "_User | _Assistant | _Tool"
 
 
-class MessagesWriter(ConversationWriter):
-    """Writes the system text and the turns, in order, as Chat messages (`finish`)."""
+@dataclass(slots=True)
+class WriterRecord:
+    """What a MessagesWriter wrote for one request, with its state before each message
+    (`marks`: the length of `out`, the pending calls, the length of `system_texts`). The
+    session's next request resumes after the leading messages it shares with this one, as
+    the same objects (server/previous_turn.py), for the same target and system: every
+    message's output depends only on those and the messages before it, and nothing in
+    `out` changes once written (the writer replaces what it changes)."""
 
-    def __init__(self, target: ChatTarget) -> None:
+    target: ChatTarget
+    system: Any
+    messages: list[Any]
+    out: list[_Message]
+    system_texts: list[str]
+    marks: list[tuple[int, list[str], int]]
+    rendered: dict[int, tuple[_Message, orjson.Fragment]] = field(default_factory=dict)
+    """Each message of `out` as JSON text, by the message's id (kept with it)."""
+
+
+class MessagesWriter(ConversationWriter):
+    """Writes the system text and the turns, in order, as Chat messages (`finish`);
+    `previous`: the record of the session's previous request to resume from (`record`:
+    this one's, once written)."""
+
+    def __init__(
+        self, target: ChatTarget, previous: WriterRecord | None = None, *, keep: bool = False
+    ) -> None:
         super().__init__()
         self.target = target
         self.out: list[_Message] = []
         # Tool call ids of the latest assistant turn that still wait for their results.
         self.pending: list[str] = []
+        self.previous = previous
+        self.marks: list[tuple[int, list[str], int]] = []
+        self.record: WriterRecord | None = None
+        # `keep`: the record is kept for the next request, and `finish` gives each message
+        # it wrote (and kept) as its JSON text, rendered once for the whole session.
+        self.keep = keep
+
+    def resume(self, body: dict[str, Any], messages: list[Any]) -> int:
+        previous = self.previous
+        if previous is None or previous.target != self.target:
+            return 0
+        if previous.system != body.get("system"):
+            return 0
+        old = previous.messages
+        same, limit = 0, min(len(messages), len(old))
+        while same < limit and messages[same] is old[same]:
+            same += 1
+        if same:
+            length, self.pending, texts = previous.marks[same]
+            self.out = previous.out[:length]
+            self.system_texts = previous.system_texts[:texts]
+            self.marks = previous.marks[:same]
+        return same
+
+    def mark(self) -> None:
+        self.marks.append((len(self.out), self.pending, len(self.system_texts)))
 
     def _answer_pending(self, results: dict[str, str]) -> None:
         for call_id in self.pending:
@@ -166,13 +217,24 @@ class MessagesWriter(ConversationWriter):
 
     def write(self, body: dict[str, Any]) -> None:
         super().write(body)
+        self.mark()  # the state after the last message
+        self.record = WriterRecord(
+            self.target,
+            body.get("system"),
+            body["messages"],
+            list(self.out),
+            list(self.system_texts),
+            self.marks,
+        )
         marker = body.get("cache_control")
         if self.target.cache_control and isinstance(marker, dict) and self.out:
             last = self.out[-1]
             if isinstance(last, _User) and last.parts:
-                last.parts[-1] = {**last.parts[-1], "cache_control": marker}
+                parts = list(last.parts)
+                parts[-1] = {**parts[-1], "cache_control": marker}
+                self.out[-1] = _User(parts)
             elif isinstance(last, _Tool):
-                last.cache_control = marker
+                self.out[-1] = _Tool(last.tool_call_id, last.content, marker)
 
     def _answer(self, results: list[ToolResult]) -> list[Part]:
         """Tool messages for the pending calls; the user content that goes before the rest
@@ -197,11 +259,17 @@ class MessagesWriter(ConversationWriter):
     def finish(self) -> list[dict[str, Any]]:
         self._answer_pending({})
         merged: list[_Message] = []
+        copied = None  # the last merged message when it is this call's own copy
         for message in self.out:
             last = merged[-1] if merged else None
             if isinstance(message, _User) and isinstance(last, _User):
+                if last is not copied:  # what `out` holds is never changed (WriterRecord)
+                    merged[-1] = last = copied = _User(list(last.parts))
                 last.parts.extend(message.parts)
             elif isinstance(message, _Assistant) and isinstance(last, _Assistant):
+                if last is not copied:
+                    last = _Assistant(list(last.texts), list(last.tool_calls), list(last.reasoning))
+                    merged[-1] = copied = last
                 last.texts.extend(message.texts)
                 last.tool_calls.extend(message.tool_calls)
                 last.reasoning.extend(message.reasoning)
@@ -222,8 +290,22 @@ class MessagesWriter(ConversationWriter):
                 out.append({"role": "system", "content": [part]})
             else:
                 out.append({"role": "system", "content": system})
+        if not self.keep:
+            out.extend(self._render(message) for message in merged)
+            return out
+        known = self.previous.rendered if self.previous is not None else {}
+        rendered: dict[int, tuple[_Message, orjson.Fragment]] = {}
         for message in merged:
-            out.append(self._render(message))
+            before = known.get(id(message))
+            if before is not None and before[0] is message:
+                text = before[1]
+            else:
+                text = orjson.Fragment(orjson.dumps(self._render(message)))
+            if message is not copied:  # a merged copy is this request's alone
+                rendered[id(message)] = (message, text)
+            out.append(text)
+        if self.record is not None:
+            self.record.rendered = rendered
         return out
 
     def _render(self, message: _Message) -> dict[str, Any]:

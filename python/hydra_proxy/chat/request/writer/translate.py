@@ -60,14 +60,22 @@ __all__ = ["UPSTREAM", "chat_request_from_messages", "write_tool_choice", "write
 
 
 def chat_request_from_messages(
-    body: dict[str, Any], target: ChatTarget, *, stream: bool
+    body: dict[str, Any], target: ChatTarget, *, stream: bool, memo: dict[Any, Any] | None = None
 ) -> dict[str, Any]:
-    """Translate an Anthropic Messages request body into a Chat Completions request body."""
+    """Translate an Anthropic Messages request body into a Chat Completions request body.
+
+    `memo`: what the session's previous request left (server/previous_turn.Turn.memo); the
+    messages writer resumes from its record for this target and leaves its own, and each
+    message it wrote before is given as its JSON text then (an `orjson.Fragment`, which
+    orjson.dumps writes as it is)."""
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")
     limit = max_tokens(body, target.max_tokens_limit)
-    writer = MessagesWriter(target)
+    previous = memo.get((_MEMO, target)) if memo is not None else None
+    writer = MessagesWriter(target, previous, keep=memo is not None)
     writer.write(body)
+    if memo is not None:
+        memo[(_MEMO, target)] = writer.record
     # Only an upstream with a web plugin (OpenRouter) gets here with web search.
     search = web_search_tool(body.get("tools"))
     if search is not None:
@@ -124,6 +132,7 @@ def chat_request_from_messages(
 
 
 UPSTREAM = "the target model"  # how a refusal names a Chat upstream
+_MEMO = "chat messages writer"
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
