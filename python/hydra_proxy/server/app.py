@@ -61,7 +61,7 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
         exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
     )
     parsed, exchange.turn = parse_request(
-        body, settings.max_json_depth, worker.turns, exchange.session()
+        body, settings.max_json_depth, worker.turns, exchange.session
     )
     request = ingress(exchange, require_model(parsed), body)
     param = None if protocol == "anthropic" else "model"

@@ -144,12 +144,15 @@ async def _discard(receive: Receive) -> None:
 
 
 def parse_request(
-    body: bytes, max_depth: int, turns: PreviousTurns, session: object
+    body: bytes, max_depth: int, turns: PreviousTurns, session: Callable[[], object]
 ) -> tuple[dict[str, Any], Turn | None]:
-    """`parse_object`, reusing what the session's previous requests parsed of the same
-    messages (server/previous_turn.py); with the Turn kept for the next request."""
+    """`parse_object`, reusing what the client's `session` parsed of the same messages in
+    its previous requests (server/previous_turn.py); with the Turn kept for the next
+    request. A small body is parsed whole: there is little to reuse."""
+    if len(body) < turns.min_bytes:
+        return parse_object(body, max_depth), None
     try:
-        value, turn = turns.parse(session, body)
+        value, turn = turns.parse(session(), body)
     except orjson.JSONDecodeError:
         return parse_object(body, max_depth), None  # parsed again for the error's message
     if type(value) is not dict:
