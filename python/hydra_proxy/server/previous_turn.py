@@ -43,6 +43,9 @@ MIN_BYTES = 64 << 10
 MAX_BYTES = 256 << 20
 MAX_SESSIONS = 256
 TURNS_PER_SESSION = 4
+# A request that keeps all but at most this many of a kept turn's messages goes on with
+# its conversation (Claude Code moves the cache breakpoint off the last one).
+CONTINUED = 2
 
 
 @dataclass(slots=True)
@@ -117,7 +120,9 @@ class PreviousTurns:
         if turns is None:
             turns = self._sessions[session] = []
         self._sessions.move_to_end(session)
-        if previous is not None:  # the conversation went on: its older body is done with
+        if previous is not None and turn.reused >= len(previous.messages) - CONTINUED:
+            # The conversation went on: its older body is done with (a conversation that
+            # only began the same, such as a subagent's, is kept beside it).
             turns.remove(previous)
             self.size -= len(previous.body)
         elif len(turns) >= TURNS_PER_SESSION:

@@ -107,18 +107,21 @@ _Message: TypeAlias = "_User | _Assistant | _Tool"
 @dataclass(slots=True)
 class WriterRecord:
     """What a MessagesWriter wrote for one request, with its state before each message
-    (`marks`: the length of `out`, the pending calls, the length of `system_texts`). The
-    session's next request resumes after the leading messages it shares with this one, as
-    the same objects (server/previous_turn.py), for the same target and system: every
-    message's output depends only on those and the messages before it, and nothing in
-    `out` changes once written (the writer replaces what it changes)."""
+    (`marks`: the length of `out`, the pending calls, how many system texts the messages
+    gave). The session's next request resumes after the leading messages it shares with
+    this one, as the same objects (server/previous_turn.py), for the same target: what a
+    message writes depends only on the target and the messages up to it (the ``system``
+    field is read afresh: Claude Code's billing line in it changes every request), and
+    nothing in `out` changes once written (the writer replaces what it changes)."""
 
     target: ChatTarget
-    system: Any
     messages: list[Any]
     out: list[_Message]
-    system_texts: list[str]
+    message_system_texts: list[str]
+    """The system texts of ``system``-role messages, in order."""
     marks: list[tuple[int, list[str], int]]
+    resumed: int = 0
+    """How many leading messages were the previous request's, not written again."""
     rendered: dict[int, tuple[_Message, orjson.Fragment]] = field(default_factory=dict)
     """Each message of `out` as JSON text, by the message's id (kept with it)."""
 
@@ -139,15 +142,16 @@ class MessagesWriter(ConversationWriter):
         self.previous = previous
         self.marks: list[tuple[int, list[str], int]] = []
         self.record: WriterRecord | None = None
+        self.field_texts = 0  # how many system texts the ``system`` field gave
+        self.resumed = 0
         # `keep`: the record is kept for the next request, and `finish` gives each message
         # it wrote (and kept) as its JSON text, rendered once for the whole session.
         self.keep = keep
 
     def resume(self, body: dict[str, Any], messages: list[Any]) -> int:
+        self.field_texts = len(self.system_texts)  # the ``system`` field's, read already
         previous = self.previous
         if previous is None or previous.target != self.target:
-            return 0
-        if previous.system != body.get("system"):
             return 0
         old = previous.messages
         same, limit = 0, min(len(messages), len(old))
@@ -156,12 +160,14 @@ class MessagesWriter(ConversationWriter):
         if same:
             length, self.pending, texts = previous.marks[same]
             self.out = previous.out[:length]
-            self.system_texts = previous.system_texts[:texts]
+            self.system_texts += previous.message_system_texts[:texts]
             self.marks = previous.marks[:same]
+        self.resumed = same
         return same
 
     def mark(self) -> None:
-        self.marks.append((len(self.out), self.pending, len(self.system_texts)))
+        texts = len(self.system_texts) - self.field_texts
+        self.marks.append((len(self.out), self.pending, texts))
 
     def _answer_pending(self, results: dict[str, str]) -> None:
         for call_id in self.pending:
@@ -220,11 +226,11 @@ class MessagesWriter(ConversationWriter):
         self.mark()  # the state after the last message
         self.record = WriterRecord(
             self.target,
-            body.get("system"),
             body["messages"],
             list(self.out),
-            list(self.system_texts),
+            self.system_texts[self.field_texts :],
             self.marks,
+            self.resumed,
         )
         marker = body.get("cache_control")
         if self.target.cache_control and isinstance(marker, dict) and self.out:
