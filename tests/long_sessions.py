@@ -27,16 +27,16 @@ def sources() -> list[tuple[str, str]]:
 def tool_turn(index: int, path: str, text: str) -> list[dict[str, Any]]:
     """The assistant's Read call and the user turn with its result (numbered lines)."""
     call_id = f"toolu_01{index:022d}"
+    where = f"/home/dev/hydra-proxy/{path}"
     lines = "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(text.split("\n"), 1))
     return [
         {
             "role": "assistant",
             "content": [
                 {"type": "text", "text": f"Let me read {path}."},
-                {"type": "tool_use", "id": call_id, "name": "Read",
-                 "input": {"file_path": f"/home/dev/hydra-proxy/{path}"}},
+                {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": where}},
             ],
-        },  # fmt: skip
+        },
         {
             "role": "user",
             "content": [{"tool_use_id": call_id, "type": "tool_result", "content": lines}],

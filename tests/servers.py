@@ -79,8 +79,11 @@ class ProxyServer:
         raise RuntimeError(f"proxy did not start:\n{self.log_tail()}")
 
     def log_tail(self) -> str:
+        return self.log_text()[-4000:]
+
+    def log_text(self) -> str:
         self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")[-4000:]
+        return self.log.read().decode("utf-8", "replace")
 
     def __exit__(
         self,

@@ -24,37 +24,17 @@ from typing import Any
 import orjson
 import pytest
 
+from every_kind import UPSTREAMS, attempt_for
 from hydra_proxy.canonical.content import BILLING_HEADER_PREFIX
 from hydra_proxy.canonical.target import MessagesTarget
-from hydra_proxy.config.presets import preset_row
-from hydra_proxy.config.providers import build_provider
-from hydra_proxy.config.routes import Attempt, RouteOptions
 from hydra_proxy.responses.request.reader import messages_request_from_responses
 from hydra_proxy.server.sessions import session_cache_key
 from hydra_proxy.server.upstream_kinds import WRITERS
 from recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
 
 TURNS = 6
-# (preset, upstream model) per upstream kind; several OpenAI-style presets, whose quirks
-# (reasoning replay, token field) shape the body differently.
-UPSTREAMS: dict[str, tuple[str, str]] = {
-    "openai": ("openai", "gpt-4.1"),
-    "openai-reasoning": ("openai-reasoning", "gpt-5"),
-    "deepseek": ("deepseek", "deepseek-chat"),
-    "openrouter": ("openrouter", "qwen/qwen3-coder"),
-    "anthropic": ("anthropic", "claude-sonnet-4-5"),
-    "responses": ("openai-responses", "gpt-5.1-codex"),
-    "gemini": ("gemini-native", "gemini-3-pro-preview"),
-}
 CONVERSATION = {"openai": "messages", "anthropic": "messages", "responses": "input",
                 "gemini": "contents"}  # fmt: skip
-
-
-def attempt_for(upstream: str) -> Attempt:
-    preset, model = UPSTREAMS[upstream]
-    row = preset_row(preset)
-    assert row is not None
-    return Attempt(build_provider(preset, row, {}), model, RouteOptions())
 
 
 def _without_markers(value: Any) -> Any:

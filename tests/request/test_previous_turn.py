@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from every_kind import attempt_for
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.chat.request.writer.messages import WriterRecord
 from hydra_proxy.config.routes import request_traits
@@ -26,7 +27,6 @@ from hydra_proxy.tokens import estimate_input_tokens
 from implementations import NATIVE_MISSING, _native
 from long_sessions import session
 from recorded_sessions import SIGNING_KEY, claude_code_session
-from test_prefix_stability import attempt_for
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
 
@@ -135,7 +135,7 @@ def test_what_is_not_a_plain_split_is_parsed_whole() -> None:
         base[:-1] + b', "x": 1}',
         base.replace(b'"messages":', b'"messages" :\n', 1),
     ):
-        request, turn = turns.parse(SESSION, body)
+        request, _ = turns.parse(SESSION, body)
         assert request == orjson.loads(body)
     assert inner  # the split found the array in the plain body
 
@@ -195,8 +195,10 @@ _scalars = st.one_of(
 )  # fmt: skip
 _values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(alphabet='ab"\\[', max_size=4), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='ab"\\[', max_size=4), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 

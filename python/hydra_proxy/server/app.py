@@ -63,6 +63,8 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
     parsed, exchange.turn = parse_request(
         body, settings.max_json_depth, worker.turns, exchange.session
     )
+    if exchange.turn is not None and exchange.turn.reused:
+        exchange.log["messages_reused"] = exchange.turn.reused
     request = ingress(exchange, require_model(parsed), body)
     param = None if protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)

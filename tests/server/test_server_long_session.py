@@ -1,0 +1,104 @@
+"""A long Claude Code session through a running proxy: with its session header each turn
+reuses what the turn before it parsed and wrote (server/previous_turn.py), and the upstream
+gets, byte for byte, what it gets for the same bodies sent as new sessions; a subagent's
+conversation under the same session id, and a broken turn, are served as fresh ones."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import time
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from hydra_proxy.server.previous_turn import MIN_BYTES
+from implementations import NATIVE_MISSING, _native
+from long_sessions import session
+from raw_upstream import RawUpstream, chat_stream
+from servers import ProxyServer
+
+pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[RawUpstream]:
+    with RawUpstream(reply=lambda head, body: chat_stream(3)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: RawUpstream) -> Iterator[ProxyServer]:
+    env = {"HYDRA_USAGE_LEDGER": "off"}
+    with ProxyServer(upstream.url + "/v1", "--log-level", "info", env=env) as server:
+        yield server
+
+
+def send(proxy: ProxyServer, body: bytes, session_id: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    headers = {"content-type": "application/json", "x-claude-code-session-id": session_id}
+    conn.request("POST", "/v1/messages", body, headers)
+    response = conn.getresponse()
+    data = response.read()
+    conn.close()
+    return response.status, data
+
+
+def logged_reuse(proxy: ProxyServer, expected: int) -> list[int]:
+    """The access log's `messages_reused` counts (a line is written just after its reply)."""
+    deadline = time.monotonic() + 5
+    while True:
+        counts = [int(n) for n in re.findall(r"messages_reused=(\d+)", proxy.log_text())]
+        if len(counts) >= expected or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
+
+
+def upstream_bodies(upstream: RawUpstream, since: int) -> list[bytes]:
+    return [r.split(b"\r\n\r\n", 1)[1] for r in upstream.requests[since:]]
+
+
+def test_a_sessions_turns_reach_the_upstream_as_new_sessions_would(
+    proxy: ProxyServer, upstream: RawUpstream
+) -> None:
+    main = list(session(6))
+    subagent = list(session(3, start=40))
+    ordered = [main[0], main[1], subagent[0], main[2], subagent[1], main[3], subagent[2],
+               main[4], main[5]]  # fmt: skip
+    before = len(upstream.requests)
+    for body in ordered:
+        status, reply = send(proxy, body, "one-session")
+        assert status == 200 and b"event: message_stop" in reply
+    reused = upstream_bodies(upstream, before)
+    counts = logged_reuse(proxy, 7)
+    before = len(upstream.requests)
+    for i, body in enumerate(ordered):
+        status, _ = send(proxy, body, f"fresh-{i}")
+        assert status == 200
+    fresh = upstream_bodies(upstream, before)
+    assert len(reused) == len(fresh) == len(ordered)
+    for i, (a, b) in enumerate(zip(reused, fresh, strict=True)):
+        # The one difference: the session named as the upstream's prompt-cache key.
+        key = b'"prompt_cache_key":"%s"'
+        assert key % b"one-session" in a
+        assert a == b.replace(key % f"fresh-{i}".encode(), key % b"one-session"), f"request {i}"
+    assert orjson.loads(reused[-1])["messages"][-1]["role"] == "tool"
+    # Each turn reused all the messages of its conversation's turn before but the last
+    # (its breakpoint moved on); the subagent's first turn, the four it began with. The
+    # first body is under MIN_BYTES: parsed whole, and not kept.
+    assert len(main[0]) < MIN_BYTES <= len(main[1])
+    assert counts == [4, 7, 5, 9, 7, 11, 13]
+    assert logged_reuse(proxy, 7) == counts  # the new sessions' turns reused nothing
+
+
+def test_a_broken_turn_is_refused_and_the_session_goes_on(proxy: ProxyServer) -> None:
+    bodies = list(session(3, start=80))
+    assert send(proxy, bodies[0], "broken")[0] == 200
+    broken = bodies[1][: len(bodies[1]) - 40] + b"\xff" + bodies[1][len(bodies[1]) - 39 :]
+    status, reply = send(proxy, broken, "broken")
+    assert status == 400
+    error = orjson.loads(reply)["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "not valid UTF-8" in error["message"] or "not valid JSON" in error["message"]
+    assert send(proxy, bodies[2], "broken")[0] == 200
