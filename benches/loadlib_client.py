@@ -115,7 +115,8 @@ async def stream_once(
     delta_mark = DELTA_MARKS[job["protocol"]]
     empty_mark = EMPTY_DELTA[job["protocol"]]
     overlap = len(delta_mark) - 1
-    body: bytes = job["body_bytes"]
+    bodies: list[bytes] = job["bodies"]
+    body = bodies[stats.started % len(bodies)]  # a list: a session's turns, in order
     clock = time.perf_counter
     t0 = clock()
     stats.started += 1
@@ -191,8 +192,14 @@ async def stream_once(
 
 
 def _prepare(job: dict[str, Any]) -> None:
-    raw = job.get("body_path")
-    job["body_bytes"] = Path(raw).read_bytes() if raw else orjson.dumps(job["body"])
+    """The job's request bodies: `body_paths` (sent in turn), `body_path` or `body`."""
+    if job.get("body_paths"):
+        job["bodies"] = [Path(raw).read_bytes() for raw in job["body_paths"]]
+    elif job.get("body_path"):
+        job["bodies"] = [Path(job["body_path"]).read_bytes()]
+    else:
+        job["bodies"] = [orjson.dumps(job["body"])]
+    job["body_bytes"] = job["bodies"][0]
 
 
 def _timeout(job: dict[str, Any]) -> aiohttp.ClientTimeout:

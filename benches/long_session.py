@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import os
 import shutil
 import subprocess
@@ -57,6 +58,7 @@ from loadlib_servers import MODES, Hydra, Mock, request_headers  # noqa: E402
 BASE_REQUEST = REPO / "tests" / "fixtures" / "claude-code" / "request-after-tool-result.json"
 MODE = MODES["anthropic-in"]
 SIZES = (51_000, 605_000, 2_500_000)
+TURNS = 12  # the turns of a session each size's client sends in turn (then from the first)
 # The files a session would read, in a fixed order (the repository's own sources).
 CORPUS_GLOBS = ("python/hydra_proxy/**/*.py", "rust/src/**/*.rs", "docs/*.md")
 
@@ -139,6 +141,22 @@ def grown_request(size: int, files: list[tuple[str, str]]) -> dict[str, Any]:
     return request
 
 
+def next_turns(request: dict[str, Any], files: list[tuple[str, str]], count: int) -> list[bytes]:
+    """The bodies of `count` successive requests of the session from `request` on: each one
+    tool turn longer, its breakpoint moved to the last turn (as Claude Code sends them)."""
+    request = orjson.loads(orjson.dumps(request))
+    messages: list[dict[str, Any]] = request["messages"]
+    bodies = []
+    for index in range(count):
+        if index:
+            messages[-1]["content"][-1].pop("cache_control", None)
+            path, text = files[(index * 7) % len(files)]
+            messages += tool_turns(10_000 + index, path, text[:12_000])
+            messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        bodies.append(orjson.dumps(request))
+    return bodies
+
+
 # -- in-process steps -----------------------------------------------------------------------
 
 
@@ -180,25 +198,29 @@ def bench_context() -> tuple[Any, dict[str, Any]]:
 
 
 def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, Any]:
-    """The Messages ingress on `body` as the server runs it: parsed, checked, read and
-    routed. Returns the exchange and the ClientRequest."""
+    """The Messages ingress on `body` as the server runs it: parsed (reusing the session's
+    previous turns when `scope` names a session), checked, read and routed. Returns the
+    exchange and the ClientRequest."""
     from hydra_proxy.server.exchange import Exchange
     from hydra_proxy.server.ingress import messages
-    from hydra_proxy.server.limits import parse_object, require_model
+    from hydra_proxy.server.limits import parse_request, require_model
 
     async def never(*_: Any) -> Any:
         raise AssertionError("the in-process steps do no I/O")
 
     exchange = Exchange(worker, scope, never, never)
     exchange.account("anthropic")
-    request = messages.read(exchange, require_model(parse_object(body)), body)
+    parsed, exchange.turn = parse_request(body, 128, worker.turns, exchange.session)
+    request = messages.read(exchange, require_model(parsed), body)
     exchange.decision = exchange.decide(request.traits)
     return exchange, request
 
 
-def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
-    """Seconds per step of the request path on `body`, in this process (the server's own
-    functions, on the settings a `serve` with the bench config has)."""
+def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
+    """Seconds per step of the request path on the session's first body, in this process
+    (the server's own functions, on the settings a `serve` with the bench config has), and
+    the whole ingress on its next turns, as its session's (reusing the turn before)."""
+    body = session[0]
     from hydra_proxy import tokens
     from hydra_proxy.json_depth import nested_deeper_than
     from hydra_proxy.server.upstream_kinds import WRITERS
@@ -212,7 +234,7 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
     def plan(decision: Any, link: Any) -> Any:
         return routed.plan(decision, link)
 
-    def whole(raw: bytes) -> None:
+    def whole(raw: bytes, scope: dict[str, Any] = scope) -> None:
         fresh_exchange, fresh = read_request(worker, scope, raw)
         decision = fresh_exchange.decision
         built = fresh.plan(decision, decision.attempts[0])
@@ -245,27 +267,44 @@ def steps(body: bytes, reps: int, budget_s: float) -> dict[str, float]:
         # transducer (with the estimate) after: the whole ingress on a fresh parse.
         "whole ingress (parse .. transducer), warm": fastest_s(lambda: whole(body), reps, budget_s),
     }  # fmt: skip
+    named = {**scope, "headers": [*scope["headers"], (b"x-claude-code-session-id", b"steps")]}
+    turns = itertools.cycle(session)
+    out["whole ingress, the session's next turn"] = fastest_s(
+        lambda: whole(next(turns), named), reps, budget_s
+    )
     return out
 
 
 # -- end to end ------------------------------------------------------------------------------
 
 
+SESSION_HEADER = {"x-claude-code-session-id": "long-session-bench"}
+
+
 def ttfb_jobs(
-    bodies: dict[int, Path], proxy: Hydra, mock: Mock, warmup_s: float, window_s: float
+    bodies: dict[int, list[Path]], proxy: Hydra, mock: Mock, warmup_s: float, window_s: float
 ) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Per size: the session's turns in order, straight at the mock (their Chat twins),
+    through the proxy as requests of no session (each parsed whole), and as the turns of
+    one session (each reusing the turn before)."""
     jobs: list[dict[str, Any]] = []
     meta: list[tuple[int, str]] = []
-    for size, path in bodies.items():
+    for size, paths in bodies.items():
         for target, url, protocol, pids in (
             ("direct", mock.url + MODE.upstream_path, "openai", [mock.pid]),
             ("proxy", proxy.url + MODE.path, "anthropic", [proxy.pid]),
+            ("proxy, session", proxy.url + MODE.path, "anthropic", [proxy.pid]),
         ):
-            body_path = path if target == "proxy" else path.with_suffix(".chat.json")
+            body_paths = (
+                paths if target != "direct" else [p.with_suffix(".chat.json") for p in paths]
+            )
+            headers = request_headers(protocol)
+            if target == "proxy, session":
+                headers = {**headers, **SESSION_HEADER}
             jobs.append({
                 "kind": "throughput", "label": f"{size} {target}", "url": url,
-                "protocol": protocol, "body": None, "body_path": str(body_path),
-                "headers": request_headers(protocol), "concurrency": 1,
+                "protocol": protocol, "body": None, "body_paths": [str(p) for p in body_paths],
+                "headers": headers, "concurrency": 1,
                 "warmup_s": warmup_s, "window_s": window_s, "drain_s": 2.0, "settle_s": 10.0,
                 "max_requests": 1_000_000, "pause_s": 0.2, "request_timeout_s": 60.0,
                 "pids": pids, "upstream_pids": [] if target == "direct" else [mock.pid],
@@ -297,15 +336,17 @@ def chat_twin(body: bytes) -> bytes:
     return upstream
 
 
-def profile(proxy: Hydra, body_path: Path, seconds: float) -> dict[str, Any]:
-    """py-spy on the proxy's worker while a client loops the body; samples summed by step."""
+def profile(proxy: Hydra, body_paths: list[Path], seconds: float) -> dict[str, Any]:
+    """py-spy on the proxy's worker while a client sends a session's turns in a loop (as
+    that session's: each reuses the turn before); samples summed by step."""
     if profilelib.py_spy() is None:
         return {"skipped": "py-spy is not installed (the bench extra)"}
     workers = [p for p in proc.tree(proxy.pid) if p != proxy.pid] or [proxy.pid]
     raw = Path(tempfile.mkdtemp(prefix="long-session-spy-")) / "pyspy.txt"
     job = {"kind": "throughput", "label": "profile", "url": proxy.url + MODE.path,
-           "protocol": "anthropic", "body": None, "body_path": str(body_path),
-           "headers": request_headers("anthropic"), "concurrency": 1, "warmup_s": 0.5,
+           "protocol": "anthropic", "body": None, "body_paths": [str(p) for p in body_paths],
+           "headers": {**request_headers("anthropic"), **SESSION_HEADER}, "concurrency": 1,
+           "warmup_s": 0.5,
            "window_s": seconds + 1.5, "drain_s": 2.0, "settle_s": 0.0, "max_requests": 100_000,
            "pause_s": 0.0, "request_timeout_s": 60.0, "pids": [], "upstream_pids": []}  # fmt: skip
     env = dict(os.environ)
@@ -329,7 +370,16 @@ def profile(proxy: Hydra, body_path: Path, seconds: float) -> dict[str, Any]:
 STEP_FRAMES: profilelib.Steps = (
     ("token estimate", ("estimate_input_tokens", "count_tokens", "text_tokens")),
     ("translate to Chat", ("write_request", "chat_request_from_messages")),
-    ("parse and route (ingress plan)", ("parse_object", "request_traits", "ingress/messages.py")),
+    (
+        "parse and route (ingress plan)",
+        (
+            "parse_object",
+            "parse_request",
+            "previous_turn.py",
+            "request_traits",
+            "ingress/messages.py",
+        ),
+    ),
     ("read the client's body", ("read_json_body", "read_body")),
     ("send upstream, read its reply", ("http1.py", "upstream.py")),
     ("relay the stream", ("relay.py",)),
@@ -343,16 +393,18 @@ OTHER = "other (event loop, granian, ASGI, accounting)"
 def run(sizes: tuple[int, ...], quick: bool, with_profile: bool, out: Path) -> dict[str, Any]:
     files = corpus()
     tmp = Path(tempfile.mkdtemp(prefix="long-session-bodies-"))
-    bodies: dict[int, Path] = {}
+    bodies: dict[int, list[Path]] = {}
     in_process: dict[int, dict[str, float]] = {}
     try:
         for size in sizes:
-            request = grown_request(size, files)
-            path = tmp / f"request-{size}.json"
-            path.write_bytes(orjson.dumps(request))
-            path.with_suffix(".chat.json").write_bytes(chat_twin(path.read_bytes()))
-            bodies[size] = path
-            in_process[size] = steps(path.read_bytes(), 5 if quick else 30, 2.0 if quick else 5.0)
+            session = next_turns(grown_request(size, files), files, TURNS)
+            bodies[size] = []
+            for turn, body in enumerate(session):
+                path = tmp / f"request-{size}-{turn}.json"
+                path.write_bytes(body)
+                path.with_suffix(".chat.json").write_bytes(chat_twin(body))
+                bodies[size].append(path)
+            in_process[size] = steps(session, 5 if quick else 30, 2.0 if quick else 5.0)
         mock = Mock("--mode", "instant", "--chunks", "16")
         mock.start()
         proxy = Hydra(mock.url, "native")
@@ -371,18 +423,26 @@ def run(sizes: tuple[int, ...], quick: bool, with_profile: bool, out: Path) -> d
         rows = []
         for size in sizes:
             cells = {t: r for (s, t), r in zip(meta, results, strict=True) if s == size}
-            direct, proxied = cells["direct"], cells["proxy"]
+            direct, proxied, named = cells["direct"], cells["proxy"], cells["proxy, session"]
+
+            def cpu_ms(cell: dict[str, Any]) -> float | None:
+                done = cell["completed"]
+                return cell["server_cpu_s"] * 1e3 / done if done else None
+
             rows.append({
                 "size_target": size, "request_bytes": proxied.get("request_bytes"),
                 "upstream_bytes": direct.get("request_bytes"),
                 "direct_ttfb_p50_ms": direct["ttfb_s"]["p50"] * 1e3,
                 "proxy_ttfb_p50_ms": proxied["ttfb_s"]["p50"] * 1e3,
                 "added_ttfb_p50_ms": (proxied["ttfb_s"]["p50"] - direct["ttfb_s"]["p50"]) * 1e3,
-                "requests": proxied["completed"], "direct_requests": direct["completed"],
-                "failed": proxied["failed"] + direct["failed"],
-                "incomplete": proxied["incomplete"] + direct["incomplete"],
-                "proxy_cpu_ms_per_request": proxied["server_cpu_s"] * 1e3 / proxied["completed"]
-                if proxied["completed"] else None,
+                "session_ttfb_p50_ms": named["ttfb_s"]["p50"] * 1e3,
+                "session_added_ttfb_p50_ms": (named["ttfb_s"]["p50"] - direct["ttfb_s"]["p50"]) * 1e3,
+                "requests": proxied["completed"], "session_requests": named["completed"],
+                "direct_requests": direct["completed"],
+                "failed": proxied["failed"] + direct["failed"] + named["failed"],
+                "incomplete": proxied["incomplete"] + direct["incomplete"] + named["incomplete"],
+                "proxy_cpu_ms_per_request": cpu_ms(proxied),
+                "session_cpu_ms_per_request": cpu_ms(named),
                 "steps_ms": {k: v * 1e3 for k, v in in_process[size].items()},
             })  # fmt: skip
     finally:
@@ -391,6 +451,12 @@ def run(sizes: tuple[int, ...], quick: bool, with_profile: bool, out: Path) -> d
     mb = (large["request_bytes"] - small["request_bytes"]) / 1e6
     slope = {
         "added_ttfb_ms_per_mb": (large["added_ttfb_p50_ms"] - small["added_ttfb_p50_ms"]) / mb
+        if mb > 0
+        else None,
+        "session_added_ttfb_ms_per_mb": (
+            large["session_added_ttfb_p50_ms"] - small["session_added_ttfb_p50_ms"]
+        )
+        / mb
         if mb > 0
         else None,
         "steps_ms_per_mb": {
@@ -411,26 +477,36 @@ def markdown(data: dict[str, Any]) -> str:
         f"{meta['date']}, `{meta['command']}`, {meta['nproc']} cores, load average "
         f"{' '.join(meta['loadavg_start'])} -> {' '.join(meta['loadavg_end'])}. The recorded "
         "Claude Code request grown with Read/Edit tool turns; Anthropic client, OpenAI Chat "
-        "upstream (mock, instant), c=1, native transducers, one worker.",
+        "upstream (mock, instant), c=1, native transducers, one worker. Each size's client "
+        f"sends the {TURNS} turns of a session in order (each one tool turn longer, the "
+        "breakpoint on the last), then from the first again: as requests of no session "
+        "(each parsed, translated and counted whole), and as the turns of one session "
+        "(`x-claude-code-session-id`: each reuses what the turn before it parsed, wrote and "
+        "counted).",
         "",
-        "| request | upstream body | TTFB direct p50 | through the proxy p50 | added p50 "
-        "| proxy CPU per request | requests |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| request | upstream body | TTFB direct p50 | no session: added p50 | CPU "
+        "| the session's next turn: added p50 | CPU | requests |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f} ms"
+
     for r in rows:
-        cpu = r["proxy_cpu_ms_per_request"]
         lines.append(
             f"| {r['request_bytes'] / 1e3:,.0f} KB | {r['upstream_bytes'] / 1e3:,.0f} KB | "
-            f"{r['direct_ttfb_p50_ms']:.2f} ms | {r['proxy_ttfb_p50_ms']:.2f} ms | "
-            f"**{r['added_ttfb_p50_ms']:+.2f} ms** | "
-            f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {r['requests']} |"
+            f"{r['direct_ttfb_p50_ms']:.2f} ms | **{r['added_ttfb_p50_ms']:+.2f} ms** | "
+            f"{ms(r['proxy_cpu_ms_per_request'])} | **{r['session_added_ttfb_p50_ms']:+.2f} ms** | "
+            f"{ms(r['session_cpu_ms_per_request'])} | {r['requests']} / {r['session_requests']} |"
         )
     per_mb = data["per_mb"]
     slope = per_mb.get("added_ttfb_ms_per_mb")
+    session_slope = per_mb.get("session_added_ttfb_ms_per_mb")
     lines += [
         "",
-        f"Added TTFB per MB (largest minus smallest): **{'-' if slope is None else f'{slope:.2f}'}"
-        " ms/MB**.",
+        "Added TTFB per MB (largest minus smallest): no session "
+        f"**{'-' if slope is None else f'{slope:.2f}'} ms/MB**; the session's next turn "
+        f"**{'-' if session_slope is None else f'{session_slope:.2f}'} ms/MB**.",
         "",
         "Each step of the request path in process, ms, the fastest of up to 30 runs (and per MB):",
         "",
@@ -444,7 +520,7 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append(f"| {step} | {cells} | {per_mb['steps_ms_per_mb'].get(step, 0):.2f} |")
     spied = data.get("profile")
     if spied:
-        lines += ["", "py-spy on the worker serving the largest body in a loop:", ""]
+        lines += ["", "py-spy on the worker serving the largest size's session in a loop:", ""]
         if "skipped" in spied:
             lines.append(f"(skipped: {spied['skipped']})")
         else:

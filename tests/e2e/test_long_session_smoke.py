@@ -61,9 +61,12 @@ def test_the_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     for row in rows:
         assert row["failed"] == 0 and row["incomplete"] == 0, row
         assert row["requests"] > 0 and row["direct_requests"] > 0, row
+        assert row["session_requests"] > 0, row
         assert abs(row["request_bytes"] - row["size_target"]) < row["size_target"] * 0.02
         # The mock read the proxy's own translation on the direct run: a Chat body.
         assert 0 < row["upstream_bytes"] < row["request_bytes"] * 1.1, row
         assert row["steps_ms"]["parse (orjson.loads)"] > 0, row
         assert row["steps_ms"]["token estimate, cold"] > 0, row
     assert data["per_mb"]["added_ttfb_ms_per_mb"] is not None
+    assert data["per_mb"]["session_added_ttfb_ms_per_mb"] is not None
+    assert rows[-1]["steps_ms"]["whole ingress, the session's next turn"] > 0

@@ -220,7 +220,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         for k in (
             "max_body_bytes", "max_event_bytes", "connect_timeout", "first_byte_timeout",
             "idle_timeout", "ping_interval", "retries", "shutdown_grace", "body_timeout",
-            "max_json_depth", "send_stall_timeout",
+            "max_json_depth", "send_stall_timeout", "session_reuse_bytes",
         )
         if k in values
     }  # fmt: skip

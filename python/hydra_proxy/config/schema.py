@@ -96,6 +96,8 @@ SERVER: dict[str, Field] = {
                          "HYDRA_BODY_TIMEOUT"),
     "max_json_depth": Field((int,), "deepest nesting of a request body's JSON",
                           env="HYDRA_MAX_JSON_DEPTH", minimum=1, maximum=MAX_JSON_DEPTH),
+    "session_reuse_bytes": _num("bytes of recent request bodies kept per worker for their "
+                                "sessions' next requests", "HYDRA_SESSION_REUSE_BYTES", int, 0),
     "send_stall_timeout": _num("seconds a paused stream waits for its client to read",
                                "HYDRA_SEND_STALL_TIMEOUT"),
     "max_event_bytes": _num("largest upstream SSE event", "HYDRA_MAX_EVENT_BYTES", int, 1),

@@ -41,6 +41,9 @@ class Settings:
     body_timeout: float = 30.0
     # Deepest nesting of arrays and objects a request body may have (a 400 past it).
     max_json_depth: int = 128
+    # Bytes of recent request bodies each worker keeps, with their parsed messages, so that
+    # a session's next request parses and translates only what is new (0: none kept).
+    session_reuse_bytes: int = 64 * 1024 * 1024
     # A stream whose client takes nothing for this long (the upstream paused meanwhile:
     # server/relay.py) is ended.
     send_stall_timeout: float = 60.0

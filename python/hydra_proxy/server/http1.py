@@ -343,14 +343,15 @@ class _Connection(asyncio.Protocol):
             response._end(exc)
         self.abort()
 
-    def begin(self, request: bytes) -> H1Response:
+    def begin(self, request: Request) -> H1Response:
         assert self.transport is not None
         self.parser = httptools.HttpResponseParser(self)
         self._pieces = []
         self.head_bytes = 0
         self.complete = False
         self.response = H1Response(self)
-        self.transport.write(request)
+        # Head and body as they are: a large body is not copied to be joined to its head.
+        self.transport.writelines((request.head, request.body))
         return self.response
 
     def finished(self, response: H1Response) -> None:
@@ -405,7 +406,13 @@ class Request:
     port: int
     secure: bool
     proxy: str | None
-    wire: bytes
+    head: bytes
+    body: bytes
+
+    @property
+    def wire(self) -> bytes:
+        """The request as one piece of bytes (what goes on the wire, in two writes)."""
+        return self.head + self.body
 
 
 class H1Client:
@@ -441,13 +448,13 @@ class H1Client:
             credentials = _proxy_authorization(proxy)
             if credentials:
                 lines.append(f"proxy-authorization: {credentials}")
-        wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-        return Request(f"{parts.scheme}://{name}:{port}", host, port, secure, proxy, wire)
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        return Request(f"{parts.scheme}://{name}:{port}", host, port, secure, proxy, head, body)
 
     def send_now(self, request: Request) -> H1Response | None:
         """Write `request` on a kept-alive connection before returning, if one is free."""
         conn = self._take(request.origin)
-        return None if conn is None else conn.begin(request.wire)
+        return None if conn is None else conn.begin(request)
 
     async def send(self, request: Request) -> H1Response:
         """Write `request` (on a new connection if none is free) and return its response,
@@ -457,7 +464,7 @@ class H1Client:
             conn = await self._connect(
                 request.origin, request.host, request.port, request.secure, request.proxy
             )
-        return conn.begin(request.wire)
+        return conn.begin(request)
 
     def _proxy_for(self, scheme: str, host: str) -> str | None:
         proxy = self._proxies.get(scheme)

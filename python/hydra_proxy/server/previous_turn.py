@@ -15,9 +15,11 @@ same rule lets the attempts of one fallback chain share it), or the next turn wo
 the change.
 
 Bounded per worker: MAX_SESSIONS sessions of at most TURNS_PER_SESSION bodies each (a
-session's subagents have their own conversations) and MAX_BYTES of bodies in all, the
-least recently used dropped first. A body under MIN_BYTES is parsed as always: there is
-nothing to gain. Without the native core there is no split and every body is parsed whole.
+session's subagents have their own conversations) and `session_reuse_bytes` of bodies in
+all (default MAX_BYTES; 0: none kept), the least recently used dropped first; what is
+parsed of them is about as large again. A body under MIN_BYTES is parsed as always: there
+is little to gain. Without the native core there is no split and every body is parsed
+whole.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ except ImportError:  # pragma: no cover - the pure-Python install
 __all__ = ["MAX_BYTES", "MIN_BYTES", "PreviousTurns", "Turn"]
 
 MIN_BYTES = 64 << 10
-MAX_BYTES = 256 << 20
+MAX_BYTES = 64 << 20
 MAX_SESSIONS = 256
 TURNS_PER_SESSION = 4
 # A request that keeps all but at most this many of a kept turn's messages goes on with
@@ -83,7 +85,12 @@ class PreviousTurns:
         """`body` parsed (a fresh orjson parse's equal), and its Turn when it is kept (None:
         parsed whole and not kept). Raises what orjson raises for a body it refuses; the
         caller parses it again for the error message."""
-        if session is None or _elements is None or len(body) < self.min_bytes:
+        if (
+            session is None
+            or _elements is None
+            or len(body) < self.min_bytes
+            or len(body) > self.max_bytes
+        ):
             return orjson.loads(body), None
         split = _elements(body, b"messages")
         if split is None:

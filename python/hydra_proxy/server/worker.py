@@ -61,7 +61,8 @@ class Worker:
     """The store shared with the other workers and replicas (None: this process serves
     alone)."""
     turns: PreviousTurns = field(default_factory=PreviousTurns)
-    """The sessions' recent requests, so a long session's next one parses only what is new."""
+    """The sessions' recent requests, so a long session's next one parses only what is new
+    (at most `Settings.session_reuse_bytes` of bodies)."""
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:
@@ -91,6 +92,7 @@ class Worker:
             ),
             started=time.time(),
             cluster=cluster,
+            turns=PreviousTurns(max_bytes=settings.session_reuse_bytes),
         )
 
 
