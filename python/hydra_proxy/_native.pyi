@@ -30,7 +30,9 @@ __all__ = [
     "ResponsesViaGeminiStream",
     "ResponsesViaMessagesStream",
     "__version__",
+    "json_member_elements",
     "json_nested_deeper_than",
+    "json_same_leading",
 ]
 
 class _Transducer:
@@ -160,3 +162,7 @@ GEMINI_ERROR_STATUSES: Final[dict[str, tuple[int, str]]]
 GEMINI_FINISH_REASONS: Final[dict[str, str]]
 
 def json_nested_deeper_than(data: bytes, limit: int) -> bool: ...
+def json_member_elements(data: bytes, key: bytes) -> tuple[int, int, list[int], int] | None: ...
+def json_same_leading(
+    before: bytes, before_at: list[int], now: bytes, now_at: list[int]
+) -> int: ...

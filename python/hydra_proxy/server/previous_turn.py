@@ -34,10 +34,12 @@ import orjson
 _elements: Callable[[bytes, bytes], tuple[int, int, list[int], int] | None] | None
 _same_leading: Callable[[bytes, list[int], bytes, list[int]], int] | None
 try:
-    from .._native import json_member_elements as _elements
-    from .._native import json_same_leading as _same_leading
+    from .. import _native
 except ImportError:  # pragma: no cover - the pure-Python install
     _elements = _same_leading = None
+else:
+    _elements = _native.json_member_elements
+    _same_leading = _native.json_same_leading
 
 __all__ = ["MAX_BYTES", "MIN_BYTES", "PreviousTurns", "Turn"]
 

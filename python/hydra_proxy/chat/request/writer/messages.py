@@ -262,10 +262,10 @@ class MessagesWriter(ConversationWriter):
 
     # -- output
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[Any]:
         self._answer_pending({})
         merged: list[_Message] = []
-        copied = None  # the last merged message when it is this call's own copy
+        copied: _Message | None = None  # the last merged message when it is this call's own copy
         for message in self.out:
             last = merged[-1] if merged else None
             if isinstance(message, _User) and isinstance(last, _User):
@@ -286,7 +286,7 @@ class MessagesWriter(ConversationWriter):
         if isinstance(merged[0], _Assistant):
             merged.insert(0, _User([{"type": "text", "text": LEADING_USER_PLACEHOLDER}]))
 
-        out: list[dict[str, Any]] = []
+        out: list[Any] = []  # dicts, or orjson.Fragment when kept
         if self.system_texts:
             system = SYSTEM_SEPARATOR.join(self.system_texts)
             if self.target.cache_control:
