@@ -168,34 +168,24 @@ impl AnthropicDecoder {
             }
         };
         let id = index.unwrap_or(0);
+        // A field the upstream leaves out reads as empty.
+        let tool_id = block.id.as_deref().unwrap_or("");
+        let name = block.name.as_deref().unwrap_or("");
         let (open, kind) = match block.kind.as_deref() {
             Some("text") => (Open::Text, BlockKind::Text),
             Some("thinking") => (Open::Thinking, BlockKind::Thinking),
-            Some("redacted_thinking") => (
-                Open::Redacted,
-                BlockKind::RedactedThinking {
-                    data: block.data.as_deref().unwrap_or(""),
-                },
-            ),
-            Some("tool_use") => (
-                Open::Tool,
-                BlockKind::ToolUse {
-                    id: block.id.as_deref().unwrap_or(""),
-                    name: block.name.as_deref().unwrap_or(""),
-                },
-            ),
-            Some("server_tool_use") if block.name.as_deref() == Some("web_search") => (
-                Open::ServerTool,
-                BlockKind::WebSearch {
-                    id: block.id.as_deref().unwrap_or(""),
-                },
-            ),
-            Some("web_search_tool_result") => (
-                Open::ServerTool,
-                BlockKind::WebSearchResults {
-                    search_id: block.tool_use_id.as_deref().unwrap_or(""),
-                },
-            ),
+            Some("redacted_thinking") => {
+                let data = block.data.as_deref().unwrap_or("");
+                (Open::Redacted, BlockKind::RedactedThinking { data })
+            }
+            Some("tool_use") => (Open::Tool, BlockKind::ToolUse { id: tool_id, name }),
+            Some("server_tool_use") if name == "web_search" => {
+                (Open::ServerTool, BlockKind::WebSearch { id: tool_id })
+            }
+            Some("web_search_tool_result") => {
+                let search_id = block.tool_use_id.as_deref().unwrap_or("");
+                (Open::ServerTool, BlockKind::WebSearchResults { search_id })
+            }
             // Other server tools and their results: run by Anthropic.
             other => (
                 Open::ServerTool,

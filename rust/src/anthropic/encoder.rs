@@ -7,19 +7,18 @@
 //! time; message_delta carries the stop reason and the final usage, then message_stop.
 
 use super::output as out;
-use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
+use crate::stream::Ending;
+use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome, Usage};
 
 pub struct AnthropicEncoder {
     message_id: String,
     model: String,
     estimate: u64,
     started: bool,
-    outcome: Outcome,
+    ending: EndState,
     /// Blocks started so far (the next index), and the open one: (decoder id, index).
     blocks: u64,
     open: Option<(u64, u64)>,
-    stop_reason: Option<String>,
-    usage: Usage,
     /// The open results block: (decoder id, search id, results so far as JSON).
     results: Option<(u64, String, Vec<u8>)>,
 }
@@ -31,11 +30,9 @@ impl AnthropicEncoder {
             model: model.to_owned(),
             estimate: input_tokens,
             started: false,
-            outcome: Outcome::Open,
+            ending: EndState::default(),
             blocks: 0,
             open: None,
-            stop_reason: None,
-            usage: Usage::default(),
             results: None,
         }
     }
@@ -85,20 +82,27 @@ impl AnthropicEncoder {
             self.open = None;
         }
     }
+}
+
+impl Ending for AnthropicEncoder {
+    fn ending_mut(&mut self) -> &mut EndState {
+        &mut self.ending
+    }
 
     fn end(&mut self, out: &mut Vec<u8>) {
         let stop_reason = self
+            .ending
             .stop_reason
             .get_or_insert_with(|| "end_turn".to_owned());
-        let (input, cached, output) = usage(&self.usage, self.estimate);
+        let (input, cached, output) = usage(&self.ending.usage, self.estimate);
         out::message_delta(out, stop_reason, input, cached, output);
         out.extend_from_slice(out::MESSAGE_STOP);
-        self.outcome = Outcome::Complete;
+        self.ending.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
         out::error(out, error_type, message);
-        self.outcome = Outcome::Failed(error_type, message.to_owned());
+        self.ending.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -167,16 +171,13 @@ impl Encoder for AnthropicEncoder {
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => {}
-            Event::Usage(usage) => self.usage.update(&usage),
-            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
-            Event::MessageStop => self.end(out),
-            Event::Error { kind, message } => self.fail(out, kind, message),
             Event::Ping => out.extend_from_slice(out::PING),
+            event => self.message_event(out, event),
         }
     }
 
-    fn outcome(&self) -> &Outcome {
-        &self.outcome
+    fn end_state(&self) -> &EndState {
+        &self.ending
     }
 
     fn has_content(&self) -> bool {
@@ -185,17 +186,13 @@ impl Encoder for AnthropicEncoder {
 
     fn stop_reason(&self) -> Option<&str> {
         if self.complete() {
-            self.stop_reason.as_deref()
+            self.ending.stop_reason.as_deref()
         } else {
             None
         }
     }
 
     fn usage(&self) -> (u64, u64, u64) {
-        usage(&self.usage, self.estimate)
-    }
-
-    fn reasoning_tokens(&self) -> u64 {
-        self.usage.reasoning_tokens.unwrap_or(0)
+        usage(&self.ending.usage, self.estimate)
     }
 }

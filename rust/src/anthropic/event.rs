@@ -7,14 +7,13 @@
 //! times per event.
 
 use std::borrow::Cow;
-use std::fmt;
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess};
 use serde_json::value::RawValue;
 
 use crate::json::read::{
-    mark_skipped, take_skipped, Fields, Key, LenientCount, LenientStr, NotNull, Obj, OptIndex,
-    OptStr, Skipped,
+    mark_skipped, skip_value, take_skipped, Fields, Fill, LenientCount, LenientObjects, LenientStr,
+    NotNull, Obj, OptIndex, OptStr,
 };
 use crate::stream::Usage;
 
@@ -70,70 +69,15 @@ pub struct SearchResult<'a> {
 }
 
 impl<'de> Fields<'de> for SearchResult<'de> {
-    const LENIENT: bool = true;
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
             "type" => &mut self.kind,
             "url" => &mut self.url,
             "title" => &mut self.title,
-            _ => {
-                map.next_value::<Skipped>()?;
-                return Ok(());
-            }
+            _ => return skip_value(map),
         };
         *slot = map.next_value::<LenientStr>()?.0;
         Ok(())
-    }
-}
-
-/// A block's `content`: the objects of an array (anything else is none, and elements that
-/// are not objects are left out), read leniently: a block's content is information only.
-struct Contents<'a>(Vec<SearchResult<'a>>);
-
-impl<'de> Deserialize<'de> for Contents<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Contents<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::new();
-                while let Some(Obj(item)) = seq.next_element::<Obj<SearchResult<'de>>>()? {
-                    items.extend(item);
-                }
-                Ok(Contents(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                mark_skipped();
-                de::IgnoredAny.visit_map(map)?;
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                mark_skipped(); // a float orjson may refuse: the scanner judges the text
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Contents(Vec::new()))
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -159,9 +103,7 @@ impl<'de> Fields<'de> for Event<'de> {
             "usage" => self.top_usage = map.next_value::<Obj<Usage>>()?.0,
             "message" => map.next_value_seed(Fill(&mut self.message))?,
             "error" => self.has_error = map.next_value::<NotNull>()?.0,
-            _ => {
-                map.next_value::<Skipped>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -171,7 +113,7 @@ impl<'de> Fields<'de> for BlockStart<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         let slot = match key {
             "content" => {
-                self.content = map.next_value::<Contents>()?.0;
+                self.content = map.next_value::<LenientObjects<SearchResult>>()?.0;
                 return Ok(());
             }
             "type" => &mut self.kind,
@@ -181,10 +123,7 @@ impl<'de> Fields<'de> for BlockStart<'de> {
             "text" => &mut self.text,
             "thinking" => &mut self.thinking,
             "data" => &mut self.data,
-            _ => {
-                map.next_value::<Skipped>()?;
-                return Ok(());
-            }
+            _ => return skip_value(map),
         };
         *slot = map.next_value::<OptStr>()?.0;
         Ok(())
@@ -205,10 +144,7 @@ impl<'de> Fields<'de> for Delta<'de> {
             "signature" => &mut self.signature,
             "partial_json" => &mut self.partial_json,
             "stop_reason" => &mut self.stop_reason,
-            _ => {
-                map.next_value::<Skipped>()?;
-                return Ok(());
-            }
+            _ => return skip_value(map),
         };
         *slot = map.next_value::<OptStr>()?.0;
         Ok(())
@@ -225,10 +161,7 @@ impl<'de> Fields<'de> for Usage {
             "output_tokens" => &mut self.output_tokens,
             "cache_read_input_tokens" => &mut self.cache_read_input_tokens,
             "cache_creation_input_tokens" => &mut self.cache_creation_input_tokens,
-            _ => {
-                map.next_value::<Skipped>()?;
-                return Ok(());
-            }
+            _ => return skip_value(map),
         };
         *slot = map.next_value::<LenientCount>()?.0;
         Ok(())
@@ -249,64 +182,9 @@ impl<'de> Fields<'de> for Message<'de> {
             "usage" => self.usage = map.next_value::<Obj<Usage>>()?.0,
             "id" => self.id = map.next_value::<LenientStr>()?.0,
             "model" => self.model = map.next_value::<LenientStr>()?.0,
-            _ => {
-                map.next_value::<Skipped>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
-    }
-}
-
-/// An object of `T` read into `slot` (what `Obj<T>` returns, without moving it): null is
-/// None, another type an error; a repeated key starts the object afresh.
-struct Fill<'s, T>(&'s mut Option<T>);
-
-impl<'de, T: Fields<'de>> DeserializeSeed<'de> for Fill<'_, T> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<T> Fill<'_, T> {
-    fn other<E: de::Error>(self, unexpected: de::Unexpected) -> Result<(), E> {
-        Err(E::invalid_type(unexpected, &"an object or null"))
-    }
-}
-
-impl<'de, T: Fields<'de>> Visitor<'de> for Fill<'_, T> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object or null")
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        *self.0 = None;
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let value = self.0.insert(T::default());
-        while let Some(Key(key)) = map.next_key::<Key>()? {
-            value.field(&key, &mut map)?;
-        }
-        Ok(())
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        self.other(de::Unexpected::Bool(v))
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        self.other(de::Unexpected::Unsigned(v))
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        self.other(de::Unexpected::Signed(v))
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
-        self.other(de::Unexpected::Float(v))
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        self.other(de::Unexpected::Str(v))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<(), A::Error> {
-        self.other(de::Unexpected::Seq)
     }
 }
 
@@ -321,7 +199,7 @@ pub enum ReadError {
 /// Parse one event into `slot`, judged by orjson's rules (the Python twin's parser) in one
 /// pass: serde_json checks what it reads as orjson does (strings and their escapes,
 /// numbers, literals, what follows the value), so the text is scanned again by the
-/// validating scanner only when part of it was skipped unread ([`Skipped`]: serde_json
+/// validating scanner only when part of it was skipped unread ([`Skipped`](crate::json::read::Skipped): serde_json
 /// skips lone surrogate escapes, overflowing numbers and any depth) or the read failed
 /// (a syntax error anywhere wins over a shape error before it, as with orjson.loads).
 #[inline]

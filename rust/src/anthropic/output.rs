@@ -1,14 +1,19 @@
 //! Anthropic Messages SSE events, as bytes (twin of python/hydra_proxy/anthropic/output.py).
 
+use crate::json::write::{str_member, u64_member};
 use crate::json::write::{write_str, write_u64};
 
 pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tokens: u64) {
-    out.extend_from_slice(
+    str_member(
+        out,
         b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":",
+        message_id,
     );
-    write_str(out, message_id);
-    out.extend_from_slice(b",\"type\":\"message\",\"role\":\"assistant\",\"model\":");
-    write_str(out, model);
+    str_member(
+        out,
+        b",\"type\":\"message\",\"role\":\"assistant\",\"model\":",
+        model,
+    );
     out.extend_from_slice(
         b",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":",
     );
@@ -18,12 +23,10 @@ pub fn message_start(out: &mut Vec<u8>, message_id: &str, model: &str, input_tok
 
 /// A usage object (the proxy never writes to the cache).
 fn usage(out: &mut Vec<u8>, input: u64, cache_read: u64, output: u64) {
-    out.extend_from_slice(b"{\"input_tokens\":");
-    write_u64(out, input);
-    out.extend_from_slice(b",\"cache_creation_input_tokens\":0,\"cache_read_input_tokens\":");
-    write_u64(out, cache_read);
-    out.extend_from_slice(b",\"output_tokens\":");
-    write_u64(out, output);
+    u64_member(out, b"{\"input_tokens\":", input);
+    out.extend_from_slice(b",\"cache_creation_input_tokens\":0");
+    u64_member(out, b",\"cache_read_input_tokens\":", cache_read);
+    u64_member(out, b",\"output_tokens\":", output);
     out.push(b'}');
 }
 
@@ -54,20 +57,20 @@ pub fn redacted_thinking_start(out: &mut Vec<u8>, index: u64, data: &str) {
 }
 
 pub fn tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
-    block_start_prefix(out, index);
-    out.extend_from_slice(b",\"content_block\":{\"type\":\"tool_use\",\"id\":");
-    write_str(out, id);
-    out.extend_from_slice(b",\"name\":");
-    write_str(out, name);
-    out.extend_from_slice(b",\"input\":{}}}\n\n");
+    call_start(out, index, "tool_use", id, name);
 }
 
 pub fn server_tool_use_start(out: &mut Vec<u8>, index: u64, id: &str, name: &str) {
+    call_start(out, index, "server_tool_use", id, name);
+}
+
+/// The start of a block of type `block_type` that calls a tool: tool_use, server_tool_use.
+fn call_start(out: &mut Vec<u8>, index: u64, block_type: &str, id: &str, name: &str) {
     block_start_prefix(out, index);
-    out.extend_from_slice(b",\"content_block\":{\"type\":\"server_tool_use\",\"id\":");
-    write_str(out, id);
-    out.extend_from_slice(b",\"name\":");
-    write_str(out, name);
+    out.extend_from_slice(b",\"content_block\":{\"type\":\"");
+    out.extend_from_slice(block_type.as_bytes());
+    str_member(out, b"\",\"id\":", id);
+    str_member(out, b",\"name\":", name);
     out.extend_from_slice(b",\"input\":{}}}\n\n");
 }
 
@@ -77,20 +80,19 @@ pub fn web_search_result(out: &mut Vec<u8>, url: &str, title: &str) {
     if !out.is_empty() {
         out.push(b',');
     }
-    out.extend_from_slice(b"{\"type\":\"web_search_result\",\"title\":");
-    write_str(out, title);
-    out.extend_from_slice(b",\"url\":");
-    write_str(out, url);
+    str_member(out, b"{\"type\":\"web_search_result\",\"title\":", title);
+    str_member(out, b",\"url\":", url);
     out.extend_from_slice(b",\"encrypted_content\":\"\",\"page_age\":null}");
 }
 
 /// The whole results block, its start and its stop (`results`: the joined results).
 pub fn web_search_tool_result(out: &mut Vec<u8>, index: u64, tool_use_id: &str, results: &[u8]) {
     block_start_prefix(out, index);
-    out.extend_from_slice(
+    str_member(
+        out,
         b",\"content_block\":{\"type\":\"web_search_tool_result\",\"tool_use_id\":",
+        tool_use_id,
     );
-    write_str(out, tool_use_id);
     out.extend_from_slice(b",\"content\":[");
     out.extend_from_slice(results);
     out.extend_from_slice(b"]}}\n\n");
@@ -174,7 +176,6 @@ pub const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
 pub fn error(out: &mut Vec<u8>, error_type: &str, message: &str) {
     out.extend_from_slice(b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"");
     out.extend_from_slice(error_type.as_bytes());
-    out.extend_from_slice(b"\",\"message\":");
-    write_str(out, message);
+    str_member(out, b"\",\"message\":", message);
     out.extend_from_slice(b"}}\n\n");
 }

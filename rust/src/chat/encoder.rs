@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use super::mapping;
 use super::output::{self as out, ChunkWriter};
 use crate::continuation::{self, Block};
-use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
+use crate::stream::Ending;
+use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
 
 enum Kind {
     /// Where its text starts in `content` (code points), its URL citations (url, title).
@@ -40,15 +41,13 @@ pub struct ChatEncoder {
     include_usage: bool,
     continuation_key: Option<Vec<u8>>,
     started: bool,
-    outcome: Outcome,
+    ending: EndState,
     /// Open blocks by decoder id.
     blocks: BTreeMap<u64, Kind>,
     tools: u64,
     /// Finished thinking / redacted blocks, for the continuation suffix.
     thinking: Vec<Block>,
-    stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
-    usage: Usage,
     /// Code points of content sent.
     length: u64,
 }
@@ -98,26 +97,13 @@ impl ChatEncoder {
                 .filter(|k| !k.is_empty())
                 .map(<[u8]>::to_vec),
             started: false,
-            outcome: Outcome::Open,
+            ending: EndState::default(),
             blocks: BTreeMap::new(),
             tools: 0,
             thinking: Vec::new(),
-            stop_reason: None,
             finish_reason: None,
-            usage: Usage::default(),
             length: 0,
         }
-    }
-
-    /// (prompt_tokens, cached_tokens, completion_tokens): OpenAI's prompt counts the cached
-    /// and cache-written tokens that Anthropic's input leaves out.
-    fn counts(&self) -> (u128, u64, u64) {
-        let usage = &self.usage;
-        let cached = usage.cache_read_input_tokens.unwrap_or(0);
-        let prompt = u128::from(usage.input_tokens.unwrap_or(0))
-            + u128::from(cached)
-            + u128::from(usage.cache_creation_input_tokens.unwrap_or(0));
-        (prompt, cached, usage.output_tokens.unwrap_or(0))
     }
 
     fn start(&mut self, out: &mut Vec<u8>) {
@@ -176,6 +162,12 @@ impl ChatEncoder {
             _ => {}
         }
     }
+}
+
+impl Ending for ChatEncoder {
+    fn ending_mut(&mut self) -> &mut EndState {
+        &mut self.ending
+    }
 
     fn end(&mut self, out: &mut Vec<u8>) {
         self.start(out);
@@ -185,20 +177,20 @@ impl ChatEncoder {
                 self.writer.reasoning(out, &suffix);
             }
         }
-        let reason = mapping::finish_reason(self.stop_reason.as_deref());
+        let reason = mapping::finish_reason(self.ending.stop_reason.as_deref());
         self.finish_reason = Some(reason);
         self.writer.finish(out, reason);
         if self.include_usage {
-            let (prompt, cached, completion) = self.counts();
+            let (prompt, cached, completion) = self.usage();
             self.writer.usage(out, prompt, completion, cached);
         }
         out.extend_from_slice(out::DONE);
-        self.outcome = Outcome::Complete;
+        self.ending.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
         out::error(out, error_type, message);
-        self.outcome = Outcome::Failed(error_type, message.to_owned());
+        self.ending.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -251,16 +243,13 @@ impl Encoder for ChatEncoder {
             Event::BlockStart { block, kind } => self.block_start(out, block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
             Event::MessageStart { .. } => self.start(out),
-            Event::Usage(usage) => self.usage.update(&usage),
-            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
-            Event::MessageStop => self.end(out),
-            Event::Error { kind, message } => self.fail(out, kind, message),
             Event::Ping => out.extend_from_slice(out::PING),
+            event => self.message_event(out, event),
         }
     }
 
-    fn outcome(&self) -> &Outcome {
-        &self.outcome
+    fn end_state(&self) -> &EndState {
+        &self.ending
     }
 
     /// A role chunk (and so a response) has been emitted.
@@ -274,10 +263,6 @@ impl Encoder for ChatEncoder {
     }
 
     fn usage(&self) -> (u128, u64, u64) {
-        self.counts()
-    }
-
-    fn reasoning_tokens(&self) -> u64 {
-        self.usage.reasoning_tokens.unwrap_or(0)
+        self.ending.usage.prompt_counts(0)
     }
 }

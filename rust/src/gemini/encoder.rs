@@ -14,7 +14,8 @@ use super::output::{self as out, ChunkWriter};
 use crate::continuation::Block;
 use crate::json::{parse, trim_json_ws};
 use crate::responses::shared::encode_carrier;
-use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
+use crate::stream::Ending;
+use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
 
 /// The key under which arguments that are no JSON object are kept
 /// (canonical.arguments.RAW_ARGUMENTS_KEY).
@@ -62,15 +63,13 @@ pub struct GeminiEncoder {
     writer: ChunkWriter,
     include_thoughts: bool,
     signing_key: Option<Vec<u8>>,
-    outcome: Outcome,
+    ending: EndState,
     /// Open blocks by decoder id.
     blocks: BTreeMap<u64, Kind>,
     /// Thinking to carry on the next part.
     replay: Vec<Block>,
     sent: bool,
-    stop_reason: Option<String>,
     finish_reason: Option<&'static str>,
-    usage: Usage,
 }
 
 impl GeminiEncoder {
@@ -84,24 +83,12 @@ impl GeminiEncoder {
             writer: ChunkWriter::new(response_id, model),
             include_thoughts,
             signing_key: signing_key.filter(|k| !k.is_empty()).map(<[u8]>::to_vec),
-            outcome: Outcome::Open,
+            ending: EndState::default(),
             blocks: BTreeMap::new(),
             replay: Vec::new(),
             sent: false,
-            stop_reason: None,
             finish_reason: None,
-            usage: Usage::default(),
         }
-    }
-
-    /// (promptTokenCount, cachedContentTokenCount, output tokens).
-    fn counts(&self) -> (u128, u64, u64) {
-        let usage = &self.usage;
-        let cached = usage.cache_read_input_tokens.unwrap_or(0);
-        let prompt = u128::from(usage.input_tokens.unwrap_or(0))
-            + u128::from(cached)
-            + u128::from(usage.cache_creation_input_tokens.unwrap_or(0));
-        (prompt, cached, usage.output_tokens.unwrap_or(0))
     }
 
     /// The carrier of the thinking waiting for a part (None: there is none).
@@ -158,12 +145,18 @@ impl GeminiEncoder {
             _ => {}
         }
     }
+}
+
+impl Ending for GeminiEncoder {
+    fn ending_mut(&mut self) -> &mut EndState {
+        &mut self.ending
+    }
 
     fn end(&mut self, out: &mut Vec<u8>) {
-        let reason = out::finish_reason(self.stop_reason.as_deref());
+        let reason = out::finish_reason(self.ending.stop_reason.as_deref());
         self.finish_reason = Some(reason);
-        let (prompt, cached, output) = self.counts();
-        let thoughts = self.usage.reasoning_tokens.unwrap_or(0).min(output);
+        let (prompt, cached, output) = self.usage();
+        let thoughts = self.ending.usage.reasoning_tokens.unwrap_or(0).min(output);
         let signature = self.signature();
         self.writer.last(
             out,
@@ -172,7 +165,12 @@ impl GeminiEncoder {
             (prompt, cached, output - thoughts, thoughts),
         );
         self.sent = true;
-        self.outcome = Outcome::Complete;
+        self.ending.outcome = Outcome::Complete;
+    }
+
+    fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
+        out::error_chunk(out, error_type, message);
+        self.ending.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -220,23 +218,17 @@ impl Encoder for GeminiEncoder {
             }
             Event::BlockStart { block, kind } => self.block_start(block, kind),
             Event::BlockStop { block } => self.block_stop(out, block),
-            Event::Usage(usage) => self.usage.update(&usage),
-            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
-            Event::MessageStop => self.end(out),
-            Event::Error { kind, message } => {
-                out::error_chunk(out, kind, message);
-                self.outcome = Outcome::Failed(kind, message.to_owned());
-            }
             // Message start, citations, pings: no Gemini form.
             Event::MessageStart { .. }
             | Event::CitationDelta { .. }
             | Event::SearchResult { .. }
             | Event::Ping => {}
+            event => self.message_event(out, event),
         }
     }
 
-    fn outcome(&self) -> &Outcome {
-        &self.outcome
+    fn end_state(&self) -> &EndState {
+        &self.ending
     }
 
     /// A chunk (and so a response) has been emitted.
@@ -250,10 +242,6 @@ impl Encoder for GeminiEncoder {
     }
 
     fn usage(&self) -> (u128, u64, u64) {
-        self.counts()
-    }
-
-    fn reasoning_tokens(&self) -> u64 {
-        self.usage.reasoning_tokens.unwrap_or(0)
+        self.ending.usage.prompt_counts(0)
     }
 }

@@ -59,6 +59,46 @@ pub fn write_u128(out: &mut Vec<u8>, n: u128) {
     out.extend_from_slice(buf.format(n).as_bytes());
 }
 
+// -- members written straight into an event's bytes ----------------------------------------
+// A member's `head` is the static JSON text before its value: the comma or brace that opens
+// it and its quoted key, e.g. `,"title":`.
+
+/// `head`, then `value` as a JSON string.
+#[inline]
+pub fn str_member(out: &mut Vec<u8>, head: &[u8], value: &str) {
+    out.extend_from_slice(head);
+    write_str(out, value);
+}
+
+/// `head`, then `value`.
+#[inline]
+pub fn u64_member(out: &mut Vec<u8>, head: &[u8], value: u64) {
+    out.extend_from_slice(head);
+    write_u64(out, value);
+}
+
+/// `head`, then `value` (a sum of counts, which may pass u64).
+#[inline]
+pub fn u128_member(out: &mut Vec<u8>, head: &[u8], value: u128) {
+    out.extend_from_slice(head);
+    write_u128(out, value);
+}
+
+/// The members of a JSON array: each item as `write` writes it, with commas between.
+#[inline]
+pub fn items<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut Vec<u8>, T),
+) {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

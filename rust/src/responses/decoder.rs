@@ -361,15 +361,7 @@ impl ResponsesDecoder {
         let action = get_dict(item, "action");
         let query = get_str(action, "query").filter(|q| !q.is_empty());
         if let (Some("search"), Some(query)) = (get_str(action, "type"), query) {
-            let mut input = Vec::new();
-            input.extend_from_slice(b"{\"query\":");
-            write_str(&mut input, query);
-            input.push(b'}');
-            let partial_json = std::str::from_utf8(&input).expect("JSON text");
-            emit.emit(Event::ToolArgumentsDelta {
-                block,
-                partial_json,
-            });
+            whole_input(block, "query", query, emit);
         }
         self.close(emit);
         let urls: Vec<&str> = get_list(action, "sources")
@@ -463,15 +455,7 @@ impl ResponsesDecoder {
                             partial_json: "\"}",
                         });
                     } else {
-                        let mut whole = Vec::new();
-                        whole.extend_from_slice(b"{\"input\":");
-                        write_str(&mut whole, get_str(item, "input").unwrap_or(""));
-                        whole.push(b'}');
-                        let partial_json = std::str::from_utf8(&whole).expect("JSON text");
-                        emit.emit(Event::ToolArgumentsDelta {
-                            block,
-                            partial_json,
-                        });
+                        whole_input(block, "input", get_str(item, "input").unwrap_or(""), emit);
                     }
                     self.close(emit);
                 }
@@ -589,4 +573,19 @@ impl ResponsesDecoder {
             self.ended = true;
         }
     }
+}
+
+/// A tool input of one string field, sent whole as one arguments delta: `{"<key>":<value>}`.
+fn whole_input<S: Sink>(block: u64, key: &str, value: &str, emit: &mut S) {
+    let mut input = Vec::with_capacity(key.len() + value.len() + 8);
+    input.extend_from_slice(b"{\"");
+    input.extend_from_slice(key.as_bytes());
+    input.extend_from_slice(b"\":");
+    write_str(&mut input, value);
+    input.push(b'}');
+    let partial_json = std::str::from_utf8(&input).expect("JSON text");
+    emit.emit(Event::ToolArgumentsDelta {
+        block,
+        partial_json,
+    });
 }

@@ -15,7 +15,8 @@ use super::output::{self as out, ResponseTail};
 use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
 use crate::continuation::Block;
 use crate::json::trim_json_ws;
-use crate::stream::{BlockKind, Encoder, Event, Outcome, Usage};
+use crate::stream::Ending;
+use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
 
 /// What a tool name sent upstream stands for in the client's request
 /// (responses.tools.ToolOrigin).
@@ -86,10 +87,8 @@ pub struct ResponsesEncoder {
     names: HashMap<String, ToolOrigin>,
     seq: u64,
     started: bool,
-    outcome: Outcome,
-    stop_reason: Option<String>,
+    ending: EndState,
     status: Option<&'static str>,
-    usage: Usage,
     /// Finished items as output_item.done sent them, joined with commas, and their count.
     items: Vec<u8>,
     count: u64,
@@ -170,10 +169,8 @@ impl ResponsesEncoder {
             names: options.tool_names,
             seq: 0,
             started: false,
-            outcome: Outcome::Open,
-            stop_reason: None,
+            ending: EndState::default(),
             status: None,
-            usage: Usage::default(),
             items: Vec::new(),
             count: 0,
             item: None,
@@ -629,16 +626,25 @@ impl ResponsesEncoder {
     }
 
     fn usage_parts(&self) -> (u128, u64, u64, u64) {
-        let usage = &self.usage;
-        let fresh = usage.input_tokens.unwrap_or(self.estimate);
-        let cached = usage.cache_read_input_tokens.unwrap_or(0);
+        let usage = &self.ending.usage;
+        let (input, cached, output) = usage.prompt_counts(self.estimate);
         let written = usage.cache_creation_input_tokens.unwrap_or(0);
-        let input = u128::from(fresh) + u128::from(cached) + u128::from(written);
-        (input, cached, written, usage.output_tokens.unwrap_or(0))
+        (input, cached, written, output)
+    }
+
+    fn is_thinking(&self) -> bool {
+        matches!(&self.item, Some(Item::Reasoning { blocks, .. })
+            if matches!(blocks.last(), Some(Block::Thinking { .. })))
+    }
+}
+
+impl Ending for ResponsesEncoder {
+    fn ending_mut(&mut self) -> &mut EndState {
+        &mut self.ending
     }
 
     fn end(&mut self, out: &mut Vec<u8>) {
-        let incomplete = incomplete_reason(self.stop_reason.as_deref());
+        let incomplete = incomplete_reason(self.ending.stop_reason.as_deref());
         self.close(out, incomplete.is_some());
         let tail = ResponseTail {
             error: None,
@@ -653,7 +659,7 @@ impl ResponsesEncoder {
         let seq = self.next();
         out::response_event(out, kind, seq, &response);
         self.status = Some(incomplete.unwrap_or("completed"));
-        self.outcome = Outcome::Complete;
+        self.ending.outcome = Outcome::Complete;
     }
 
     fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str) {
@@ -665,12 +671,7 @@ impl ResponsesEncoder {
         let response = self.response("failed", &tail);
         let seq = self.next();
         out::response_event(out, "response.failed", seq, &response);
-        self.outcome = Outcome::Failed(error_type, message.to_owned());
-    }
-
-    fn is_thinking(&self) -> bool {
-        matches!(&self.item, Some(Item::Reasoning { blocks, .. })
-            if matches!(blocks.last(), Some(Block::Thinking { .. })))
+        self.ending.outcome = Outcome::Failed(error_type, message.to_owned());
     }
 }
 
@@ -777,16 +778,13 @@ impl Encoder for ResponsesEncoder {
                     self.block_stop(out);
                 }
             }
-            Event::Usage(usage) => self.usage.update(&usage),
-            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
-            Event::MessageStop => self.end(out),
-            Event::Error { kind, message } => self.fail(out, kind, message),
             Event::Ping => out.extend_from_slice(out::PING),
+            event => self.message_event(out, event),
         }
     }
 
-    fn outcome(&self) -> &Outcome {
-        &self.outcome
+    fn end_state(&self) -> &EndState {
+        &self.ending
     }
 
     fn has_content(&self) -> bool {
@@ -800,9 +798,5 @@ impl Encoder for ResponsesEncoder {
     fn usage(&self) -> (u128, u64, u64) {
         let (input, cached, _, output) = self.usage_parts();
         (input, cached, output)
-    }
-
-    fn reasoning_tokens(&self) -> u64 {
-        self.usage.reasoning_tokens.unwrap_or(0)
     }
 }

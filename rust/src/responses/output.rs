@@ -4,7 +4,8 @@
 //! `sequence_number` first. Items are written once, as JSON text, and the same text is
 //! repeated in the `output` of the closing `response` object.
 
-use crate::json::write::{write_str, write_u128, write_u64};
+use crate::json::write::{items, str_member, u128_member, u64_member};
+use crate::json::write::{write_str, write_u64};
 
 pub const PING: &[u8] = b": ping\n\n";
 
@@ -41,10 +42,8 @@ pub fn response_object(
     echo: &[u8],
     tail: &ResponseTail<'_>,
 ) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, response_id);
-    out.extend_from_slice(b",\"object\":\"response\",\"created_at\":");
-    write_u64(out, created_at);
+    str_member(out, b"{\"id\":", response_id);
+    u64_member(out, b",\"object\":\"response\",\"created_at\":", created_at);
     out.extend_from_slice(b",\"status\":\"");
     out.extend_from_slice(status.as_bytes());
     out.extend_from_slice(b"\",\"background\":false,\"error\":");
@@ -61,8 +60,7 @@ pub fn response_object(
         }
         None => out.extend_from_slice(b"null"),
     }
-    out.extend_from_slice(b",\"model\":");
-    write_str(out, model);
+    str_member(out, b",\"model\":", model);
     out.extend_from_slice(b",\"output\":[");
     out.extend_from_slice(output);
     out.push(b']');
@@ -93,38 +91,36 @@ pub fn item_event(
     item: &[u8],
 ) {
     event_start(out, kind, sequence_number);
-    out.extend_from_slice(b"\"output_index\":");
-    write_u64(out, output_index);
+    u64_member(out, b"\"output_index\":", output_index);
     out.extend_from_slice(b",\"item\":");
     out.extend_from_slice(item);
     out.extend_from_slice(EVENT_END);
 }
 
 fn in_item(out: &mut Vec<u8>, item_id: &str, output_index: u64) {
-    out.extend_from_slice(b"\"item_id\":");
-    write_str(out, item_id);
-    out.extend_from_slice(b",\"output_index\":");
-    write_u64(out, output_index);
+    str_member(out, b"\"item_id\":", item_id);
+    u64_member(out, b",\"output_index\":", output_index);
 }
 
 /// An `output_text` part; `annotations` is their JSON texts joined with commas.
 pub fn text_part(out: &mut Vec<u8>, text: &str, annotations: &[u8]) {
     out.extend_from_slice(b"{\"type\":\"output_text\",\"annotations\":[");
     out.extend_from_slice(annotations);
-    out.extend_from_slice(b"],\"logprobs\":[],\"text\":");
-    write_str(out, text);
+    str_member(out, b"],\"logprobs\":[],\"text\":", text);
+    out.push(b'}');
+}
+
+/// A `summary_text` part of a reasoning item's summary.
+fn summary_text_part(out: &mut Vec<u8>, text: &str) {
+    str_member(out, b"{\"type\":\"summary_text\",\"text\":", text);
     out.push(b'}');
 }
 
 pub fn url_citation(out: &mut Vec<u8>, start: u64, end: u64, title: &str, url: &str) {
-    out.extend_from_slice(b"{\"type\":\"url_citation\",\"end_index\":");
-    write_u64(out, end);
-    out.extend_from_slice(b",\"start_index\":");
-    write_u64(out, start);
-    out.extend_from_slice(b",\"title\":");
-    write_str(out, title);
-    out.extend_from_slice(b",\"url\":");
-    write_str(out, url);
+    u64_member(out, b"{\"type\":\"url_citation\",\"end_index\":", end);
+    u64_member(out, b",\"start_index\":", start);
+    str_member(out, b",\"title\":", title);
+    str_member(out, b",\"url\":", url);
     out.push(b'}');
 }
 
@@ -142,101 +138,78 @@ pub fn annotation_added(
         sequence_number,
     );
     in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"content_index\":0,\"annotation_index\":");
-    write_u64(out, index);
+    u64_member(out, b",\"content_index\":0,\"annotation_index\":", index);
     out.extend_from_slice(b",\"annotation\":");
     out.extend_from_slice(annotation);
     out.extend_from_slice(EVENT_END);
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn content_part(
-    out: &mut Vec<u8>,
-    kind: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    text: &str,
-    annotations: &[u8],
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"content_index\":0,\"part\":");
-    text_part(out, text, annotations);
-    out.extend_from_slice(EVENT_END);
+/// Defines the events about one item's content, summary, call input or search progress.
+/// In a definition `..` stands for the parameters all of them share, `sequence_number: u64,
+/// item_id: &str, output_index: u64`; each event writes its start, the item, the members
+/// its body writes, and its end.
+macro_rules! item_events {
+    ($(
+        $(#[$doc:meta])*
+        $vis:vis fn $name:ident(
+            $out:ident: &mut Vec<u8>,
+            $kind:ident: &str,
+            $($before:ident: $before_ty:ty,)*
+            ..
+            $(, $after:ident: $after_ty:ty)*
+        ) $members:block
+    )*) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        $vis fn $name(
+            $out: &mut Vec<u8>,
+            $kind: &str,
+            $($before: $before_ty,)*
+            sequence_number: u64,
+            item_id: &str,
+            output_index: u64,
+            $($after: $after_ty,)*
+        ) {
+            event_start($out, $kind, sequence_number);
+            in_item($out, item_id, output_index);
+            $members
+            $out.extend_from_slice(EVENT_END);
+        }
+    )*};
 }
 
-/// An `output_text` delta (`field` `delta`) or done (`text`) event.
-pub fn output_text(
-    out: &mut Vec<u8>,
-    kind: &str,
-    field: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    text: &str,
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"content_index\":0");
-    string_field(out, field, text);
-    out.extend_from_slice(b",\"logprobs\":[]");
-    out.extend_from_slice(EVENT_END);
-}
+item_events! {
+    pub fn content_part(out: &mut Vec<u8>, kind: &str, .., text: &str, annotations: &[u8]) {
+        out.extend_from_slice(b",\"content_index\":0,\"part\":");
+        text_part(out, text, annotations);
+    }
 
-pub fn summary_part(
-    out: &mut Vec<u8>,
-    kind: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    index: u64,
-    text: &str,
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"summary_index\":");
-    write_u64(out, index);
-    out.extend_from_slice(b",\"part\":{\"type\":\"summary_text\",\"text\":");
-    write_str(out, text);
-    out.push(b'}');
-    out.extend_from_slice(EVENT_END);
-}
+    /// An `output_text` delta (`field` `delta`) or done (`text`) event.
+    pub fn output_text(out: &mut Vec<u8>, kind: &str, field: &str, .., text: &str) {
+        out.extend_from_slice(b",\"content_index\":0");
+        string_field(out, field, text);
+        out.extend_from_slice(b",\"logprobs\":[]");
+    }
 
-/// A `reasoning_summary_text` delta (`field` `delta`) or done (`text`) event.
-#[allow(clippy::too_many_arguments)]
-pub fn summary_text(
-    out: &mut Vec<u8>,
-    kind: &str,
-    field: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    index: u64,
-    text: &str,
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(b",\"summary_index\":");
-    write_u64(out, index);
-    string_field(out, field, text);
-    out.extend_from_slice(EVENT_END);
-}
+    pub fn summary_part(out: &mut Vec<u8>, kind: &str, .., index: u64, text: &str) {
+        u64_member(out, b",\"summary_index\":", index);
+        out.extend_from_slice(b",\"part\":");
+        summary_text_part(out, text);
+    }
 
-/// A function call's arguments or a custom tool call's input: delta or done.
-pub fn call_input(
-    out: &mut Vec<u8>,
-    kind: &str,
-    field: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-    text: &str,
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    string_field(out, field, text);
-    out.extend_from_slice(EVENT_END);
+    /// A `reasoning_summary_text` delta (`field` `delta`) or done (`text`) event.
+    pub fn summary_text(out: &mut Vec<u8>, kind: &str, field: &str, .., index: u64, text: &str) {
+        u64_member(out, b",\"summary_index\":", index);
+        string_field(out, field, text);
+    }
+
+    /// A function call's arguments or a custom tool call's input: delta or done.
+    pub fn call_input(out: &mut Vec<u8>, kind: &str, field: &str, .., text: &str) {
+        string_field(out, field, text);
+    }
+
+    /// A web search's progress: in_progress, searching, completed.
+    pub fn web_search_event(out: &mut Vec<u8>, kind: &str, ..) {}
 }
 
 /// `,"<field>":` and `text` as a JSON string.
@@ -255,8 +228,7 @@ pub fn message_item(
     text: Option<&str>,
     annotations: &[u8],
 ) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, item_id);
+    str_member(out, b"{\"id\":", item_id);
     out.extend_from_slice(b",\"type\":\"message\",\"status\":\"");
     out.extend_from_slice(status.as_bytes());
     out.extend_from_slice(b"\",\"content\":[");
@@ -279,8 +251,7 @@ pub fn call_item(
     name: &str,
     namespace: Option<&str>,
 ) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, item_id);
+    str_member(out, b"{\"id\":", item_id);
     if custom {
         out.extend_from_slice(b",\"type\":\"custom_tool_call\",\"status\":\"");
     } else {
@@ -293,21 +264,17 @@ pub fn call_item(
         b"\",\"arguments\":"
     });
     write_str(out, text);
-    out.extend_from_slice(b",\"call_id\":");
-    write_str(out, call_id);
-    out.extend_from_slice(b",\"name\":");
-    write_str(out, name);
+    str_member(out, b",\"call_id\":", call_id);
+    str_member(out, b",\"name\":", name);
     if let Some(namespace) = namespace {
-        out.extend_from_slice(b",\"namespace\":");
-        write_str(out, namespace);
+        str_member(out, b",\"namespace\":", namespace);
     }
     out.push(b'}');
 }
 
 /// The empty `reasoning` item of output_item.added.
 pub fn reasoning_item_added(out: &mut Vec<u8>, item_id: &str) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, item_id);
+    str_member(out, b"{\"id\":", item_id);
     out.extend_from_slice(b",\"type\":\"reasoning\",\"summary\":[]}");
 }
 
@@ -318,21 +285,12 @@ pub fn reasoning_item<'a>(
     summaries: impl Iterator<Item = &'a str>,
     encrypted: Option<&str>,
 ) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, item_id);
+    str_member(out, b"{\"id\":", item_id);
     out.extend_from_slice(b",\"type\":\"reasoning\",\"summary\":[");
-    for (i, text) in summaries.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"type\":\"summary_text\",\"text\":");
-        write_str(out, text);
-        out.push(b'}');
-    }
+    items(out, summaries, summary_text_part);
     out.push(b']');
     if let Some(encrypted) = encrypted {
-        out.extend_from_slice(b",\"encrypted_content\":");
-        write_str(out, encrypted);
+        str_member(out, b",\"encrypted_content\":", encrypted);
     }
     out.push(b'}');
 }
@@ -340,24 +298,26 @@ pub fn reasoning_item<'a>(
 /// Responses `usage` (the layout of `responses.response.responses_usage`; no reasoning
 /// token count reaches the stream).
 pub fn usage(out: &mut Vec<u8>, input: u128, cached: u64, written: u64, output: u64) {
-    out.extend_from_slice(b"{\"input_tokens\":");
-    write_u128(out, input);
-    out.extend_from_slice(b",\"input_tokens_details\":{\"cached_tokens\":");
-    write_u64(out, cached);
-    out.extend_from_slice(b",\"cache_write_tokens\":");
-    write_u64(out, written);
-    out.extend_from_slice(b"},\"output_tokens\":");
-    write_u64(out, output);
-    out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":");
-    write_u128(out, input + u128::from(output));
+    u128_member(out, b"{\"input_tokens\":", input);
+    u64_member(
+        out,
+        b",\"input_tokens_details\":{\"cached_tokens\":",
+        cached,
+    );
+    u64_member(out, b",\"cache_write_tokens\":", written);
+    u64_member(out, b"},\"output_tokens\":", output);
+    u128_member(
+        out,
+        b",\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":",
+        input + u128::from(output),
+    );
     out.push(b'}');
 }
 
 pub fn error(out: &mut Vec<u8>, code: &str, message: &str) {
     out.extend_from_slice(b"{\"code\":\"");
     out.extend_from_slice(code.as_bytes());
-    out.extend_from_slice(b"\",\"message\":");
-    write_str(out, message);
+    str_member(out, b"\",\"message\":", message);
     out.push(b'}');
 }
 
@@ -370,40 +330,21 @@ pub fn web_search_item(
     query: Option<&str>,
     sources: &[String],
 ) {
-    out.extend_from_slice(b"{\"id\":");
-    write_str(out, item_id);
+    str_member(out, b"{\"id\":", item_id);
     out.extend_from_slice(b",\"type\":\"web_search_call\",\"status\":\"");
     out.extend_from_slice(status.as_bytes());
     out.push(b'"');
     if let Some(query) = query {
-        out.extend_from_slice(b",\"action\":{\"type\":\"search\",\"query\":");
-        write_str(out, query);
+        str_member(out, b",\"action\":{\"type\":\"search\",\"query\":", query);
         if !sources.is_empty() {
             out.extend_from_slice(b",\"sources\":[");
-            for (i, url) in sources.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(b"{\"type\":\"url\",\"url\":");
-                write_str(out, url);
+            items(out, sources, |out, url| {
+                str_member(out, b"{\"type\":\"url\",\"url\":", url);
                 out.push(b'}');
-            }
+            });
             out.push(b']');
         }
         out.push(b'}');
     }
     out.push(b'}');
-}
-
-/// A web search's progress: in_progress, searching, completed.
-pub fn web_search_event(
-    out: &mut Vec<u8>,
-    kind: &str,
-    sequence_number: u64,
-    item_id: &str,
-    output_index: u64,
-) {
-    event_start(out, kind, sequence_number);
-    in_item(out, item_id, output_index);
-    out.extend_from_slice(EVENT_END);
 }

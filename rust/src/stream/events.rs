@@ -132,3 +132,16 @@ pub enum Event<'a> {
     /// A keepalive, from the upstream or from the server for a silent upstream.
     Ping,
 }
+
+impl Usage {
+    /// (prompt, cached, output) as OpenAI and Gemini count them: their prompt counts the
+    /// cached and cache-written tokens that Anthropic's input leaves out. `input_estimate`
+    /// stands for the input until the upstream counts it.
+    pub fn prompt_counts(&self, input_estimate: u64) -> (u128, u64, u64) {
+        let cached = self.cache_read_input_tokens.unwrap_or(0);
+        let prompt = u128::from(self.input_tokens.unwrap_or(input_estimate))
+            + u128::from(cached)
+            + u128::from(self.cache_creation_input_tokens.unwrap_or(0));
+        (prompt, cached, self.output_tokens.unwrap_or(0))
+    }
+}

@@ -8,7 +8,7 @@ pub mod messages;
 mod transducer;
 
 pub use events::{BlockKind, Event, Usage};
-pub use transducer::{start_once, Decoder, Encoder, Outcome, Sink, Transducer};
+pub use transducer::{start_once, Decoder, Encoder, EndState, Ending, Outcome, Sink, Transducer};
 
 /// The largest upstream SSE event (or line) a transducer accepts by default.
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;

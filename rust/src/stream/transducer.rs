@@ -5,7 +5,7 @@
 //! inlined at every place a decoder emits, so the match on the event's kind folds away and
 //! each emit is just the encoder's code for that event.
 
-use super::events::Event;
+use super::events::{Event, Usage};
 use super::messages::{MSG_BAD_SHAPE, MSG_CUT_INSIDE_EVENT, MSG_CUT_OFF, MSG_INVALID_JSON};
 use crate::sse::SseParser;
 
@@ -76,6 +76,27 @@ pub enum Outcome {
     Failed(&'static str, String),
 }
 
+/// What every encoder keeps of how its message ends: the upstream's latest token counts
+/// and stop reason, and how the client's output has ended.
+#[derive(Debug, Default)]
+pub struct EndState {
+    pub usage: Usage,
+    pub stop_reason: Option<String>,
+    pub outcome: Outcome,
+}
+
+impl EndState {
+    /// Take a `Usage` or `StopReason` event (any other says nothing of the end).
+    #[inline(always)]
+    pub fn note(&mut self, event: Event<'_>) {
+        match event {
+            Event::Usage(usage) => self.usage.update(&usage),
+            Event::StopReason { reason } => self.stop_reason = Some(reason.to_owned()),
+            _ => {}
+        }
+    }
+}
+
 /// `Decoder::begin` of a protocol without a start event: the message begins at the first
 /// body bytes.
 #[inline]
@@ -89,13 +110,38 @@ pub fn start_once<S: Sink>(started: &mut bool, emit: &mut S) {
     }
 }
 
+/// An encoder's handling of `Usage`, `StopReason`, `MessageStop` and `Error`; its own match
+/// hands these here (Python: `Ending._message_event`), the counts and stop reason
+/// noted, the end and an error written in the client protocol's form.
+pub trait Ending {
+    fn ending_mut(&mut self) -> &mut EndState;
+    /// Write the client protocol's end and mark the output complete.
+    fn end(&mut self, out: &mut Vec<u8>);
+    /// Write the client protocol's error event and mark the output failed.
+    fn fail(&mut self, out: &mut Vec<u8>, error_type: &'static str, message: &str);
+
+    /// Any other event says nothing of the end and is dropped.
+    #[inline(always)]
+    fn message_event(&mut self, out: &mut Vec<u8>, event: Event<'_>) {
+        match event {
+            Event::Usage(_) | Event::StopReason { .. } => self.ending_mut().note(event),
+            Event::MessageStop => self.end(out),
+            Event::Error { kind, message } => self.fail(out, kind, message),
+            _ => {}
+        }
+    }
+}
+
 /// Canonical events -> client protocol SSE bytes, and what the server asks of the stream.
 pub trait Encoder {
     /// The client protocol's token counts.
     type Usage;
 
     fn event(&mut self, out: &mut Vec<u8>, event: Event<'_>);
-    fn outcome(&self) -> &Outcome;
+    fn end_state(&self) -> &EndState;
+    fn outcome(&self) -> &Outcome {
+        &self.end_state().outcome
+    }
     /// The output has ended (complete or with an error).
     fn finished(&self) -> bool {
         *self.outcome() != Outcome::Open
@@ -116,7 +162,9 @@ pub trait Encoder {
     fn stop_reason(&self) -> Option<&str>;
     fn usage(&self) -> Self::Usage;
     /// The part of the output the upstream said was reasoning (0: it did not say).
-    fn reasoning_tokens(&self) -> u64;
+    fn reasoning_tokens(&self) -> u64 {
+        self.end_state().usage.reasoning_tokens.unwrap_or(0)
+    }
 }
 
 pub struct Transducer<D, E> {

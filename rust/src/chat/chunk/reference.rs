@@ -9,9 +9,11 @@
 
 use std::borrow::Cow;
 
-use serde::de::{self, IgnoredAny, MapAccess};
+use serde::de::{self, MapAccess};
 
-use crate::json::read::{Fields, LenientCount, NotNull, Obj, Objects, OptIndex, OptStr};
+use crate::json::read::{
+    skip_value, Fields, LenientCount, NotNull, Obj, Objects, OptIndex, OptStr,
+};
 
 /// Only what the decoder reads.
 #[derive(Default, Debug)]
@@ -46,13 +48,8 @@ pub struct ToolCallDelta<'a> {
     pub arguments: Option<Cow<'a, str>>,
 }
 
-#[derive(Default, Debug, Clone, Copy)]
-pub struct Usage {
-    pub prompt_tokens: Option<u64>,
-    pub completion_tokens: Option<u64>,
-    pub cached_tokens: Option<u64>,
-    pub reasoning_tokens: Option<u64>,
-}
+/// The scanner's usage type: the counts are the same four.
+pub use super::Usage;
 
 #[derive(Default)]
 struct ChunkFields<'a> {
@@ -71,9 +68,7 @@ impl<'de> Fields<'de> for ChunkFields<'de> {
                 self.groq_usage = map.next_value::<Obj<GroqFields>>()?.0.and_then(|g| g.0);
             }
             "choices" => self.choices = map.next_value::<Objects<ChoiceFields>>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -97,9 +92,7 @@ impl<'de> Fields<'de> for ChoiceFields<'de> {
                     .map(DeltaFields::into_delta);
             }
             "finish_reason" => self.finish_reason = map.next_value::<OptStr>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -138,9 +131,7 @@ impl<'de> Fields<'de> for DeltaFields<'de> {
             "content" => self.content = map.next_value::<OptStr>()?.0,
             "refusal" => self.refusal = map.next_value::<OptStr>()?.0,
             "tool_calls" => self.tool_calls = map.next_value::<Objects<ToolCallDelta>>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -159,9 +150,7 @@ impl<'de> Fields<'de> for ToolCallDelta<'de> {
                 self.name = function.name;
                 self.arguments = function.arguments;
             }
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -178,9 +167,7 @@ impl<'de> Fields<'de> for FunctionFields<'de> {
         match key {
             "name" => self.name = map.next_value::<OptStr>()?.0,
             "arguments" => self.arguments = map.next_value::<OptStr>()?.0,
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         Ok(())
     }
@@ -205,9 +192,7 @@ impl<'de> Fields<'de> for UsageFields {
                     .0
                     .and_then(|d| d.0);
             }
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
+            _ => skip_value(map)?,
         }
         // OpenAI's prompt_tokens_details.cached_tokens, else DeepSeek's prompt_cache_hit_tokens.
         self.0.cached_tokens = self.1.or(self.2);
@@ -215,49 +200,31 @@ impl<'de> Fields<'de> for UsageFields {
     }
 }
 
-#[derive(Default)]
-struct DetailsFields(Option<u64>);
+/// Lenient objects read for one member each (the rest ignored), holding what `$read`
+/// makes of that member's value.
+macro_rules! one_member {
+    ($($name:ident($key:literal) -> $out:ty = $read:expr;)*) => {$(
+        #[derive(Default)]
+        struct $name(Option<$out>);
 
-impl<'de> Fields<'de> for DetailsFields {
-    const LENIENT: bool = true;
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "cached_tokens" {
-            self.0 = map.next_value::<LenientCount>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
+        impl<'de> Fields<'de> for $name {
+            const LENIENT: bool = true;
+            fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+                if key == $key {
+                    self.0 = ($read)(map.next_value()?);
+                } else {
+                    skip_value(map)?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
-    }
+    )*};
 }
 
-#[derive(Default)]
-struct ReasoningFields(Option<u64>);
-
-impl<'de> Fields<'de> for ReasoningFields {
-    const LENIENT: bool = true;
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "reasoning_tokens" {
-            self.0 = map.next_value::<LenientCount>()?.0;
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
-#[derive(Default)]
-struct GroqFields(Option<Usage>);
-
-impl<'de> Fields<'de> for GroqFields {
-    const LENIENT: bool = true;
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        if key == "usage" {
-            self.0 = map.next_value::<Obj<UsageFields>>()?.0.map(|u| u.0);
-        } else {
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
+one_member! {
+    DetailsFields("cached_tokens") -> u64 = |count: LenientCount| count.0;
+    ReasoningFields("reasoning_tokens") -> u64 = |count: LenientCount| count.0;
+    GroqFields("usage") -> Usage = |usage: Obj<UsageFields>| usage.0.map(|u| u.0);
 }
 
 /// Parse one chunk. `Err` carries serde_json's error; its category tells invalid JSON
