@@ -29,7 +29,7 @@ from hydra_proxy.canonical.content import BILLING_HEADER_PREFIX
 from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.responses.request.reader import messages_request_from_responses
 from hydra_proxy.server.sessions import session_cache_key
-from hydra_proxy.server.upstream_kinds import WRITERS
+from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
 from recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
 
 TURNS = 6
@@ -84,7 +84,7 @@ def claude_code_upstream(
     """Claude Code's request as the proxy sends it: the Messages reader is the identity."""
     attempt = attempt_for(upstream)
     key = cache_key(None, headers)
-    _, out = WRITERS[attempt.provider.kind](body, attempt, SIGNING_KEY, True, key)
+    _, out = WRITERS[attempt.provider.kind](body, BodyFor(attempt, SIGNING_KEY, True, key, None))
     result: dict[str, Any] = out
     return result
 
@@ -104,7 +104,9 @@ def codex_upstream(upstream: str, body: dict[str, Any], headers: dict[str, str])
         ),
     )
     key = cache_key(translation.context.prompt_cache_key, headers)
-    _, out = WRITERS[attempt.provider.kind](translation.body, attempt, SIGNING_KEY, True, key)
+    _, out = WRITERS[attempt.provider.kind](
+        translation.body, BodyFor(attempt, SIGNING_KEY, True, key, None)
+    )
     result: dict[str, Any] = out
     return result
 

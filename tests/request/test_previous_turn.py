@@ -6,6 +6,7 @@ every upstream kind, the same errors; nothing reused is changed by the request p
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -37,18 +38,17 @@ KINDS = ("openai", "openai-reasoning", "deepseek", "openrouter", "anthropic", "r
 
 def plan_body(request: dict[str, Any], upstream: str, memo: dict[Any, Any] | None) -> bytes:
     """The upstream body the server sends for `request` on `upstream`'s kind."""
+    exchange = SimpleNamespace(signing_key=SIGNING_KEY, worker=SimpleNamespace(impl=None))
     plan = translated(
+        exchange,  # type: ignore[arg-type]  # the transducer is never built here
         request,
         attempt_for(upstream),
-        signing_key=SIGNING_KEY,
-        impl=None,  # type: ignore[arg-type]  # the transducer is never built here
-        client="anthropic",
-        stream=True,
-        reported_model=request["model"],
-        write_reply=lambda message: message,
-        build=lambda factory: None,  # type: ignore[arg-type,return-value]
-        log={},
-        session_key=lambda: "session-1",
+        "anthropic",
+        True,
+        request["model"],
+        lambda message: message,
+        lambda factory: None,  # type: ignore[arg-type,return-value]
+        lambda: "session-1",
         memo=memo,
     )
     return plan.body
