@@ -223,13 +223,13 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     body = session[0]
     from hydra_proxy import tokens
     from hydra_proxy.json_depth import nested_deeper_than
-    from hydra_proxy.server.upstream_kinds import WRITERS
+    from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
 
     worker, scope = bench_context()
     request = orjson.loads(body)
     exchange, routed = read_request(worker, scope, body)
     attempt = exchange.decision.attempts[0]
-    chat_body = WRITERS["openai"](request, attempt, worker.signing_key, True)[1]
+    chat_body = WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None))[1]
 
     def plan(decision: Any, link: Any) -> Any:
         return routed.plan(decision, link)
@@ -257,7 +257,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
         "parse (orjson.loads)": parse_cost,
         "depth check": fastest_s(lambda: nested_deeper_than(request, 128), reps, budget_s),
         "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
-        "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, attempt, worker.signing_key, True), reps, budget_s),
+        "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None)), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),
         "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.decision, attempt), reps, budget_s),
         # The estimate runs on a fresh parse each request: its own time is minus the parse.

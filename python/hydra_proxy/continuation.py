@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import orjson
 
@@ -43,14 +44,12 @@ _DOMAIN = b"hydra-continuation:v1\x00"
 _MAC_BYTES = 18
 
 
-@dataclass(frozen=True)
-class Thinking:
+class Thinking(NamedTuple):
     text: str
     signature: str
 
 
-@dataclass(frozen=True)
-class Redacted:
+class Redacted(NamedTuple):
     data: str
 
 

@@ -23,7 +23,7 @@ from .chat.encoder import ChatEncoder
 from .gemini.decoder import GeminiDecoder
 from .gemini.encoder import GeminiEncoder
 from .responses.decoder import ResponsesDecoder
-from .responses.encoder import NameTable, ResponsesEncoder
+from .responses.encoder import NameTable, ResponsesEncoder, ResponsesOptions
 from .stream import DEFAULT_MAX_EVENT_BYTES
 from .stream.transducer import Decoder, E, Transducer
 
@@ -171,16 +171,9 @@ class ResponsesClient(Composition[ResponsesEncoder], client="responses"):
         tool_names: NameTable | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
     ) -> None:
+        options = ResponsesOptions(echo, include_encrypted, summary, tool_names)
         encoder = ResponsesEncoder(
-            response_id,
-            model,
-            created_at,
-            input_tokens,
-            echo,
-            include_encrypted,
-            summary,
-            signing_key,
-            tool_names,
+            response_id, model, created_at, input_tokens, signing_key, options
         )
         super().__init__(self._upstream_decoder(response_id, signing_key), encoder, max_event_bytes)
 

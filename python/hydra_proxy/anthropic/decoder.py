@@ -29,32 +29,9 @@ from ..json_read import (
     opt_str,
     uint,
 )
-from ..stream.events import (
-    BlockKind,
-    BlockStart,
-    BlockStop,
-    CitationDelta,
-    Error,
-    MessageStart,
-    MessageStop,
-    Ping,
-    RedactedThinking,
-    SearchResult,
-    ServerTool,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-    WebSearch,
-    WebSearchResults,
-)
+from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
-from ..stream.transducer import Emit
+from ..stream.transducer import Decoding, Emit
 
 MSG_UNKNOWN_BLOCK = "the upstream sent a delta for a content block it never started"
 
@@ -78,14 +55,11 @@ _Event = tuple[
 ]
 
 
-class AnthropicDecoder:
+class AnthropicDecoder(Decoding):
     def __init__(self) -> None:
-        self._ended = False
+        super().__init__()
         self._blocks: dict[int, int] = {}  # open content blocks by upstream index
         self._has_stop_reason = False  # message_delta said how the message ended
-
-    def begin(self, emit: Emit) -> None:
-        pass
 
     def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
         if self._ended:
@@ -119,7 +93,7 @@ class AnthropicDecoder:
         if usage is not None:
             emit(_usage(usage))
         if kind == "message_start":
-            emit(MessageStart(*message))
+            emit(ev.MessageStart(*message))
         elif kind == "content_block_start":
             self._block_start(index, block, emit)
         elif kind == "content_block_delta":
@@ -129,11 +103,11 @@ class AnthropicDecoder:
         elif kind == "message_delta":
             if delta is not None and delta[5] is not None:
                 self._has_stop_reason = True
-                emit(StopReason(delta[5]))
+                emit(ev.StopReason(delta[5]))
         elif kind == "message_stop":
             self._end(emit)
         elif kind == "ping":
-            emit(Ping())
+            emit(ev.Ping())
         # Other (future) event types are ignored, as the Anthropic docs ask of clients.
 
     def finish(self, emit: Emit) -> None:
@@ -145,34 +119,34 @@ class AnthropicDecoder:
     def _block_start(self, index: int | None, block: Any, emit: Emit) -> None:
         block_type, tool_id, name, text, thinking, data, tool_use_id, content = block or (None,) * 8
         key = index or 0
-        kind: BlockKind
+        kind: ev.BlockKind
         if block_type == "text":
-            open_, kind = _TEXT, Text()
+            open_, kind = _TEXT, ev.Text()
         elif block_type == "thinking":
-            open_, kind = _THINKING, Thinking()
+            open_, kind = _THINKING, ev.Thinking()
         elif block_type == "redacted_thinking":
-            open_, kind = _REDACTED, RedactedThinking(data or "")
+            open_, kind = _REDACTED, ev.RedactedThinking(data or "")
         elif block_type == "tool_use":
-            open_, kind = _TOOL, ToolUse(tool_id or "", name or "")
+            open_, kind = _TOOL, ev.ToolUse(tool_id or "", name or "")
         elif block_type == "server_tool_use" and name == "web_search":
-            open_, kind = _SERVER_TOOL, WebSearch(tool_id or "")
+            open_, kind = _SERVER_TOOL, ev.WebSearch(tool_id or "")
         elif block_type == "web_search_tool_result":
-            open_, kind = _SERVER_TOOL, WebSearchResults(tool_use_id or "")
+            open_, kind = _SERVER_TOOL, ev.WebSearchResults(tool_use_id or "")
         else:  # other server tools and their results: run by Anthropic
-            open_, kind = _SERVER_TOOL, ServerTool(block_type or "")
-        emit(BlockStart(key, kind))
-        if type(kind) is WebSearchResults and type(content) is list:
+            open_, kind = _SERVER_TOOL, ev.ServerTool(block_type or "")
+        emit(ev.BlockStart(key, kind))
+        if type(kind) is ev.WebSearchResults and type(content) is list:
             # A list of results (an error is an object: no results).
             for result in content:
                 if type(result) is dict and result.get("type") == "web_search_result":
                     url, title = result.get("url"), result.get("title")
                     if type(url) is str and url:
-                        emit(SearchResult(key, url, title if type(title) is str else ""))
+                        emit(ev.SearchResult(key, url, title if type(title) is str else ""))
         # A block may start with content; it is the first delta.
         if open_ == _TEXT and text:
-            emit(TextDelta(key, text))
+            emit(ev.TextDelta(key, text))
         elif open_ == _THINKING and thinking:
-            emit(ThinkingDelta(key, thinking))
+            emit(ev.ThinkingDelta(key, thinking))
         self._blocks[key] = open_
 
     def _block_delta(self, index: int | None, delta: Any, emit: Emit) -> None:
@@ -186,17 +160,17 @@ class AnthropicDecoder:
         delta_type, text, thinking, signature, partial_json, _, citation = delta
         if delta_type == "text_delta" and open_ == _TEXT:
             if text:
-                emit(TextDelta(key, text))
+                emit(ev.TextDelta(key, text))
         elif delta_type == "thinking_delta" and open_ == _THINKING:
             if thinking:
-                emit(ThinkingDelta(key, thinking))
+                emit(ev.ThinkingDelta(key, thinking))
         elif delta_type == "signature_delta" and open_ == _THINKING:
-            emit(SignatureDelta(key, signature or ""))
+            emit(ev.SignatureDelta(key, signature or ""))
         elif delta_type == "input_json_delta" and open_ in (_TOOL, _SERVER_TOOL):
             if partial_json:
-                emit(ToolArgumentsDelta(key, partial_json))
+                emit(ev.ToolArgumentsDelta(key, partial_json))
         elif delta_type == "citations_delta" and open_ == _TEXT and citation is not None:
-            emit(CitationDelta(key, dumps(citation).decode()))
+            emit(ev.CitationDelta(key, dumps(citation).decode()))
         # Any other delta is of a kind the block cannot hold.
 
     def _block_stop(self, index: int | None, emit: Emit) -> None:
@@ -204,22 +178,18 @@ class AnthropicDecoder:
         if self._blocks.pop(key, None) is None:
             self._fail("api_error", MSG_UNKNOWN_BLOCK, emit)
             return
-        emit(BlockStop(key))
+        emit(ev.BlockStop(key))
 
     def _end(self, emit: Emit) -> None:
         for key in sorted(self._blocks):
-            emit(BlockStop(key))  # blocks a lenient upstream never stopped
+            emit(ev.BlockStop(key))  # blocks a lenient upstream never stopped
         self._blocks.clear()
-        emit(MessageStop())
-        self._ended = True
-
-    def _fail(self, error_type: str, message: str, emit: Emit) -> None:
-        emit(Error(error_type, message))
+        emit(ev.MessageStop())
         self._ended = True
 
 
-def _usage(usage: dict[str, Any]) -> Usage:
-    return Usage(
+def _usage(usage: dict[str, Any]) -> ev.Usage:
+    return ev.Usage(
         uint(usage.get("input_tokens")),
         uint(usage.get("cache_read_input_tokens")),
         uint(usage.get("cache_creation_input_tokens")),

@@ -14,46 +14,25 @@ form here: only an Anthropic upstream sends them, and that one is relayed as it 
 
 from __future__ import annotations
 
-from ..stream.events import (
-    BlockKind,
-    BlockStart,
-    BlockStop,
-    CitationDelta,
-    Error,
-    Event,
-    MessageStart,
-    MessageStop,
-    Ping,
-    RedactedThinking,
-    SearchResult,
-    ServerTool,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-    WebSearch,
-    WebSearchResults,
-)
+from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import output as out
 
 
 class AnthropicEncoder(Ending):
+    _error_event = staticmethod(out.error)
+
     def __init__(self, message_id: str, model: str, input_tokens: int) -> None:
+        super().__init__()
         self._message_id = message_id
         self._model = model
         self._estimate = input_tokens
         self._started = False
-        # Blocks started so far (the next index), and the open one: (decoder id, index).
+        # Blocks started so far (the next index), and the open one: its decoder id (None: no
+        # block with an Anthropic form is open; a server tool block has none) and index.
         self._blocks = 0
-        self._open: tuple[int, int] | None = None
-        self._stop_reason: str | None = None
-        self._usage = Usage()
+        self._open: int | None = None
+        self._open_index = 0
         # The open results block: (decoder id, search id, results so far).
         self._results: tuple[int, str, list[bytes]] | None = None
 
@@ -62,76 +41,54 @@ class AnthropicEncoder(Ending):
             self._started = True
             parts.append(out.message_start(self._message_id, self._model, self._estimate))
 
-    def _index(self, block: int) -> int | None:
-        """The Anthropic index of an open block's delta; None for a block with no Anthropic
-        form (a server tool block)."""
-        open_ = self._open
-        return open_[1] if open_ is not None and open_[0] == block else None
-
-    def event(self, parts: list[bytes], event: Event) -> None:
+    def event(self, parts: list[bytes], event: ev.Event) -> None:
         self._ensure_started(parts)
         match event:
-            case TextDelta(block, text):
-                index = self._index(block)
-                if index is not None:
-                    parts.append(out.text_delta(index, text))
-            case ToolArgumentsDelta(block, partial_json):
-                index = self._index(block)
-                if index is not None:
-                    parts.append(out.input_json_delta(index, partial_json))
-            case ThinkingDelta(block, thinking):
-                index = self._index(block)
-                if index is not None:
-                    parts.append(out.thinking_delta(index, thinking))
-            case SignatureDelta(block, signature):
-                index = self._index(block)
-                if index is not None:
-                    parts.append(out.signature_delta(index, signature))
-            case CitationDelta(block, citation):
-                index = self._index(block)
-                if index is not None:
-                    parts.append(out.citations_delta(index, citation))
-            case SearchResult(block, url, title):
+            # (a delta of a block with no Anthropic form matches no case)
+            case ev.TextDelta(block, text) if block == self._open:
+                parts.append(out.text_delta(self._open_index, text))
+            case ev.ToolArgumentsDelta(block, partial_json) if block == self._open:
+                parts.append(out.input_json_delta(self._open_index, partial_json))
+            case ev.ThinkingDelta(block, thinking) if block == self._open:
+                parts.append(out.thinking_delta(self._open_index, thinking))
+            case ev.SignatureDelta(block, signature) if block == self._open:
+                parts.append(out.signature_delta(self._open_index, signature))
+            case ev.CitationDelta(block, citation) if block == self._open:
+                parts.append(out.citations_delta(self._open_index, citation))
+            case ev.SearchResult(block, url, title):
                 results = self._results
                 if results is not None and results[0] == block:
                     results[2].append(out.web_search_result(url, title))
-            case BlockStart(block, kind):
+            case ev.BlockStart(block, kind):
                 self._block_start(parts, block, kind)
-            case BlockStop(block):
+            case ev.BlockStop(block):
                 self._block_stop(parts, block)
-            case MessageStart():
-                pass
-            case Usage():
-                self._usage.update(event)
-            case StopReason(reason):
-                self._stop_reason = reason
-            case MessageStop():
-                self._end(parts)
-            case Error(kind, message):
-                self._fail(parts, kind, message)
-            case Ping():
+            case ev.Ping():
                 parts.append(out.PING)
+            case _:
+                self._message_event(parts, event)
 
-    def _block_start(self, parts: list[bytes], block: int, kind: BlockKind) -> None:
+    def _block_start(self, parts: list[bytes], block: int, kind: ev.BlockKind) -> None:
         index = self._blocks
         match kind:
-            case Text():
+            case ev.Text():
                 parts.append(out.text_start(index))
-            case Thinking():
+            case ev.Thinking():
                 parts.append(out.thinking_start(index))
-            case RedactedThinking(data):
+            case ev.RedactedThinking(data):
                 parts.append(out.redacted_thinking_start(index, data))
-            case ToolUse(tool_id, name):
+            case ev.ToolUse(tool_id, name):
                 parts.append(out.tool_use_start(index, tool_id, name))
-            case WebSearch(search_id):
+            case ev.WebSearch(search_id):
                 parts.append(out.server_tool_use_start(index, search_id, "web_search"))
-            case WebSearchResults(search_id):
+            case ev.WebSearchResults(search_id):
                 self._results = (block, search_id, [])
                 return
-            case ServerTool():
+            case ev.ServerTool():
                 return
         self._blocks += 1
-        self._open = (block, index)
+        self._open = block
+        self._open_index = index
 
     def _block_stop(self, parts: list[bytes], block: int) -> None:
         results = self._results
@@ -140,9 +97,8 @@ class AnthropicEncoder(Ending):
             parts.append(out.web_search_tool_result(self._blocks, results[1], results[2]))
             self._blocks += 1
             return
-        index = self._index(block)
-        if index is not None:
-            parts.append(out.block_stop(index))
+        if block == self._open:
+            parts.append(out.block_stop(self._open_index))
             self._open = None
 
     def _end(self, parts: list[bytes]) -> None:
@@ -152,10 +108,6 @@ class AnthropicEncoder(Ending):
         parts.append(out.message_delta(self._stop_reason, input_tokens, cached, output_tokens))
         parts.append(out.MESSAGE_STOP)
         self._ended_complete()
-
-    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
-        parts.append(out.error(error_type, message))
-        self._ended_with_error(error_type, message)
 
     @property
     def has_content(self) -> bool:
@@ -173,7 +125,3 @@ class AnthropicEncoder(Ending):
         usage = self._usage
         input_tokens = self._estimate if usage.input_tokens is None else usage.input_tokens
         return input_tokens, usage.cache_read_input_tokens or 0, usage.output_tokens or 0
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._usage.reasoning_tokens or 0

@@ -20,69 +20,77 @@ def message_start(message_id: str, model: str, input_tokens: int) -> bytes:
     )
 
 
-def text_start(index: int) -> bytes:
+def _block_start(content_block: bytes) -> bytes:
+    """A content_block_start event's template: `%d` for the index, then `content_block` (with
+    its own placeholders)."""
     return (
         b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"text","text":""}}\n\n' % index
+        b'"content_block":' + content_block + b"}\n\n"
     )
+
+
+def _block_delta(delta_type: bytes, field: bytes) -> bytes:
+    """A content_block_delta event's template: `%d` for the index, `%s` for the field's
+    JSON value."""
+    return (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
+        b'"delta":{"type":"' + delta_type + b'","' + field + b'":%s}}\n\n'
+    )
+
+
+_TEXT_START = _block_start(b'{"type":"text","text":""}')
+_THINKING_START = _block_start(b'{"type":"thinking","thinking":"","signature":""}')
+_REDACTED_THINKING_START = _block_start(b'{"type":"redacted_thinking","data":%s}')
+# tool_use and server_tool_use
+_TOOL_START = _block_start(b'{"type":"%s","id":%s,"name":%s,"input":{}}')
+_RESULTS_START = _block_start(b'{"type":"web_search_tool_result","tool_use_id":%s,"content":[%s]}')
+
+_TEXT_DELTA = _block_delta(b"text_delta", b"text")
+_THINKING_DELTA = _block_delta(b"thinking_delta", b"thinking")
+_INPUT_JSON_DELTA = _block_delta(b"input_json_delta", b"partial_json")
+_SIGNATURE_DELTA = _block_delta(b"signature_delta", b"signature")
+_CITATIONS_DELTA = _block_delta(b"citations_delta", b"citation")
+
+
+def text_start(index: int) -> bytes:
+    return _TEXT_START % index
 
 
 def thinking_start(index: int) -> bytes:
-    return (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"thinking","thinking":"","signature":""}}\n\n' % index
-    )
+    return _THINKING_START % index
 
 
 def redacted_thinking_start(index: int, data: str) -> bytes:
-    return (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"redacted_thinking","data":%s}}\n\n' % (index, dumps(data))
-    )
+    return _REDACTED_THINKING_START % (index, dumps(data))
 
 
 def tool_use_start(index: int, tool_id: str, name: str) -> bytes:
-    return (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"tool_use","id":%s,"name":%s,"input":{}}}\n\n'
-        % (index, dumps(tool_id), dumps(name))
-    )
+    return _TOOL_START % (index, b"tool_use", dumps(tool_id), dumps(name))
+
+
+def server_tool_use_start(index: int, tool_id: str, name: str) -> bytes:
+    return _TOOL_START % (index, b"server_tool_use", dumps(tool_id), dumps(name))
 
 
 def text_delta(index: int, text: str) -> bytes:
-    return (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
-        b'"delta":{"type":"text_delta","text":%s}}\n\n' % (index, dumps(text))
-    )
+    return _TEXT_DELTA % (index, dumps(text))
 
 
 def thinking_delta(index: int, thinking: str) -> bytes:
-    return (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
-        b'"delta":{"type":"thinking_delta","thinking":%s}}\n\n' % (index, dumps(thinking))
-    )
+    return _THINKING_DELTA % (index, dumps(thinking))
 
 
 def input_json_delta(index: int, partial_json: str) -> bytes:
-    return (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
-        b'"delta":{"type":"input_json_delta","partial_json":%s}}\n\n' % (index, dumps(partial_json))
-    )
+    return _INPUT_JSON_DELTA % (index, dumps(partial_json))
 
 
 def signature_delta(index: int, signature: str) -> bytes:
-    return (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
-        b'"delta":{"type":"signature_delta","signature":%s}}\n\n' % (index, dumps(signature))
-    )
+    return _SIGNATURE_DELTA % (index, dumps(signature))
 
 
 def citations_delta(index: int, citation: str) -> bytes:
     """`citation` is JSON text, written as it is."""
-    return (
-        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,'
-        b'"delta":{"type":"citations_delta","citation":%s}}\n\n' % (index, citation.encode())
-    )
+    return _CITATIONS_DELTA % (index, citation.encode())
 
 
 def block_stop(index: int) -> bytes:
@@ -112,14 +120,6 @@ def error(error_type: str, message: str) -> bytes:
     )
 
 
-def server_tool_use_start(index: int, tool_id: str, name: str) -> bytes:
-    return (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"server_tool_use","id":%s,"name":%s,"input":{}}}\n\n'
-        % (index, dumps(tool_id), dumps(name))
-    )
-
-
 def web_search_result(url: str, title: str) -> bytes:
     """One result of a web_search_tool_result (no encrypted content: these results come
     from another provider, and only Anthropic reads it)."""
@@ -134,8 +134,5 @@ def web_search_result(url: str, title: str) -> bytes:
 
 def web_search_tool_result(index: int, tool_use_id: str, results: list[bytes]) -> bytes:
     """The whole results block, its start and its stop."""
-    return (
-        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,'
-        b'"content_block":{"type":"web_search_tool_result","tool_use_id":%s,"content":[%s]}}\n\n'
-        % (index, dumps(tool_use_id), b",".join(results))
-    ) + block_stop(index)
+    start = _RESULTS_START % (index, dumps(tool_use_id), b",".join(results))
+    return start + block_stop(index)

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +82,17 @@ log = logging.getLogger(__name__)
 
 Block = dict[str, Any]
 THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def without_typed(
+    items: list[Any], kind: str, field: str, drop: Callable[[Any], bool]
+) -> list[Any]:
+    """``items`` but the objects of type ``kind`` whose ``field`` ``drop`` picks."""
+    return [
+        item
+        for item in items
+        if not (isinstance(item, dict) and item.get("type") == kind and drop(item.get(field)))
+    ]
 
 
 def block_type(block: Any, path: str) -> str:

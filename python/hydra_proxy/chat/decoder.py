@@ -33,24 +33,9 @@ from ..json_read import (
     uint,
 )
 from ..signature import sign_thinking
-from ..stream.events import (
-    BlockStart,
-    BlockStop,
-    Error,
-    MessageStart,
-    MessageStop,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-)
+from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
-from ..stream.transducer import Emit
+from ..stream.transducer import Emit, StartsAtFirstBytes
 from . import mapping
 
 MSG_INTERLEAVED = "the upstream interleaved the arguments of parallel tool calls"
@@ -67,12 +52,11 @@ class _ToolCall:
         self.block = block
 
 
-class ChatDecoder:
+class ChatDecoder(StartsAtFirstBytes):
     def __init__(self, message_id: str, signing_key: bytes | None = None) -> None:
         self._message_id = message_id  # names the tool calls an upstream sent without an id
         self._signing_key = signing_key or None
-        self._started = False
-        self._ended = False
+        super().__init__()
         # The next block id, and what the open block is (one is open at a time).
         self._blocks = 0
         self._open = _NO_BLOCK
@@ -84,11 +68,6 @@ class ChatDecoder:
         self._completion_tokens: int | None = None
         self._cached_tokens: int | None = None
         self._reasoning_tokens: int | None = None
-
-    def begin(self, emit: Emit) -> None:
-        if not self._started:
-            self._started = True
-            emit(MessageStart())
 
     def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
         if self._ended:
@@ -166,11 +145,11 @@ class ChatDecoder:
         if reasoning is not None:
             self._reasoning_tokens = reasoning
 
-    def _usage(self) -> Usage:
+    def _usage(self) -> ev.Usage:
         """The counts so far, as Anthropic counts them."""
         cached = self._cached_tokens
         prompt = self._prompt_tokens
-        return Usage(
+        return ev.Usage(
             input_tokens=None if prompt is None else mapping.input_tokens(prompt, cached or 0),
             cache_read_input_tokens=cached,
             output_tokens=self._completion_tokens,
@@ -185,13 +164,13 @@ class ChatDecoder:
                 self._open_block(_THINKING, emit)
             if self._signing_key is not None:
                 self._thinking.append(reasoning)
-            emit(ThinkingDelta(self._blocks - 1, reasoning))
+            emit(ev.ThinkingDelta(self._blocks - 1, reasoning))
         for text in (content, refusal):
             if text:
                 if self._open != _TEXT:
                     self._close(emit)
                     self._open_block(_TEXT, emit)
-                emit(TextDelta(self._blocks - 1, text))
+                emit(ev.TextDelta(self._blocks - 1, text))
         for call in tool_calls:
             self._tool_call(call, emit)
             if self._ended:
@@ -207,7 +186,7 @@ class ChatDecoder:
                 tool_id or f"toolu_{self._message_id}_{len(self._tools)}",
                 self._blocks,
             )
-            emit(BlockStart(tool.block, ToolUse(tool.id, name or "")))
+            emit(ev.BlockStart(tool.block, ev.ToolUse(tool.id, name or "")))
             self._tools.append(tool)
             self._blocks += 1
             self._open = _TOOL
@@ -216,7 +195,7 @@ class ChatDecoder:
             if tool is not self._open_tool:
                 self._fail("api_error", MSG_INTERLEAVED, emit)
                 return
-            emit(ToolArgumentsDelta(tool.block, arguments))
+            emit(ev.ToolArgumentsDelta(tool.block, arguments))
 
     def _find_tool(self, upstream_index: int | None, tool_id: str | None) -> _ToolCall | None:
         # Chat tool calls are keyed by `index`; Mistral-style calls without one by `id`;
@@ -237,7 +216,7 @@ class ChatDecoder:
         block = self._blocks
         self._blocks += 1
         self._open = kind
-        emit(BlockStart(block, Text() if kind == _TEXT else Thinking()))
+        emit(ev.BlockStart(block, ev.Text() if kind == _TEXT else ev.Thinking()))
 
     def _close(self, emit: Emit) -> None:
         if self._open == _NO_BLOCK:
@@ -246,20 +225,16 @@ class ChatDecoder:
         if self._open == _THINKING:
             if self._signing_key is not None:
                 signature = sign_thinking("".join(self._thinking), self._signing_key)
-                emit(SignatureDelta(block, signature))
+                emit(ev.SignatureDelta(block, signature))
             self._thinking = []
-        emit(BlockStop(block))
+        emit(ev.BlockStop(block))
         self._open = _NO_BLOCK
         self._open_tool = None
 
     def _end(self, emit: Emit) -> None:
         self._close(emit)
-        emit(StopReason(mapping.stop_reason(self._finish_reason, bool(self._tools))))
-        emit(MessageStop())
-        self._ended = True
-
-    def _fail(self, error_type: str, message: str, emit: Emit) -> None:
-        emit(Error(error_type, message))
+        emit(ev.StopReason(mapping.stop_reason(self._finish_reason, bool(self._tools))))
+        emit(ev.MessageStop())
         self._ended = True
 
 
@@ -271,6 +246,15 @@ _ToolCallDelta = tuple[int | None, str | None, str | None, str | None]  # index,
 _Delta = tuple[
     str | None, str | None, str | None, list[_ToolCallDelta]
 ]  # reasoning, content, refusal
+
+
+def _objects(parent: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """A list member whose elements must be objects (none when absent)."""
+    items = opt_list(parent, key) or []
+    for item in items:
+        if type(item) is not dict:
+            raise BadShape
+    return items
 
 
 def _read_chunk(
@@ -286,9 +270,7 @@ def _read_chunk(
         if type(usage) is not dict:
             usage = None
     read: list[tuple[_Delta | None, str | None]] = []
-    for choice in opt_list(chunk, "choices") or ():
-        if type(choice) is not dict:
-            raise BadShape
+    for choice in _objects(chunk, "choices"):
         index = opt_index(choice, "index")
         delta = opt_dict(choice, "delta")
         finish_reason = opt_str(choice, "finish_reason")
@@ -304,9 +286,7 @@ def _read_delta(delta: dict[str, Any]) -> _Delta:
     if not reasoning:
         reasoning = fallback  # Groq/OpenRouter name; some upstreams send both, duplicated
     calls: list[_ToolCallDelta] = []
-    for call in opt_list(delta, "tool_calls") or ():
-        if type(call) is not dict:
-            raise BadShape
+    for call in _objects(delta, "tool_calls"):
         upstream_index = opt_index(call, "index")
         tool_id = opt_str(call, "id")
         function = opt_dict(call, "function")

@@ -22,31 +22,7 @@ from orjson import loads
 
 from ..continuation import Block, Redacted, encode
 from ..continuation import Thinking as ThinkingBlock
-from ..stream.events import (
-    BlockKind,
-    BlockStart,
-    BlockStop,
-    CitationDelta,
-    Error,
-    Event,
-    MessageStart,
-    MessageStop,
-    Ping,
-    RedactedThinking,
-    SearchResult,
-    ServerTool,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-    WebSearch,
-    WebSearchResults,
-)
+from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import mapping
 from . import output as out
@@ -94,14 +70,17 @@ def _url_citation(citation: str) -> tuple[str, str] | None:
 
 
 class ChatEncoder(Ending):
+    _error_event = staticmethod(out.error)
+
     def __init__(
         self,
         completion_id: str,
         model: str,
         created: int,
-        include_usage: bool = False,
-        continuation_key: bytes | None = None,
+        include_usage: bool,
+        continuation_key: bytes | None,
     ) -> None:
+        super().__init__()
         self._out = out.ChunkWriter(completion_id, model, created)
         self._include_usage = include_usage
         self._continuation_key = continuation_key or None
@@ -109,78 +88,70 @@ class ChatEncoder(Ending):
         self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
         self._tools = 0
         self._thinking: list[Block] = []  # finished thinking/redacted blocks, for the suffix
-        self._stop_reason: str | None = None
         self._finish_reason: str | None = None
-        self._usage = Usage()
         self._length = 0  # code points of content sent
 
-    def event(self, parts: list[bytes], event: Event) -> None:
+    def event(self, parts: list[bytes], event: ev.Event) -> None:
         match event:
-            case TextDelta(block, text):
+            case ev.TextDelta(block, text):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TEXT:
                     self._length += len(text)
                     parts.append(self._out.content(text))
-            case ThinkingDelta(block, thinking):
+            case ev.ThinkingDelta(block, thinking):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.text.append(thinking)
                     parts.append(self._out.reasoning(thinking))
-            case ToolArgumentsDelta(block, partial_json):
+            case ev.ToolArgumentsDelta(block, partial_json):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TOOL:
                     state.sent_arguments = True
                     parts.append(self._out.tool_arguments(state.tool, partial_json))
-            case SignatureDelta(block, signature):
+            case ev.SignatureDelta(block, signature):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.signature = signature
-            case CitationDelta(block, citation):
+            case ev.CitationDelta(block, citation):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TEXT:
                     found = _url_citation(citation)
                     if found is not None:
                         state.citations.append(found)
-            case SearchResult():
+            case ev.SearchResult():
                 pass  # no Chat form
-            case BlockStart(block, kind):
+            case ev.BlockStart(block, kind):
                 self._block_start(parts, block, kind)
-            case BlockStop(block):
+            case ev.BlockStop(block):
                 self._block_stop(parts, block)
-            case MessageStart():
+            case ev.MessageStart():
                 self._start(parts)
-            case Usage():
-                self._usage.update(event)
-            case StopReason(reason):
-                self._stop_reason = reason
-            case MessageStop():
-                self._end(parts)
-            case Error(kind, message):
-                self._fail(parts, kind, message)
-            case Ping():
+            case ev.Ping():
                 parts.append(out.PING)
+            case _:
+                self._message_event(parts, event)
 
     def _start(self, parts: list[bytes]) -> None:
         if not self._started:
             self._started = True
             parts.append(self._out.role())
 
-    def _block_start(self, parts: list[bytes], block: int, kind: BlockKind) -> None:
+    def _block_start(self, parts: list[bytes], block: int, kind: ev.BlockKind) -> None:
         self._start(parts)
         match kind:
-            case Text():
+            case ev.Text():
                 state = _Block(_TEXT)
                 state.start = self._length
-            case Thinking():
+            case ev.Thinking():
                 state = _Block(_THINKING)
-            case RedactedThinking(data):
+            case ev.RedactedThinking(data):
                 state = _Block(_REDACTED)
                 state.data = data
-            case ToolUse(tool_id, name):
+            case ev.ToolUse(tool_id, name):
                 state = _Block(_TOOL, self._tools)
                 self._tools += 1
                 parts.append(self._out.tool_start(state.tool, tool_id, name))
-            case ServerTool() | WebSearch() | WebSearchResults():
+            case ev.ServerTool() | ev.WebSearch() | ev.WebSearchResults():
                 state = _Block(_OTHER)  # run by the provider
         self._blocks[block] = state  # (a restarted id replaces the block)
 
@@ -213,10 +184,6 @@ class ChatEncoder(Ending):
         parts.append(out.DONE)
         self._ended_complete()
 
-    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
-        parts.append(out.error(error_type, message))
-        self._ended_with_error(error_type, message)
-
     @property
     def has_content(self) -> bool:
         """A role chunk (and so a response) has been emitted."""
@@ -231,11 +198,4 @@ class ChatEncoder(Ending):
     def usage(self) -> tuple[int, int, int]:
         """(prompt_tokens, cached_tokens, completion_tokens): OpenAI's prompt counts the
         cached and cache-written tokens that Anthropic's input leaves out."""
-        usage = self._usage
-        cached = usage.cache_read_input_tokens or 0
-        prompt = (usage.input_tokens or 0) + cached + (usage.cache_creation_input_tokens or 0)
-        return prompt, cached, usage.output_tokens or 0
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._usage.reasoning_tokens or 0
+        return self._usage.prompt_counts()

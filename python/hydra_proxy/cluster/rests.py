@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 
 from ..config.keys import Key, KeyPool
 from ..counters import Counters
-from ..upstream_errors import ErrorBody
 
 log = logging.getLogger("hydra_proxy.cluster")
 
@@ -39,18 +38,9 @@ class SharedKeyPool(KeyPool):
         self.names = [rest_name(provider, k) for k in self.keys]
         self._publish = publish
 
-    def report(
-        self,
-        key: Key,
-        status: int | None,
-        retry_after: str | float | None,
-        now: float,
-        body: ErrorBody | bytes = b"",
-    ) -> float:
-        seconds = super().report(key, status, retry_after, now, body)
+    def _rested(self, key: Key, seconds: float) -> None:
         if seconds > 0:
             self._publish(self.names[key.index], time.time() + seconds)
-        return seconds
 
 
 class RestSync:

@@ -241,7 +241,11 @@ class KeyPool:
             # not the key's, which keeps serving every other request.
             return 0.0
         state.ready_at = max(state.ready_at, now + seconds)
+        self._rested(key, seconds)
         return seconds
+
+    def _rested(self, key: Key, seconds: float) -> None:
+        """`report` made `key` rest for `seconds` (a shared pool tells the other workers)."""
 
 
 def key_pools(providers: dict[str, Provider]) -> dict[str, KeyPool]:

@@ -165,26 +165,14 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
-        flag = key
-        origin: str
-        if flag in given:
-            raw, origin = given[flag], f"--{flag.replace('_', '-')}"
-        elif spec.env and env.get(spec.env):
-            raw, origin = env[spec.env], spec.env
-        elif key in server_cfg:
-            values[key] = server_cfg[key]  # checked by check.server
+        outside = _flag_or_variable(key, spec, given, env)
+        if outside is None:
+            if key in server_cfg:
+                values[key] = server_cfg[key]  # checked by check.server
             continue
-        else:
-            continue
-        value = raw
-        if isinstance(raw, str) and spec.types[0] is not str:
-            try:
-                value = _convert(raw, spec)
-            except ValueError:
-                check.problems.append(_flag_problem(origin, key, raw, spec, bad_type=True))
-                continue
-        if not type_ok(value, spec) or not _flag_ok(key, value, spec):
-            check.problems.append(_flag_problem(origin, key, raw, spec))
+        raw, origin = outside
+        ok, value = _checked_flag(key, spec, raw, origin, check.problems)
+        if not ok:
             continue
         problem = list_problem(key, value)
         if problem is not None:
@@ -273,37 +261,55 @@ def _layered(
     for key, spec in table.items():
         if key in skip:
             continue
-        if key in given:
-            raw, origin = given[key], f"--{key.replace('_', '-')}"
-        elif spec.env and env.get(spec.env):
-            raw, origin = env[spec.env], spec.env
-        elif key in file_table:
-            if type_ok(file_table[key], spec) and _flag_ok(key, file_table[key], spec):
-                values[key] = file_table[key]
+        outside = _flag_or_variable(key, spec, given, env)
+        if outside is None:
+            table_value = file_table.get(key)
+            if (
+                key in file_table
+                and type_ok(table_value, spec)
+                and _flag_ok(key, table_value, spec)
+            ):
+                values[key] = table_value
             continue
-        else:
-            continue
-        value = raw
-        if isinstance(raw, str) and spec.types[0] is not str:
-            try:
-                value = _convert(raw, spec)
-            except ValueError:
-                problems.append(_flag_problem(origin, key, raw, spec, bad_type=True))
-                continue
-        if not type_ok(value, spec) or not _flag_ok(key, value, spec):
-            problems.append(_flag_problem(origin, key, raw, spec))
-            continue
-        values[key] = value
+        ok, value = _checked_flag(key, spec, *outside, problems)
+        if ok:
+            values[key] = value
     return values
 
 
-def _origin(given: Mapping[str, Any], env: Mapping[str, str], key: str) -> str:
-    spec = SERVER[key]
+def _flag_or_variable(
+    key: str, spec: Field, given: Mapping[str, Any], env: Mapping[str, str]
+) -> tuple[Any, str] | None:
+    """The raw value a flag (first) or an environment variable gives a key, and its origin
+    as a problem names it; None when neither does."""
     if key in given:
-        return f"--{key.replace('_', '-')}"
+        return given[key], f"--{key.replace('_', '-')}"
     if spec.env and env.get(spec.env):
-        return spec.env
-    return f"[server] {key}"
+        return env[spec.env], spec.env
+    return None
+
+
+def _checked_flag(
+    key: str, spec: Field, raw: Any, origin: str, problems: list[Problem]
+) -> tuple[bool, Any]:
+    """A flag's or variable's value converted from text and checked: (True, value), or
+    (False, None) with the problem added."""
+    value = raw
+    if isinstance(raw, str) and spec.types[0] is not str:
+        try:
+            value = _convert(raw, spec)
+        except ValueError:
+            problems.append(_flag_problem(origin, key, raw, spec, bad_type=True))
+            return False, None
+    if not type_ok(value, spec) or not _flag_ok(key, value, spec):
+        problems.append(_flag_problem(origin, key, raw, spec))
+        return False, None
+    return True, value
+
+
+def _origin(given: Mapping[str, Any], env: Mapping[str, str], key: str) -> str:
+    outside = _flag_or_variable(key, SERVER[key], given, env)
+    return f"[server] {key}" if outside is None else outside[1]
 
 
 def _flag_ok(key: str, value: Any, spec: Field) -> bool:

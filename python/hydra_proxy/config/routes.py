@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -220,6 +220,10 @@ def request_traits(
     )
 
 
+# The conditions a route states as true or false, each a field of RequestTraits too.
+_YES_NO_CONDITIONS = ("background", "thinking", "images", "subagent", "server_tools")
+
+
 @dataclass(frozen=True)
 class Route:
     """An ordered routing rule. Field order keeps ``Route(match, provider, model,
@@ -256,7 +260,7 @@ class Route:
     def applies(self, traits: RequestTraits) -> bool:
         if not self.matches(traits.model):
             return False
-        for condition in ("background", "thinking", "images", "subagent", "server_tools"):
+        for condition in _YES_NO_CONDITIONS:
             wanted = getattr(self, condition)
             if wanted is not None and getattr(traits, condition) != wanted:
                 return False
@@ -269,16 +273,7 @@ class Route:
     def conditional(self) -> bool:
         """Whether anything but the glob decides if it applies."""
         return any(
-            getattr(self, c) is not None
-            for c in (
-                "background",
-                "thinking",
-                "images",
-                "subagent",
-                "long_context",
-                "client",
-                "server_tools",
-            )
+            getattr(self, c) is not None for c in (*_YES_NO_CONDITIONS, "long_context", "client")
         )
 
     @property
@@ -287,15 +282,8 @@ class Route:
 
     @property
     def options(self) -> RouteOptions:
-        return RouteOptions(
-            spoof_model=self.spoof_model,
-            max_tokens_limit=self.max_tokens_limit,
-            effort=self.effort,
-            effort_map=self.effort_map,
-            context_window=self.context_window,
-            max_output=self.max_output,
-            vision=self.vision,
-        )
+        # Every option is also a field of the route, by the same name.
+        return RouteOptions(**{f.name: getattr(self, f.name) for f in fields(RouteOptions)})
 
 
 @dataclass(frozen=True)

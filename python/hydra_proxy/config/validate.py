@@ -409,28 +409,27 @@ class Validator:
         return prices
 
 
+# Each top-level table: how its header is written, and how to write it when it is not a table.
+_TOP_TABLES = {
+    "server": ("[server]", "write [server] and its keys under it"),
+    "providers": ("[providers.NAME]", "write one [providers.NAME] table per provider"),
+    "routes": ("[[routes]]", "write each route as a [[routes]] table (double brackets)"),
+    "pricing": (
+        '[pricing."MODEL-GLOB"]',
+        'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
+    ),
+    "usage": ("[usage]", "write [usage] and its keys (ledger, tracing) under it"),
+    "admission": ("[admission]", "write [admission] and its keys (provider_streams, ...) under it"),
+    "cluster": ("[cluster]", "write [cluster] and its keys (redis_url, ...) under it"),
+}
+
+
 def _top_header(name: str) -> str:
-    return {
-        "server": "[server]",
-        "providers": "[providers.NAME]",
-        "routes": "[[routes]]",
-        "pricing": '[pricing."MODEL-GLOB"]',
-        "usage": "[usage]",
-        "admission": "[admission]",
-        "cluster": "[cluster]",
-    }[name]
+    return _TOP_TABLES[name][0]
 
 
 def _top_hint(name: str) -> str:
-    return {
-        "server": "write [server] and its keys under it",
-        "providers": "write one [providers.NAME] table per provider",
-        "routes": "write each route as a [[routes]] table (double brackets)",
-        "pricing": 'write one [pricing."MODEL-GLOB"] table of rates per model pattern',
-        "usage": "write [usage] and its keys (ledger, tracing) under it",
-        "admission": "write [admission] and its keys (provider_streams, ...) under it",
-        "cluster": "write [cluster] and its keys (redis_url, ...) under it",
-    }[name]
+    return _TOP_TABLES[name][1]
 
 
 def _example(spec: Field) -> str:

@@ -53,24 +53,9 @@ from ..json_read import (
     uint,
 )
 from ..signature import sign_thinking
-from ..stream.events import (
-    BlockStart,
-    BlockStop,
-    Error,
-    MessageStart,
-    MessageStop,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-)
+from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
-from ..stream.transducer import Emit
+from ..stream.transducer import Emit, StartsAtFirstBytes
 from .errors import gemini_error
 from .mapping import ERROR_FINISH_REASONS, anthropic_usage, finish_error, stop_reason
 from .thought_signature import sign_thought_signature
@@ -86,12 +71,11 @@ _ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _PATH_STEP = re.compile(r"\.([A-Za-z0-9_$-]+)|\[([0-9]{1,9})\]|\['([^'\\]*)'\]")
 
 
-class GeminiDecoder:
+class GeminiDecoder(StartsAtFirstBytes):
     def __init__(self, message_id: str, signing_key: bytes | None = None) -> None:
         self._message_id = message_id  # names the tool calls (tool_use_id)
         self._key = signing_key or b""
-        self._started = False
-        self._ended = False
+        super().__init__()
         self._blocks = 0  # the next block id; the open one is self._blocks - 1
         self._open = _NO_BLOCK
         self._thinking: list[str] = []  # the open thinking block's text, to sign
@@ -105,11 +89,6 @@ class GeminiDecoder:
         self._cached: int | None = None
         self._candidates: int | None = None
         self._thoughts: int | None = None
-
-    def begin(self, emit: Emit) -> None:
-        if not self._started:
-            self._started = True
-            emit(MessageStart())
 
     def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
         if self._ended or not data.strip(JSON_WS):
@@ -171,13 +150,13 @@ class GeminiDecoder:
             self._candidates = candidates or 0
             self._thoughts = thoughts or 0
 
-    def _usage(self) -> Usage:
+    def _usage(self) -> ev.Usage:
         """The counts so far, as Anthropic counts them (None: not reported yet)."""
         input_tokens, output_tokens, cache_read = anthropic_usage(
             self._prompt or 0, self._cached or 0, self._candidates or 0, self._thoughts or 0
         )
         has_prompt = self._prompt is not None
-        return Usage(
+        return ev.Usage(
             input_tokens=input_tokens if has_prompt else None,
             cache_read_input_tokens=cache_read if has_prompt else None,
             output_tokens=output_tokens if self._candidates is not None else None,
@@ -208,7 +187,7 @@ class GeminiDecoder:
                 self._open_thinking(emit)
                 if self._key:
                     self._thinking.append(text)
-                emit(ThinkingDelta(self._blocks - 1, text))
+                emit(ev.ThinkingDelta(self._blocks - 1, text))
             if signature is not None:
                 self._close_thinking(signature, emit)
             return
@@ -223,11 +202,11 @@ class GeminiDecoder:
         if content is not None and content.strip():
             if self._open != _TEXT:
                 self._close(emit)
-                self._open_block(_TEXT, Text(), emit)
-            emit(TextDelta(self._blocks - 1, content))
+                self._open_block(_TEXT, ev.Text(), emit)
+            emit(ev.TextDelta(self._blocks - 1, content))
         elif content and self._open == _TEXT:
             # Whitespace: part of the open text block, no block of its own (as not streamed).
-            emit(TextDelta(self._blocks - 1, content))
+            emit(ev.TextDelta(self._blocks - 1, content))
 
     def _call(self, call: _Call, index: int, emit: Emit) -> None:
         name, call_id, args, partial, will_continue = call
@@ -236,7 +215,7 @@ class GeminiDecoder:
         self._close(emit)
         if call_id is None or not _ANTHROPIC_ID.fullmatch(call_id):
             call_id = tool_use_id(self._message_id, index)
-        self._open_block(_TOOL, ToolUse(call_id, name or ""), emit)
+        self._open_block(_TOOL, ev.ToolUse(call_id, name or ""), emit)
         self._calls += 1
         if not will_continue and not partial:
             if self._arguments(args, emit):
@@ -272,20 +251,20 @@ class GeminiDecoder:
         except TypeError:  # orjson: nested deeper than MAX_ARGUMENTS_DEPTH
             self._fail("api_error", MSG_ARGUMENTS_TOO_DEEP, emit)
             return False
-        emit(ToolArgumentsDelta(self._blocks - 1, text))
+        emit(ev.ToolArgumentsDelta(self._blocks - 1, text))
         return True
 
     # -- blocks ------------------------------------------------------------------------
 
-    def _open_block(self, kind: int, block: Text | Thinking | ToolUse, emit: Emit) -> None:
+    def _open_block(self, kind: int, block: ev.Text | ev.Thinking | ev.ToolUse, emit: Emit) -> None:
         self._open = kind
-        emit(BlockStart(self._blocks, block))
+        emit(ev.BlockStart(self._blocks, block))
         self._blocks += 1
 
     def _open_thinking(self, emit: Emit) -> None:
         if self._open != _THINKING:
             self._close(emit)
-            self._open_block(_THINKING, Thinking(), emit)
+            self._open_block(_THINKING, ev.Thinking(), emit)
 
     def _close_thinking(self, thought_signature: str, emit: Emit) -> None:
         """End the thinking so far with the carrier of `thought_signature`."""
@@ -297,8 +276,8 @@ class GeminiDecoder:
         self._open_thinking(emit)
         self._thinking = []
         self._open = _NO_BLOCK
-        emit(SignatureDelta(self._blocks - 1, carrier))
-        emit(BlockStop(self._blocks - 1))
+        emit(ev.SignatureDelta(self._blocks - 1, carrier))
+        emit(ev.BlockStop(self._blocks - 1))
 
     def _close(self, emit: Emit) -> None:
         if self._pending is not None and self._open == _TOOL:
@@ -309,19 +288,15 @@ class GeminiDecoder:
         block = self._blocks - 1
         if self._open == _THINKING:
             if self._key:
-                emit(SignatureDelta(block, sign_thinking("".join(self._thinking), self._key)))
+                emit(ev.SignatureDelta(block, sign_thinking("".join(self._thinking), self._key)))
             self._thinking = []
         self._open = _NO_BLOCK
-        emit(BlockStop(block))
+        emit(ev.BlockStop(block))
 
     def _end(self, emit: Emit) -> None:
         self._close(emit)
-        emit(StopReason(stop_reason(self._finish_reason, self._calls > 0)))
-        emit(MessageStop())
-        self._ended = True
-
-    def _fail(self, error_type: str, message: str, emit: Emit) -> None:
-        emit(Error(error_type, message))
+        emit(ev.StopReason(stop_reason(self._finish_reason, self._calls > 0)))
+        emit(ev.MessageStop())
         self._ended = True
 
 

@@ -29,24 +29,7 @@ import orjson
 from ..canonical.tools import RAW_ARGUMENTS_KEY
 from ..continuation import Block, Redacted
 from ..continuation import Thinking as ThinkingBlock
-from ..stream.events import (
-    BlockKind,
-    BlockStart,
-    BlockStop,
-    Error,
-    Event,
-    MessageStop,
-    RedactedThinking,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-)
+from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import output as out
 from .carrier import thought_signature
@@ -86,71 +69,64 @@ class _Block:
 
 
 class GeminiEncoder(Ending):
+    _error_event = staticmethod(out.error_chunk)
+
     def __init__(
         self,
         response_id: str,
         model: str,
-        include_thoughts: bool = True,
-        signing_key: bytes | None = None,
+        include_thoughts: bool,
+        signing_key: bytes | None,
     ) -> None:
+        super().__init__()
         self._out = out.ChunkWriter(response_id, model)
         self._include_thoughts = include_thoughts
         self._key = signing_key or None
         self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
         self._replay: list[Block] = []  # thinking to carry on the next part
         self._sent = False
-        self._stop_reason: str | None = None
         self._finish_reason: str | None = None
-        self._usage = Usage()
 
-    def event(self, parts: list[bytes], event: Event) -> None:
+    def event(self, parts: list[bytes], event: ev.Event) -> None:
         match event:
-            case TextDelta(block, text):
+            case ev.TextDelta(block, text):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TEXT:
                     self._part(parts, out.text_part(text, self._signature()))
-            case ThinkingDelta(block, thinking):
+            case ev.ThinkingDelta(block, thinking):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.text.append(thinking)
                     if self._include_thoughts:
                         self._part(parts, out.text_part(thinking, None, thought=True))
-            case ToolArgumentsDelta(block, partial_json):
+            case ev.ToolArgumentsDelta(block, partial_json):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _TOOL:
                     state.arguments.append(partial_json)
-            case SignatureDelta(block, signature):
+            case ev.SignatureDelta(block, signature):
                 state = self._blocks.get(block)
                 if state is not None and state.kind == _THINKING:
                     state.signature = signature
-            case BlockStart(block, kind):
+            case ev.BlockStart(block, kind):
                 self._blocks[block] = self._block(kind)  # (a restarted id replaces the block)
-            case BlockStop(block):
+            case ev.BlockStop(block):
                 self._block_stop(parts, block)
-            case Usage():
-                self._usage.update(event)
-            case StopReason(reason):
-                self._stop_reason = reason
-            case MessageStop():
-                self._end(parts)
-            case Error(kind, message):
-                parts.append(out.error_chunk(kind, message))
-                self._ended_with_error(kind, message)
             case _:
-                pass  # message start, citations, search results, pings: no Gemini form
+                # (message start, citations, search results and pings have no Gemini form)
+                self._message_event(parts, event)
 
     @staticmethod
-    def _block(kind: BlockKind) -> _Block:
+    def _block(kind: ev.BlockKind) -> _Block:
         match kind:
-            case Text():
+            case ev.Text():
                 return _Block(_TEXT)
-            case Thinking():
+            case ev.Thinking():
                 return _Block(_THINKING)
-            case RedactedThinking(data):
+            case ev.RedactedThinking(data):
                 state = _Block(_REDACTED)
                 state.data = data
                 return state
-            case ToolUse(tool_id, name):
+            case ev.ToolUse(tool_id, name):
                 state = _Block(_TOOL)
                 state.tool_id, state.name = tool_id, name
                 return state
@@ -203,11 +179,4 @@ class GeminiEncoder(Ending):
     def usage(self) -> tuple[int, int, int]:
         """(promptTokenCount, cachedContentTokenCount, output tokens): Gemini's prompt
         counts the cached and cache-written tokens that Anthropic's input leaves out."""
-        usage = self._usage
-        cached = usage.cache_read_input_tokens or 0
-        prompt = (usage.input_tokens or 0) + cached + (usage.cache_creation_input_tokens or 0)
-        return prompt, cached, usage.output_tokens or 0
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._usage.reasoning_tokens or 0
+        return self._usage.prompt_counts()

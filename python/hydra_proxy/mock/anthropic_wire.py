@@ -17,7 +17,6 @@ from typing import Any
 import orjson
 
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .response import truncated_json_reply as _truncated
 from .script import ResolvedUsage, Turn, WebSearch, error_status, resolve_usage, split_text
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
@@ -281,12 +280,7 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
         "stop_sequence": None,
         "usage": {**usage, "service_tier": "standard"},
     }
-    reply = json_reply(200, body, _headers(ctx))
-    if turn.cut is not False:
-        return _truncated(reply)
-    if turn.abort:
-        reply.abort = True
-    return reply
+    return Reply.complete_json(body, _headers(ctx), turn.cut, turn.abort)
 
 
 def count_tokens_reply(body: Any) -> Reply:

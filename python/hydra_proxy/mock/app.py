@@ -41,6 +41,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import orjson
@@ -77,17 +78,6 @@ def key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-_KNOB_HEADERS: Final = frozenset(
-    {
-        "x-mock-chunks",
-        "x-mock-chunk-size",
-        "x-mock-delay-ms",
-        "x-mock-jitter-ms",
-        "x-mock-ttfb-ms",
-        "x-mock-split-bytes",
-        "x-mock-error-rate",
-    }
-)
 _MAX_MS: Final = 600_000.0
 
 
@@ -156,15 +146,13 @@ class _Knobs:
     error_rate: float
 
     def with_pacing(self, p: Pacing) -> _Knobs:
-        return _Knobs(
-            chunks=self.chunks,
-            chunk_size=self.chunk_size if p.chunk_size is None else p.chunk_size,
-            delay_ms=self.delay_ms if p.delay_ms is None else p.delay_ms,
-            jitter_ms=self.jitter_ms if p.jitter_ms is None else p.jitter_ms,
-            ttfb_ms=self.ttfb_ms if p.ttfb_ms is None else p.ttfb_ms,
-            split_bytes=self.split_bytes if p.split_bytes is None else p.split_bytes,
-            error_rate=self.error_rate,
-        )
+        # Every pacing field is a knob of the same name.
+        overrides = {
+            f.name: value
+            for f in dataclasses.fields(p)
+            if (value := getattr(p, f.name)) is not None
+        }
+        return dataclasses.replace(self, **overrides)
 
 
 def _int_header(name: str, value: str, lo: int, hi: int) -> int:
@@ -187,19 +175,27 @@ def _float_header(name: str, value: str, lo: float, hi: float) -> float:
     return x
 
 
+# Each knob a request header may set: the header, the knob and the header's parser.
+_KNOB_HEADERS: Final[dict[str, tuple[str, Callable[[str, str], float]]]] = {
+    "x-mock-chunks": ("chunks", partial(_int_header, lo=0, hi=1_000_000)),
+    "x-mock-chunk-size": ("chunk_size", partial(_int_header, lo=1, hi=1 << 26)),
+    "x-mock-delay-ms": ("delay_ms", partial(_float_header, lo=0, hi=_MAX_MS)),
+    "x-mock-jitter-ms": ("jitter_ms", partial(_float_header, lo=0, hi=_MAX_MS)),
+    "x-mock-ttfb-ms": ("ttfb_ms", partial(_float_header, lo=0, hi=_MAX_MS)),
+    "x-mock-split-bytes": ("split_bytes", partial(_int_header, lo=0, hi=1 << 30)),
+    "x-mock-error-rate": ("error_rate", partial(_float_header, lo=0, hi=1)),
+}
+_KNOB_HEADER_NAMES: Final = frozenset(_KNOB_HEADERS)
+
+
 class MockApp:
     """The ASGI callable; one instance per worker process holds that worker's state."""
 
     def __init__(self, options: MockOptions):
         self.options = options
+        # Every knob is an option of the same name.
         self._base = _Knobs(
-            chunks=options.chunks,
-            chunk_size=options.chunk_size,
-            delay_ms=options.delay_ms,
-            jitter_ms=options.jitter_ms,
-            ttfb_ms=options.ttfb_ms,
-            split_bytes=options.split_bytes,
-            error_rate=options.error_rate,
+            **{f.name: getattr(options, f.name) for f in dataclasses.fields(_Knobs)}
         )
         self._recorded: deque[tuple[dict[str, Any], int]] = deque()
         self._recorded_bytes = 0
@@ -268,9 +264,7 @@ class MockApp:
             await self._send(send, _method_not_allowed(wire, method, "POST"))
             return
         try:
-            headers = _headers(scope)
-            raw = await self._read_body(receive, headers)
-            body = _parse_json_object(raw)
+            headers, raw, body = await self._read_json(scope, receive)
             entry = self._record(scope, headers, raw, body)
             knobs = self._knobs(headers)
             if knobs.error_rate and random.random() < knobs.error_rate:
@@ -384,33 +378,21 @@ class MockApp:
 
     def _knobs(self, headers: dict[str, str]) -> _Knobs:
         k = self._base
-        if not _KNOB_HEADERS.intersection(headers):
+        if not _KNOB_HEADER_NAMES.intersection(headers):
             return k
-        get = headers.get
-        v = get("x-mock-chunks")
-        chunks = k.chunks if v is None else _int_header("x-mock-chunks", v, 0, 1_000_000)
-        v = get("x-mock-chunk-size")
-        size = k.chunk_size if v is None else _int_header("x-mock-chunk-size", v, 1, 1 << 26)
-        v = get("x-mock-delay-ms")
-        delay = k.delay_ms if v is None else _float_header("x-mock-delay-ms", v, 0, _MAX_MS)
-        v = get("x-mock-jitter-ms")
-        jitter = k.jitter_ms if v is None else _float_header("x-mock-jitter-ms", v, 0, _MAX_MS)
-        v = get("x-mock-ttfb-ms")
-        ttfb = k.ttfb_ms if v is None else _float_header("x-mock-ttfb-ms", v, 0, _MAX_MS)
-        v = get("x-mock-split-bytes")
-        split = k.split_bytes if v is None else _int_header("x-mock-split-bytes", v, 0, 1 << 30)
-        v = get("x-mock-error-rate")
-        rate = k.error_rate if v is None else _float_header("x-mock-error-rate", v, 0, 1)
-        return _Knobs(chunks, size, delay, jitter, ttfb, split, rate)
+        overrides: dict[str, Any] = {}
+        for header, (knob, parse) in _KNOB_HEADERS.items():
+            value = headers.get(header)
+            if value is not None:
+                overrides[knob] = parse(header, value)
+        return dataclasses.replace(k, **overrides)
 
     async def _count_tokens(self, scope: Scope, receive: Receive, send: Send, method: str) -> None:
         if method != "POST":
             await self._send(send, _method_not_allowed(_ANTHROPIC, method, "POST"))
             return
         try:
-            headers = _headers(scope)
-            raw = await self._read_body(receive, headers)
-            body = _parse_json_object(raw)
+            headers, raw, body = await self._read_json(scope, receive)
         except _ClientError as exc:
             await self._send(send, _ANTHROPIC.error(exc.status, exc.message))
             return
@@ -490,6 +472,15 @@ class MockApp:
             await self._send(send, _method_not_allowed(_OPENAI, method, "GET, POST, DELETE"))
 
     # -- plumbing ----------------------------------------------------------------------
+
+    async def _read_json(
+        self, scope: Scope, receive: Receive
+    ) -> tuple[dict[str, str], bytes, dict[str, Any]]:
+        """A request's headers, its body and that body parsed (a _ClientError unless it is
+        a JSON object)."""
+        headers = _headers(scope)
+        raw = await self._read_body(receive, headers)
+        return headers, raw, _parse_json_object(raw)
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         limit = self.options.max_body_bytes

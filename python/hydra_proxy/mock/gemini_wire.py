@@ -38,7 +38,6 @@ from typing import Any, Final
 import orjson
 
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .response import truncated_json_reply as _truncated
 from .script import ResolvedUsage, ToolCall, Turn, error_status, resolve_usage, split_text
 
 STATUS_NAMES: Final = {
@@ -265,12 +264,7 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
     out = _Chunks(ctx)
     body = out.add(_complete_parts(turn), finishReason=finish_reason(turn))
     body["usageMetadata"] = _usage(resolve_usage(turn))
-    reply = json_reply(200, body, _headers(ctx))
-    if turn.cut is not False:
-        return _truncated(reply)
-    if turn.abort:
-        reply.abort = True
-    return reply
+    return Reply.complete_json(body, _headers(ctx), turn.cut, turn.abort)
 
 
 def renderer(model: str, stream: bool, sse: bool) -> Callable[[Turn, RenderContext], Reply]:

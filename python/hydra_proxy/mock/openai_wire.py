@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .response import truncated_json_reply as _truncated
 from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
 
 DONE = b"data: [DONE]\n\n"
@@ -211,9 +210,4 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
         "usage": _usage_object(resolve_usage(turn)),
         "system_fingerprint": SYSTEM_FINGERPRINT,
     }
-    reply = json_reply(200, body, _headers(ctx))
-    if turn.cut is not False:
-        return _truncated(reply)
-    if turn.abort:
-        reply.abort = True
-    return reply
+    return Reply.complete_json(body, _headers(ctx), turn.cut, turn.abort)

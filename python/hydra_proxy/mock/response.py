@@ -41,6 +41,16 @@ class Reply:
         self.abort = abort
         self._body: bytes | None = None
 
+    @staticmethod
+    def complete_json(body: Any, headers: Headers, cut: bool | int, abort: bool) -> Reply:
+        """A non-streaming 200 reply as a turn shapes it: cut in half (and then not aborted),
+        or whole and aborted after the body when the turn says so."""
+        reply = json_reply(200, body, headers)
+        if cut is not False:
+            return truncated_json_reply(reply)
+        reply.abort = abort
+        return reply
+
     @property
     def body(self) -> bytes:
         if self._body is None:

@@ -33,8 +33,7 @@ import orjson
 
 from .anthropic_wire import default_signature
 from .openai_wire import error_reply
-from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .response import truncated_json_reply as _truncated
+from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events
 from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
 
 # A turn's finish_reason (either vocabulary) -> incomplete_details.reason.
@@ -307,9 +306,4 @@ def _render_complete(turn: Turn, ctx: RenderContext, items: list[dict[str, Any]]
     if turn.stream_error is not None:
         se = turn.stream_error
         return error_reply(error_status(se.type), se.type, se.message)
-    reply = json_reply(200, _finished(turn, ctx, items), _headers(ctx))
-    if turn.cut is not False:
-        return _truncated(reply)
-    if turn.abort:
-        reply.abort = True
-    return reply
+    return Reply.complete_json(_finished(turn, ctx, items), _headers(ctx), turn.cut, turn.abort)

@@ -63,35 +63,21 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
+from ..chat.mapping import FINISH_REASONS, STOP_REASONS
+from ..errors import status_class, status_for_anthropic_type
+
 DEFAULT_PROMPT_TOKENS = 10
+_Parsed = TypeVar("_Parsed")
 _CANNED_TEXT = (
     "Hello from the hydra-proxy mock upstream. This is the canned streaming reply that "
     "the demo, the tests and the benchmarks use; every delta carries a few characters. "
 )
-
-# OpenAI finish_reason <-> Anthropic stop_reason.
-_TO_ANTHROPIC = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "content_filter": "refusal",
-}
-_TO_OPENAI = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool_calls",
-    "refusal": "content_filter",
-}
 
 
 class TurnError(ValueError):
@@ -200,12 +186,12 @@ class Turn:
     def openai_finish_reason(self) -> str:
         if self.finish_reason is None:
             return "tool_calls" if self.tool_calls else "stop"
-        return _TO_OPENAI.get(self.finish_reason, self.finish_reason)
+        return FINISH_REASONS.get(self.finish_reason, self.finish_reason)
 
     def anthropic_stop_reason(self) -> str:
         if self.finish_reason is None:
             return "tool_use" if self.tool_calls else "end_turn"
-        return _TO_ANTHROPIC.get(self.finish_reason, self.finish_reason)
+        return STOP_REASONS.get(self.finish_reason, self.finish_reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +278,21 @@ def _opt_int(obj: Mapping[str, Any], key: str, where: str, minimum: int = 0) -> 
     return value
 
 
+def _flag(obj: Mapping[str, Any], key: str, where: str) -> bool:
+    value = obj.get(key, False)
+    if not isinstance(value, bool):
+        raise TurnError(f"{where}.{key} must be true or false")
+    return value
+
+
+def _opt_parsed(
+    obj: Mapping[str, Any], key: str, where: str, parse: Callable[[object, str], _Parsed]
+) -> _Parsed | None:
+    """``parse`` of the field at ``key`` (where ``where.key``), None when absent or null."""
+    value = obj.get(key)
+    return None if value is None else parse(value, f"{where}.{key}")
+
+
 def _opt_ms(obj: Mapping[str, Any], key: str, where: str) -> float | None:
     value = obj.get(key)
     if value is None:
@@ -315,6 +316,28 @@ def _parse_tool_call(obj: object, where: str) -> ToolCall:
     else:
         raise TurnError(f"{where}.arguments must be an object or a JSON string")
     return ToolCall(name=name, arguments=arguments, id=_opt_str(obj, "id", where))
+
+
+def _parse_usage(obj: object, where: str) -> Usage:
+    if not isinstance(obj, dict):
+        raise TurnError(f"{where} must be an object")
+    return Usage(
+        prompt_tokens=_opt_int(obj, "prompt_tokens", where),
+        completion_tokens=_opt_int(obj, "completion_tokens", where),
+        cached_tokens=_opt_int(obj, "cached_tokens", where)
+        or _opt_int(obj, "prompt_cache_hit_tokens", where)
+        or 0,
+        cache_hit_field="prompt_cache_hit_tokens" in obj,
+    )
+
+
+def _parse_stream_error(obj: object, where: str) -> StreamError:
+    if not isinstance(obj, dict):
+        raise TurnError(f"{where} must be an object")
+    return StreamError(
+        type=_opt_str(obj, "type", where) or "overloaded_error",
+        message=_opt_str(obj, "message", where) or "Overloaded",
+    )
 
 
 def _parse_error(obj: object, where: str) -> ErrorSpec:
@@ -386,44 +409,9 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
         raise TurnError(f"{where}.tool_calls must be a list")
     calls = tuple(_parse_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(raw_calls))
 
-    usage = None
-    raw_usage = obj.get("usage")
-    if raw_usage is not None:
-        if not isinstance(raw_usage, dict):
-            raise TurnError(f"{where}.usage must be an object")
-        w = f"{where}.usage"
-        usage = Usage(
-            prompt_tokens=_opt_int(raw_usage, "prompt_tokens", w),
-            completion_tokens=_opt_int(raw_usage, "completion_tokens", w),
-            cached_tokens=_opt_int(raw_usage, "cached_tokens", w)
-            or _opt_int(raw_usage, "prompt_cache_hit_tokens", w)
-            or 0,
-            cache_hit_field="prompt_cache_hit_tokens" in raw_usage,
-        )
-
-    error = None if obj.get("error") is None else _parse_error(obj["error"], f"{where}.error")
-
-    stream_error = None
-    raw_se = obj.get("stream_error")
-    if raw_se is not None:
-        if not isinstance(raw_se, dict):
-            raise TurnError(f"{where}.stream_error must be an object")
-        w = f"{where}.stream_error"
-        stream_error = StreamError(
-            type=_opt_str(raw_se, "type", w) or "overloaded_error",
-            message=_opt_str(raw_se, "message", w) or "Overloaded",
-        )
-
     cut = obj.get("cut", False)
     if not isinstance(cut, (bool, int)) or (not isinstance(cut, bool) and cut < 0):
         raise TurnError(f"{where}.cut must be true/false or a number of events >= 0")
-    abort = obj.get("abort", False)
-    if not isinstance(abort, bool):
-        raise TurnError(f"{where}.abort must be true or false")
-
-    partial_args = obj.get("partial_args", False)
-    if not isinstance(partial_args, bool):
-        raise TurnError(f"{where}.partial_args must be true or false")
 
     redacted = obj.get("redacted_thinking") or []
     if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
@@ -434,11 +422,11 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
         text=_opt_str(obj, "text", where),
         tool_calls=calls,
         finish_reason=_opt_str(obj, "finish_reason", where),
-        usage=usage,
-        error=error,
-        stream_error=stream_error,
+        usage=_opt_parsed(obj, "usage", where, _parse_usage),
+        error=_opt_parsed(obj, "error", where, _parse_error),
+        stream_error=_opt_parsed(obj, "stream_error", where, _parse_stream_error),
         cut=cut,
-        abort=abort,
+        abort=_flag(obj, "abort", where),
         redacted_thinking=tuple(redacted),
         signature=_opt_str(obj, "signature", where),
         replay=_opt_str(obj, "replay", where),
@@ -450,11 +438,9 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
             ttfb_ms=_opt_ms(obj, "ttfb_ms", where),
             split_bytes=_opt_int(obj, "split_bytes", where),
         ),
-        match=None if obj.get("match") is None else _parse_match(obj["match"], f"{where}.match"),
-        partial_args=partial_args,
-        web_search=None
-        if obj.get("web_search") is None
-        else _parse_web_search(obj["web_search"], f"{where}.web_search"),
+        match=_opt_parsed(obj, "match", where, _parse_match),
+        partial_args=_flag(obj, "partial_args", where),
+        web_search=_opt_parsed(obj, "web_search", where, _parse_web_search),
     )
 
 
@@ -469,39 +455,13 @@ def parse_script(obj: object) -> list[Turn]:
 
 # -- errors --------------------------------------------------------------------------------
 
-_ERROR_TYPE_BY_STATUS = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    503: "overloaded_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-_STATUS_BY_ERROR_TYPE = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-}
-
 
 def default_error_type(status: int) -> str:
-    if status in _ERROR_TYPE_BY_STATUS:
-        return _ERROR_TYPE_BY_STATUS[status]
-    return "api_error" if status >= 500 else "invalid_request_error"
+    """The error type of a scripted status that names none: the proxy's class of that
+    status, except that a 408 stays a plain client error, as the mock has always sent it."""
+    return "invalid_request_error" if status == 408 else status_class(status)
 
 
 def error_status(kind: str) -> int:
     """The HTTP status of an (Anthropic-vocabulary) error type; 500 for unknown types."""
-    return _STATUS_BY_ERROR_TYPE.get(kind, 500)
+    return status_for_anthropic_type(kind)

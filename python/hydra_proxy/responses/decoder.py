@@ -42,28 +42,9 @@ from orjson import dumps
 
 from ..json_read import JSON_WS, JSONDecodeError, loads_lossy, uint
 from ..signature import sign_thinking
-from ..stream.events import (
-    BlockStart,
-    BlockStop,
-    CitationDelta,
-    Error,
-    MessageStart,
-    MessageStop,
-    SearchResult,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-    WebSearch,
-    WebSearchResults,
-)
+from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
-from ..stream.transducer import Emit
+from ..stream.transducer import Decoding, Emit
 from .errors import upstream_failure
 from .reasoning import sign_upstream_item
 from .tools import flatten
@@ -105,12 +86,12 @@ def _json_fragment(text: str) -> str:
     return dumps(text).decode()[1:-1]
 
 
-class ResponsesDecoder:
+class ResponsesDecoder(Decoding):
     def __init__(self, message_id: str, signing_key: bytes | None = None) -> None:
         self._message_id = message_id
         self._key = signing_key or None
+        super().__init__()
         self._started = False
-        self._ended = False
         self._blocks = 0  # blocks started (the next block id)
         self._has_call = False
         # The open block: (block id, kind, output index, content index or summary index).
@@ -121,9 +102,6 @@ class ResponsesDecoder:
         self._reasoning: int | None = None
         self._thinking: list[str] = []
         self._summary_index: int | None = None
-
-    def begin(self, emit: Emit) -> None:
-        pass
 
     def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
         if self._ended:
@@ -154,7 +132,7 @@ class ResponsesDecoder:
         if not self._started:
             self._started = True
             response = _dict(payload, "response")
-            emit(MessageStart(_str(response, "id"), _str(response, "model")))
+            emit(ev.MessageStart(_str(response, "id"), _str(response, "model")))
         index = uint(payload.get("output_index"))
         index = -1 if index is None else index
         if kind in _TEXT_DELTAS:
@@ -185,14 +163,14 @@ class ResponsesDecoder:
         self._close(emit)
         block_id = self._blocks
         self._blocks += 1
-        emit(BlockStart(block_id, block))
+        emit(ev.BlockStart(block_id, block))
         self._open = (block_id, kind, index, part)
         self._streamed = False
         return block_id
 
     def _close(self, emit: Emit) -> None:
         if self._open is not None:
-            emit(BlockStop(self._open[0]))
+            emit(ev.BlockStop(self._open[0]))
             self._open = None
 
     def _is_open(self, kind: int, index: int) -> int | None:
@@ -209,9 +187,9 @@ class ResponsesDecoder:
         part = uint(payload.get("content_index")) or 0
         block = self._is_open(_TEXT, index)
         if block is None or self._open is None or self._open[3] != part:
-            block = self._start(_TEXT, index, part, Text(), emit)
+            block = self._start(_TEXT, index, part, ev.Text(), emit)
         self._texted = index
-        emit(TextDelta(block, delta))
+        emit(ev.TextDelta(block, delta))
 
     def _thinking_delta(self, kind: str, payload: dict[str, Any], index: int, emit: Emit) -> None:
         delta = _str(payload, "delta")
@@ -219,22 +197,22 @@ class ResponsesDecoder:
             return
         block = self._is_open(_THINKING, index)
         if block is None:
-            block = self._start(_THINKING, index, 0, Thinking(), emit)
+            block = self._start(_THINKING, index, 0, ev.Thinking(), emit)
         if kind == "response.reasoning_summary_text.delta":
             summary = uint(payload.get("summary_index")) or 0
             if self._thinking and summary != self._summary_index:
                 self._thinking.append("\n\n")
-                emit(ThinkingDelta(block, "\n\n"))
+                emit(ev.ThinkingDelta(block, "\n\n"))
             self._summary_index = summary
         self._thinking.append(delta)
-        emit(ThinkingDelta(block, delta))
+        emit(ev.ThinkingDelta(block, delta))
 
     def _arguments_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
         delta = _str(payload, "delta")
         block = self._is_open(_TOOL, index)
         if delta and block is not None:
             self._streamed = True
-            emit(ToolArgumentsDelta(block, delta))
+            emit(ev.ToolArgumentsDelta(block, delta))
 
     def _input_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
         delta = _str(payload, "delta")
@@ -242,7 +220,7 @@ class ResponsesDecoder:
         if delta and block is not None:
             head = "" if self._streamed else '{"input":"'
             self._streamed = True
-            emit(ToolArgumentsDelta(block, head + _json_fragment(delta)))
+            emit(ev.ToolArgumentsDelta(block, head + _json_fragment(delta)))
 
     def _annotation(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
         annotation = _dict(payload, "annotation")
@@ -258,7 +236,7 @@ class ResponsesDecoder:
             b'{"type":"web_search_result_location","cited_text":"","url":%s,"title":%s,'
             b'"encrypted_index":""}' % (dumps(url), dumps(title))
         )
-        emit(CitationDelta(block, citation.decode()))
+        emit(ev.CitationDelta(block, citation.decode()))
 
     # -- items ---------------------------------------------------------------------------
 
@@ -274,9 +252,9 @@ class ResponsesDecoder:
                 name = flatten(namespace, name)
             self._has_call = True
             block_kind = _TOOL if kind == "function_call" else _CUSTOM
-            self._start(block_kind, index, 0, ToolUse(call_id, name), emit)
+            self._start(block_kind, index, 0, ev.ToolUse(call_id, name), emit)
         elif kind == "web_search_call":
-            self._start(_SEARCH, index, 0, WebSearch(_str(item, "id") or ""), emit)
+            self._start(_SEARCH, index, 0, ev.WebSearch(_str(item, "id") or ""), emit)
         elif kind == "reasoning":
             self._close(emit)
             self._reasoning = index
@@ -292,16 +270,18 @@ class ResponsesDecoder:
             if block is not None:
                 arguments = _str(item, "arguments")
                 if not self._streamed and arguments:
-                    emit(ToolArgumentsDelta(block, arguments))
+                    emit(ev.ToolArgumentsDelta(block, arguments))
                 self._close(emit)
         elif kind == "custom_tool_call":
             block = self._is_open(_CUSTOM, index)
             if block is not None:
                 if self._streamed:
-                    emit(ToolArgumentsDelta(block, '"}'))
+                    emit(ev.ToolArgumentsDelta(block, '"}'))
                 else:
                     tool_input = _str(item, "input") or ""
-                    emit(ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}"))
+                    emit(
+                        ev.ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}")
+                    )
                 self._close(emit)
         elif kind == "web_search_call":
             self._search_done(item, index, emit)
@@ -315,8 +295,8 @@ class ResponsesDecoder:
                     field = "refusal" if part.get("type") == "refusal" else "text"
                     text = _str(part, field)
                     if part.get("type") in ("output_text", "refusal") and text:
-                        block = self._start(_TEXT, index, 0, Text(), emit)
-                        emit(TextDelta(block, text))
+                        block = self._start(_TEXT, index, 0, ev.Text(), emit)
+                        emit(ev.TextDelta(block, text))
                         self._close(emit)
             self._texted = index
 
@@ -324,11 +304,11 @@ class ResponsesDecoder:
         search_id = _str(item, "id") or ""
         block = self._is_open(_SEARCH, index)
         if block is None:  # a search only its done event names
-            block = self._start(_SEARCH, index, 0, WebSearch(search_id), emit)
+            block = self._start(_SEARCH, index, 0, ev.WebSearch(search_id), emit)
         action = _dict(item, "action")
         query = _str(action, "query")
         if action.get("type") == "search" and query:
-            emit(ToolArgumentsDelta(block, '{"query":' + dumps(query).decode() + "}"))
+            emit(ev.ToolArgumentsDelta(block, '{"query":' + dumps(query).decode() + "}"))
         self._close(emit)
         urls = [
             url
@@ -336,9 +316,9 @@ class ResponsesDecoder:
             if type(source) is dict and (url := _str(source, "url"))
         ]
         if urls:
-            block = self._start(_RESULTS, index, 1, WebSearchResults(search_id), emit)
+            block = self._start(_RESULTS, index, 1, ev.WebSearchResults(search_id), emit)
             for url in urls:
-                emit(SearchResult(block, url, ""))
+                emit(ev.SearchResult(block, url, ""))
             self._close(emit)
 
     def _reasoning_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
@@ -353,14 +333,14 @@ class ResponsesDecoder:
                 text = "".join(_texts(_list(item, "content"), "reasoning_text"))
             if not text and not (encrypted and key):
                 return
-            block = self._start(_THINKING, index, 0, Thinking(), emit)
+            block = self._start(_THINKING, index, 0, ev.Thinking(), emit)
             if text:
-                emit(ThinkingDelta(block, text))
+                emit(ev.ThinkingDelta(block, text))
         if key is not None and encrypted:
             item_id = _str(item, "id") or ""
-            emit(SignatureDelta(block, sign_upstream_item(text, item_id, encrypted, key)))
+            emit(ev.SignatureDelta(block, sign_upstream_item(text, item_id, encrypted, key)))
         elif key is not None and text:
-            emit(SignatureDelta(block, sign_thinking(text, key)))
+            emit(ev.SignatureDelta(block, sign_thinking(text, key)))
         self._close(emit)
 
     # -- the end -------------------------------------------------------------------------
@@ -375,13 +355,13 @@ class ResponsesDecoder:
             written = min(uint(details.get("cache_write_tokens")) or 0, total - cached)
             output = uint(usage.get("output_tokens")) or 0
             reasoning = uint(_dict(usage, "output_tokens_details").get("reasoning_tokens"))
-            emit(Usage(total - cached - written, cached, written, output, reasoning))
+            emit(ev.Usage(total - cached - written, cached, written, output, reasoning))
         reason = _str(_dict(response, "incomplete_details"), "reason")
         stop = _STOP_REASONS.get(reason) if reason is not None else None
         if stop is None:
             stop = "tool_use" if self._has_call else "end_turn"
-        emit(StopReason(stop))
-        emit(MessageStop())
+        emit(ev.StopReason(stop))
+        emit(ev.MessageStop())
         self._ended = True
 
     def _upstream_error(self, error: dict[str, Any], emit: Emit) -> None:
@@ -391,5 +371,5 @@ class ResponsesDecoder:
 
     def _fail(self, kind: str, message: str, emit: Emit) -> None:
         if not self._ended:
-            emit(Error(kind, message))
+            emit(ev.Error(kind, message))
             self._ended = True

@@ -44,41 +44,20 @@ with its ``sequence_number`` (0, 1, 2...):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from orjson import dumps, loads
 
-from ..stream.events import (
-    BlockStart,
-    BlockStop,
-    CitationDelta,
-    Error,
-    Event,
-    MessageStart,
-    MessageStop,
-    Ping,
-    RedactedThinking,
-    SearchResult,
-    ServerTool,
-    SignatureDelta,
-    StopReason,
-    Text,
-    TextDelta,
-    Thinking,
-    ThinkingDelta,
-    ToolArgumentsDelta,
-    ToolUse,
-    Usage,
-    WebSearch,
-    WebSearchResults,
-)
+from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import output as out
 from .context import ResponsesContext
 from .errors import response_error_code
 from .items import item_id, reasoning_item, response_status, responses_usage
 from .reasoning import Block
-from .tools import CUSTOM_INPUT_KEY, ToolNames, ToolOrigin
+from .tools import ToolNames, ToolOrigin, custom_input_member
 
-__all__ = ["NameTable", "ResponsesEncoder", "echo_text", "name_table"]
+__all__ = ["NameTable", "ResponsesEncoder", "ResponsesOptions", "echo_text", "name_table"]
 
 # (sent name, client name, namespace, custom): `ToolNames` as plain data, for both
 # implementations' constructors.
@@ -109,12 +88,8 @@ def custom_call_input(arguments: str) -> str:
         value = loads(arguments) if arguments else {}
     except ValueError:
         return arguments
-    if isinstance(value, dict):
-        member = value.get(CUSTOM_INPUT_KEY)
-        if isinstance(member, str):
-            return member
-        if not value:
-            return ""
+    if isinstance(value, dict) and (text := custom_input_member(value)) is not None:
+        return text
     return arguments
 
 
@@ -203,6 +178,16 @@ def _thinking(item: _Item | None) -> bool:
     return isinstance(item, _Reasoning) and item.blocks[-1]["type"] == "thinking"
 
 
+class ResponsesOptions(NamedTuple):
+    """What the request asks of the reply beyond its ids (`ResponsesClient`'s keywords,
+    which give the defaults)."""
+
+    echo: str  # the request echo, as JSON text (`echo_text`)
+    include_encrypted: bool
+    summary: bool
+    tool_names: NameTable | None  # (`name_table`)
+
+
 class ResponsesEncoder(Ending):
     def __init__(
         self,
@@ -210,30 +195,26 @@ class ResponsesEncoder(Ending):
         model: str,
         created_at: int,
         input_tokens: int,
-        echo: str = "{}",
-        include_encrypted: bool = False,
-        summary: bool = False,
-        signing_key: bytes | None = None,
-        tool_names: NameTable | None = None,
+        signing_key: bytes | None,
+        options: ResponsesOptions,
     ) -> None:
+        super().__init__()
         self._response_id = response_id
         self._model = model
         self._created_at = created_at
         self._estimate = input_tokens
-        self._echo = echo_inner(echo)
+        self._echo = echo_inner(options.echo)
         self._context = ResponsesContext(
-            model, include_encrypted=include_encrypted, summary=summary
+            model, include_encrypted=options.include_encrypted, summary=options.summary
         )
         self._key = signing_key
         self._names = {
             sent: ToolOrigin(name, namespace, custom)
-            for sent, name, namespace, custom in tool_names or ()
+            for sent, name, namespace, custom in options.tool_names or ()
         }
         self._seq = 0
         self._started = False
-        self._stop_reason: str | None = None
         self._status: str | None = None
-        self._usage = Usage()
         self._items: list[bytes] = []  # finished items, as output_item.done sent them
         self._item: _Item | None = None  # the open item
         self._block: int | None = None  # the open block (decoder id) feeding it
@@ -265,27 +246,27 @@ class ResponsesEncoder(Ending):
 
     # -- events --------------------------------------------------------------------------
 
-    def event(self, parts: list[bytes], event: Event) -> None:
+    def event(self, parts: list[bytes], event: ev.Event) -> None:
         self._ensure_started(parts)
         item = self._item
         match event:
-            case TextDelta(block, text):
+            case ev.TextDelta(block, text):
                 if block == self._block and isinstance(item, _Message):
                     item.text.append(text)
                     item.length += len(text)
                     parts.append(out.text_delta(self._next(), item.item, self._index(), text))
-            case ThinkingDelta(block, thinking):
+            case ev.ThinkingDelta(block, thinking):
                 if block == self._block and _thinking(item):
                     assert isinstance(item, _Reasoning)
                     self._thinking_delta(parts, item, thinking)
-            case SignatureDelta(block, signature):
+            case ev.SignatureDelta(block, signature):
                 if block == self._block and _thinking(item):
                     assert isinstance(item, _Reasoning)
                     item.blocks[-1]["signature"] = signature
-            case ToolArgumentsDelta(block, partial_json) if isinstance(item, _Search):
+            case ev.ToolArgumentsDelta(block, partial_json) if isinstance(item, _Search):
                 if block == self._block:
                     item.arguments.append(partial_json)
-            case ToolArgumentsDelta(block, partial_json):
+            case ev.ToolArgumentsDelta(block, partial_json):
                 if block == self._block and isinstance(item, _Call):
                     item.arguments.append(partial_json)
                     if not item.origin.custom:
@@ -299,39 +280,31 @@ class ResponsesEncoder(Ending):
                                 partial_json,
                             )
                         )
-            case CitationDelta(block, citation):
+            case ev.CitationDelta(block, citation):
                 if block == self._block and isinstance(item, _Message):
                     _add_citation(item, citation)
-            case SearchResult(block, url):
+            case ev.SearchResult(block, url):
                 if block == self._block and isinstance(item, _Search) and item.stopped:
                     item.sources.append(url)
-            case BlockStart(block, kind):
+            case ev.BlockStart(block, kind):
                 self._block_start(parts, block, kind)
-            case BlockStop(block):
+            case ev.BlockStop(block):
                 if block == self._block:
                     self._block_stop(parts)
-            case MessageStart():
-                pass
-            case Usage():
-                self._usage.update(event)
-            case StopReason(reason):
-                self._stop_reason = reason
-            case MessageStop():
-                self._end(parts)
-            case Error(kind, message):
-                self._fail(parts, kind, message)
-            case Ping():
+            case ev.Ping():
                 parts.append(out.PING)
+            case _:
+                self._message_event(parts, event)
 
     def _index(self) -> int:
         """The output index of the open item (items finish in the order they open)."""
         return len(self._items)
 
     def _block_start(self, parts: list[bytes], block: int, kind: object) -> None:
-        if self._block is not None and not isinstance(kind, (ServerTool, WebSearchResults)):
+        if self._block is not None and not isinstance(kind, (ev.ServerTool, ev.WebSearchResults)):
             self._block_stop(parts)  # a lenient upstream's overlapping blocks
         match kind:
-            case Text():
+            case ev.Text():
                 message = self._item
                 if isinstance(message, _Message):
                     message.block_start = message.length
@@ -348,23 +321,23 @@ class ResponsesEncoder(Ending):
                             "",
                         )
                     )
-            case Thinking() | RedactedThinking():
+            case ev.Thinking() | ev.RedactedThinking():
                 reasoning = self._item
                 if not isinstance(reasoning, _Reasoning):
                     self._close(parts)
                     reasoning = _Reasoning(item_id("rs", self._response_id, self._index()))
                     self._open(parts, reasoning, out.reasoning_item_added(reasoning.item))
-                if isinstance(kind, RedactedThinking):
+                if isinstance(kind, ev.RedactedThinking):
                     reasoning.blocks.append({"type": "redacted_thinking", "data": kind.data})
                 else:
                     reasoning.blocks.append({"type": "thinking", "thinking": "", "signature": ""})
-            case ToolUse(tool_id, name):
+            case ev.ToolUse(tool_id, name):
                 self._close(parts)
                 origin = self._names.get(name) or ToolOrigin(name)
                 prefix = "ctc" if origin.custom else "fc"
                 call = _Call(item_id(prefix, self._response_id, self._index()), tool_id, origin)
                 self._open(parts, call, self._call_item(call, "in_progress", ""))
-            case WebSearch(search_id):
+            case ev.WebSearch(search_id):
                 self._close(parts)
                 search = _Search(item_id("ws", self._response_id, self._index()), search_id)
                 self._open(parts, search, out.web_search_item(search.item, "in_progress", None))
@@ -375,14 +348,14 @@ class ResponsesEncoder(Ending):
                     parts.append(
                         out.web_search_event(progress, self._next(), search.item, self._index())
                     )
-            case WebSearchResults(search_id):
+            case ev.WebSearchResults(search_id):
                 open_item = self._item
                 if not (isinstance(open_item, _Search) and open_item.stopped):
                     return
                 if open_item.search_id != search_id:
                     self._close(parts)  # results of another search: this one has none
                     return
-            case ServerTool():
+            case ev.ServerTool():
                 return
         self._block = block
 
@@ -459,12 +432,8 @@ class ResponsesEncoder(Ending):
 
     def _call_item(self, call: _Call, status: str, text: str) -> bytes:
         origin = call.origin
-        if origin.custom:
-            return out.custom_call_item(
-                call.item, status, text, call.call_id, origin.name, origin.namespace
-            )
-        return out.function_call_item(
-            call.item, status, text, call.call_id, origin.name, origin.namespace
+        return out.call_item(
+            call.item, status, text, call.call_id, origin.name, origin.namespace, origin.custom
         )
 
     def _close(self, parts: list[bytes], incomplete: bool = False) -> None:
@@ -503,53 +472,22 @@ class ResponsesEncoder(Ending):
         else:
             arguments = "".join(item.arguments)
             if item.origin.custom:
+                kind, field = b"response.custom_tool_call_input", b"input"
                 text = custom_call_input(arguments)
-                if text:
-                    parts.append(
-                        out.call_input(
-                            b"response.custom_tool_call_input.delta",
-                            b"delta",
-                            self._next(),
-                            item.item,
-                            index,
-                            text,
-                        )
-                    )
-                parts.append(
-                    out.call_input(
-                        b"response.custom_tool_call_input.done",
-                        b"input",
-                        self._next(),
-                        item.item,
-                        index,
-                        text,
-                    )
-                )
+                delta = text  # the input is sent whole at the end (nothing for none)
             else:
-                if not arguments:
-                    text = "{}"  # a call without arguments takes none
-                    parts.append(
-                        out.call_input(
-                            b"response.function_call_arguments.delta",
-                            b"delta",
-                            self._next(),
-                            item.item,
-                            index,
-                            text,
-                        )
-                    )
-                else:
-                    text = arguments
+                kind, field = b"response.function_call_arguments", b"arguments"
+                text = arguments or "{}"  # a call without arguments takes none
+                delta = "" if arguments else text  # the arguments went as they came
+            if delta:
                 parts.append(
                     out.call_input(
-                        b"response.function_call_arguments.done",
-                        b"arguments",
-                        self._next(),
-                        item.item,
-                        index,
-                        text,
+                        kind + b".delta", b"delta", self._next(), item.item, index, delta
                     )
                 )
+            parts.append(
+                out.call_input(kind + b".done", field, self._next(), item.item, index, text)
+            )
             done = self._call_item(item, "completed", text)
         parts.append(out.item_event(b"response.output_item.done", self._next(), index, done))
         self._items.append(done)
@@ -603,12 +541,4 @@ class ResponsesEncoder(Ending):
     def usage(self) -> tuple[int, int, int]:
         """(input_tokens incl. cached and cache-written, cached_tokens, output_tokens); the
         estimate until the upstream counts the input."""
-        usage = self._usage
-        fresh = self._estimate if usage.input_tokens is None else usage.input_tokens
-        cached = usage.cache_read_input_tokens or 0
-        written = usage.cache_creation_input_tokens or 0
-        return fresh + cached + written, cached, usage.output_tokens or 0
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._usage.reasoning_tokens or 0
+        return self._usage.prompt_counts(self._estimate)

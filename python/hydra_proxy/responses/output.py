@@ -177,35 +177,28 @@ def _namespace(namespace: str | None) -> bytes:
     return b"" if namespace is None else b',"namespace":%s' % dumps(namespace)
 
 
-def function_call_item(
-    item_id: str, status: str, arguments: str, call_id: str, name: str, namespace: str | None
+def call_item(
+    item_id: str,
+    status: str,
+    text: str,
+    call_id: str,
+    name: str,
+    namespace: str | None,
+    custom: bool,
 ) -> bytes:
-    return (
-        b'{"id":%s,"type":"function_call","status":"%s","arguments":%s,"call_id":%s,"name":%s%s}'
-        % (
-            dumps(item_id),
-            status.encode(),
-            dumps(arguments),
-            dumps(call_id),
-            dumps(name),
-            _namespace(namespace),
-        )
+    """A ``function_call`` item (`text`: its arguments) or a ``custom_tool_call`` (its input)."""
+    item_type, field = (
+        (b"custom_tool_call", b"input") if custom else (b"function_call", b"arguments")
     )
-
-
-def custom_call_item(
-    item_id: str, status: str, tool_input: str, call_id: str, name: str, namespace: str | None
-) -> bytes:
-    return (
-        b'{"id":%s,"type":"custom_tool_call","status":"%s","input":%s,"call_id":%s,"name":%s%s}'
-        % (
-            dumps(item_id),
-            status.encode(),
-            dumps(tool_input),
-            dumps(call_id),
-            dumps(name),
-            _namespace(namespace),
-        )
+    return b'{"id":%s,"type":"%s","status":"%s","%s":%s,"call_id":%s,"name":%s%s}' % (
+        dumps(item_id),
+        item_type,
+        status.encode(),
+        field,
+        dumps(text),
+        dumps(call_id),
+        dumps(name),
+        _namespace(namespace),
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "ToolNames",
     "ToolOrigin",
     "custom_input",
+    "custom_input_member",
     "flatten",
 ]
 
@@ -85,12 +86,17 @@ def flatten(namespace: str, name: str, taken: frozenset[str] | set[str] = frozen
     return flat[: MAX_FLAT_NAME - 9] + "_" + digest
 
 
+def custom_input_member(tool_input: dict[str, Any]) -> str | None:
+    """The input string a custom tool's tool_use `input` object carries ("" for an empty
+    object), or None when it has none."""
+    value = tool_input.get(CUSTOM_INPUT_KEY)
+    if isinstance(value, str):
+        return value
+    return None if tool_input else ""
+
+
 def custom_input(tool_input: Any) -> str:
     """A tool_use `input` of a custom tool as the `custom_tool_call` input string."""
-    if isinstance(tool_input, dict):
-        value = tool_input.get(CUSTOM_INPUT_KEY)
-        if isinstance(value, str):
-            return value
-        if not tool_input:
-            return ""
+    if isinstance(tool_input, dict) and (text := custom_input_member(tool_input)) is not None:
+        return text
     return orjson.dumps(tool_input).decode("utf-8")

@@ -88,25 +88,23 @@ async def admit(exchange: Exchange, request: ClientRequest) -> None:
     )
 
 
-# Every endpoint, by method and path (a dashboard page by its prefix).
+# Every endpoint, by method and path (a dashboard page by its prefix); each page that GET
+# reads answers HEAD too.
+_PAGES: dict[str, Handler] = {
+    "/health": endpoints.health,
+    "/": endpoints.hello,
+    "/api/hello": endpoints.hello,
+    "/v1/models": endpoints.models,
+    "/metrics": endpoints.metrics,
+    endpoints.DASHBOARD: endpoints.dashboard,
+}
 ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/messages"): partial(model_request, "anthropic", messages.read),
     ("POST", "/v1/chat/completions"): partial(model_request, "chat", chat.read),
     ("POST", "/v1/responses"): partial(model_request, "responses", responses.read),
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
-    ("GET", "/health"): endpoints.health,
-    ("HEAD", "/health"): endpoints.health,
-    ("GET", "/"): endpoints.hello,
-    ("HEAD", "/"): endpoints.hello,
-    ("GET", "/api/hello"): endpoints.hello,
-    ("HEAD", "/api/hello"): endpoints.hello,
-    ("GET", "/v1/models"): endpoints.models,
-    ("HEAD", "/v1/models"): endpoints.models,
-    ("GET", "/metrics"): endpoints.metrics,
-    ("HEAD", "/metrics"): endpoints.metrics,
-    ("GET", endpoints.DASHBOARD): endpoints.dashboard,
-    ("HEAD", endpoints.DASHBOARD): endpoints.dashboard,
+    **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
 }
 ADMIN_KEYS = "/admin/keys"
 

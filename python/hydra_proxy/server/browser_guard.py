@@ -156,16 +156,26 @@ def content_type_refusal(value: bytes | None) -> ProxyError | None:
     return invalid_request(f"content-type must be application/json, not {shown!r}")
 
 
+_PREFLIGHT_HEADERS = (
+    b"origin",
+    b"access-control-request-method",
+    b"access-control-request-headers",
+    b"access-control-request-private-network",
+)
+
+
+def _picked(headers: Sequence[tuple[bytes, bytes]], names: tuple[bytes, ...]) -> list[bytes | None]:
+    """The value of each of `names` (the last one sent), None where absent."""
+    found: dict[bytes, bytes | None] = dict.fromkeys(names)
+    for name, value in headers:
+        if name in found:
+            found[name] = value
+    return list(found.values())
+
+
 def decide(policy: Policy, method: str, headers: Sequence[tuple[bytes, bytes]]) -> Verdict:
     """The verdict on one request, from its method and headers alone."""
-    host = origin = content_type = None
-    for name, value in headers:
-        if name == b"host":
-            host = value
-        elif name == b"origin":
-            origin = value
-        elif name == b"content-type":
-            content_type = value
+    host, origin, content_type = _picked(headers, (b"host", b"origin", b"content-type"))
     listed = origin is not None and normal_origin(origin.decode("latin-1")) in policy.origins
     if policy.guard:
         if host is not None and not _host_ok(policy, host):
@@ -218,17 +228,8 @@ def preflight_answer(
 ) -> tuple[int, Headers] | ProxyError | None:
     """A CORS preflight's answer (status, headers besides those `check` adds for the listed
     origin); a ProxyError for any other origin; None when the request is no preflight."""
-    origin = requested = private = None
-    wanted_headers = b""
-    for name, value in headers:
-        if name == b"origin":
-            origin = value
-        elif name == b"access-control-request-method":
-            requested = value
-        elif name == b"access-control-request-headers":
-            wanted_headers = value
-        elif name == b"access-control-request-private-network":
-            private = value
+    origin, requested, wanted, private = _picked(headers, _PREFLIGHT_HEADERS)
+    wanted_headers = b"" if wanted is None else wanted
     if origin is None or requested is None:
         return None
     if normal_origin(origin.decode("latin-1")) not in policy.origins:

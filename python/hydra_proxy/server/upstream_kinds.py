@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import orjson
 
 from .. import ids
+from ..canonical.content import without_typed
 from ..canonical.effort import anthropic_thinking, asked_effort
 from ..canonical.text_only import without_images
 from ..canonical.tools import web_search_tool, without_web_search
@@ -34,7 +35,10 @@ from ..gemini.response.reader import message_from_gemini_response
 from ..responses.request.writer import ResponsesTarget, responses_request_from_messages
 from ..responses.response.reader import message_from_response
 from ..signature import is_proxy_signature
-from ..transducers import Implementation, StreamTransducer
+from ..transducers import StreamTransducer
+
+if TYPE_CHECKING:
+    from .exchange import Exchange
 
 # -- the wire dialects -----------------------------------------------------------------
 
@@ -44,16 +48,16 @@ class Dialect:
     kind: ProviderKind
     path: str
     """Appended to the provider's base_url."""
-    auth_header: str
-    auth_prefix: str
+    auth_header: str = "authorization"
+    auth_prefix: str = "Bearer "
     """The key goes into `auth_header` as `auth_prefix + key`."""
-    fixed_headers: tuple[tuple[str, str], ...]
+    fixed_headers: tuple[tuple[str, str], ...] = ()
     """Sent with every request unless the client's own value is forwarded (passthrough)."""
-    passthrough_headers: tuple[bytes, ...]
+    passthrough_headers: tuple[bytes, ...] = ()
     """Client headers forwarded on same-protocol passthrough (never across protocols)."""
-    passthrough_query: bool
+    passthrough_query: bool = False
     """The client's query string is kept on passthrough."""
-    strips_proxy_signatures: bool
+    strips_proxy_signatures: bool = False
     """Thinking blocks signed by this proxy are dropped before this upstream sees them."""
 
     def url(self, provider: Provider, query: bytes = b"") -> str:
@@ -73,16 +77,7 @@ class Dialect:
 ANTHROPIC_VERSION = "2023-06-01"
 
 DIALECTS: dict[ProviderKind, Dialect] = {
-    "openai": Dialect(
-        kind="openai",
-        path="/chat/completions",
-        auth_header="authorization",
-        auth_prefix="Bearer ",
-        fixed_headers=(),
-        passthrough_headers=(),
-        passthrough_query=False,
-        strips_proxy_signatures=False,
-    ),
+    "openai": Dialect(kind="openai", path="/chat/completions"),
     "anthropic": Dialect(
         kind="anthropic",
         path="/v1/messages",
@@ -93,27 +88,9 @@ DIALECTS: dict[ProviderKind, Dialect] = {
         passthrough_query=True,
         strips_proxy_signatures=True,
     ),
-    "responses": Dialect(
-        kind="responses",
-        path="/responses",
-        auth_header="authorization",
-        auth_prefix="Bearer ",
-        fixed_headers=(),
-        passthrough_headers=(),
-        passthrough_query=False,
-        strips_proxy_signatures=False,
-    ),
+    "responses": Dialect(kind="responses", path="/responses"),
     # The path is the model's (gemini.request.writer.gemini_path): the writer supplies it.
-    "gemini": Dialect(
-        kind="gemini",
-        path="",
-        auth_header="x-goog-api-key",
-        auth_prefix="",
-        fixed_headers=(),
-        passthrough_headers=(),
-        passthrough_query=False,
-        strips_proxy_signatures=False,
-    ),
+    "gemini": Dialect(kind="gemini", path="", auth_header="x-goog-api-key", auth_prefix=""),
 }
 
 
@@ -193,18 +170,17 @@ _CLIENT_KIND: dict[ClientProtocol, str] = {
 
 
 def translated(
+    exchange: Exchange,
     canonical: dict[str, Any],
     attempt: Attempt,
-    *,
-    signing_key: bytes,
-    impl: Implementation,
     client: ClientProtocol,
     stream: bool,
     reported_model: str,
     write_reply: Callable[[dict[str, Any]], Any],
     build: Callable[[Factory], StreamTransducer],
-    log: dict[str, object],
     session_key: Callable[[], str | None] | None = None,
+    *,
+    log_model: str | None = None,
     memo: dict[Any, Any] | None = None,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
@@ -212,10 +188,14 @@ def translated(
     `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
     from its factory, with the client's constructor arguments); `session_key`: the client's
     session as a prompt-cache key (server.sessions), read for upstreams whose `cache_hints`
-    take one; `memo`: what the session's previous request left for the writers
+    take one; `log_model`: the model the log names when it is not the reported one;
+    `memo`: what the session's previous request left for the writers
     (server/previous_turn.Turn.memo). A text-only attempt (`Attempt.vision`) gets a
     placeholder for each image (canonical.text_only; counted in the log as
     ``images_left_out``)."""
+    signing_key = exchange.signing_key
+    impl = exchange.worker.impl
+    log: dict[str, object] = {"model": log_model or reported_model}
     provider = attempt.provider
     kind = provider.kind
     if web_search_tool(canonical.get("tools")) is not None and not runs_web_search(
@@ -224,15 +204,15 @@ def translated(
         if client != "responses" or not offered_only(canonical):
             raise web_search_refusal(client, provider.name, kind)
         canonical = {**canonical, "tools": without_web_search(canonical["tools"])}
-        log = {**log, "web_search_left_out": 1}
+        log["web_search_left_out"] = 1
     if not attempt.vision:
         canonical, left_out = without_images(canonical)
         if left_out:
-            log = {**log, "images_left_out": left_out}
+            log["images_left_out"] = left_out
     cache_key = (
         session_key() if session_key is not None and provider.cache_hints != "none" else None
     )
-    path, body = WRITERS[kind](canonical, attempt, signing_key, stream, cache_key, memo)
+    path, body = WRITERS[kind](canonical, BodyFor(attempt, signing_key, stream, cache_key, memo))
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
         headers=DIALECTS[kind].headers(
@@ -240,7 +220,7 @@ def translated(
         ),
         body=orjson.dumps(body),
         reply="relay" if stream else "json",
-        log={**log, "stream": 1} if stream else dict(log),
+        log={**log, "stream": 1} if stream else log,
     )
     if stream:
         plan.transducer = lambda: build(impl.transducer(kind, _CLIENT_KIND[client]))
@@ -256,11 +236,36 @@ def translated(
 
 # -- requests: canonical -> upstream ---------------------------------------------------
 
-Writer = Callable[
-    [dict[str, Any], Attempt, bytes, bool, str | None, dict[Any, Any] | None], tuple[str, Any]
-]
-"""(canonical request, attempt, signing key, stream, cache key, the session's memo) ->
-(path, the upstream's request)."""
+
+class BodyFor(NamedTuple):
+    """What an upstream request is written for, beside the canonical request."""
+
+    attempt: Attempt
+    signing_key: bytes
+    stream: bool
+    cache_key: str | None  # the session's key, None when the provider takes no cache hint
+    memo: dict[Any, Any] | None  # the session's memo of the writer's work, when it has one
+
+    def effort(self, request: dict[str, Any]) -> str | None:
+        return route_effort(self.attempt, lambda: asked_effort(request))
+
+    def target_fields(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The fields the Chat and the Responses writers' targets share."""
+        attempt, provider = self.attempt, self.attempt.provider
+        hinted = provider.cache_hints == "prompt_cache_key"
+        return {
+            "model": attempt.model,
+            "max_tokens_limit": attempt.max_tokens_limit,
+            "reasoning": provider.reasoning,
+            "sampling": provider.sampling,
+            "signing_key": self.signing_key,
+            "effort": self.effort(request),
+            "prompt_cache_key": self.cache_key if hinted else None,
+        }
+
+
+Writer = Callable[[dict[str, Any], BodyFor], tuple[str, Any]]
+"""(canonical request, what it is written for) -> (path, the upstream's request)."""
 
 
 def route_effort(attempt: Attempt, asked: Callable[[], str | None]) -> str | None:
@@ -278,96 +283,51 @@ def route_effort(attempt: Attempt, asked: Callable[[], str | None]) -> str | Non
     return options.map_effort(requested)
 
 
-def _chat(
-    canonical: dict[str, Any],
-    attempt: Attempt,
-    key: bytes,
-    stream: bool,
-    cache_key: str | None = None,
-    memo: dict[Any, Any] | None = None,
-) -> tuple[str, Any]:
-    provider = attempt.provider
+def _chat(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
+    provider = to.attempt.provider
     target = ChatTarget(
-        model=attempt.model,
+        **to.target_fields(canonical),
         max_tokens_field=provider.max_tokens_field,
-        max_tokens_limit=attempt.max_tokens_limit,
-        reasoning=provider.reasoning,
         replay_reasoning=provider.replay_reasoning,
-        signing_key=key,
-        sampling=provider.sampling,
-        effort=route_effort(attempt, lambda: asked_effort(canonical)),
-        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
         cache_control=provider.cache_hints == "cache_control",
     )
-    body = chat_request_from_messages(canonical, target, stream=stream, memo=memo)
+    body = chat_request_from_messages(canonical, target, stream=to.stream, memo=to.memo)
     return DIALECTS["openai"].path, body
 
 
-def _anthropic(
-    canonical: dict[str, Any],
-    attempt: Attempt,
-    key: bytes,
-    stream: bool,
-    cache_key: str | None = None,
-    memo: dict[Any, Any] | None = None,
-) -> tuple[str, Any]:
+def _anthropic(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
     # Copies down to the messages: the canonical request stays shared by a chain's attempts.
     body = dict(canonical)
     if isinstance(body.get("messages"), list):
         body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
     body = strip_proxy_signatures(body)
-    effort = route_effort(attempt, lambda: asked_effort(body))
-    limit = attempt.max_tokens_limit
+    effort = to.effort(body)
+    limit = to.attempt.max_tokens_limit
     if effort is not None:
         body = anthropic_thinking(body, effort, limit)
-    body["model"] = attempt.model
+    body["model"] = to.attempt.model
     if limit is not None and isinstance(body.get("max_tokens"), int):
         body["max_tokens"] = min(body["max_tokens"], limit)
-    if stream:
+    if to.stream:
         body["stream"] = True
     else:
         body.pop("stream", None)
     return DIALECTS["anthropic"].path, body
 
 
-def _responses(
-    canonical: dict[str, Any],
-    attempt: Attempt,
-    key: bytes,
-    stream: bool,
-    cache_key: str | None = None,
-    memo: dict[Any, Any] | None = None,
-) -> tuple[str, Any]:
-    provider = attempt.provider
-    target = ResponsesTarget(
-        model=attempt.model,
-        max_tokens_limit=attempt.max_tokens_limit,
-        reasoning=provider.reasoning,
-        sampling=provider.sampling,
-        signing_key=key,
-        effort=route_effort(attempt, lambda: asked_effort(canonical)),
-        prompt_cache_key=cache_key if provider.cache_hints == "prompt_cache_key" else None,
-    )
-    body = responses_request_from_messages(canonical, target, stream=stream)
+def _responses(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
+    target = ResponsesTarget(**to.target_fields(canonical))
+    body = responses_request_from_messages(canonical, target, stream=to.stream)
     return DIALECTS["responses"].path, body
 
 
-def _gemini(
-    canonical: dict[str, Any],
-    attempt: Attempt,
-    key: bytes,
-    stream: bool,
-    cache_key: str | None = None,
-    memo: dict[Any, Any] | None = None,
-) -> tuple[str, Any]:
+def _gemini(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
+    attempt = to.attempt
     try:
-        path = "/" + gemini_path(attempt.model, stream=stream)
+        path = "/" + gemini_path(attempt.model, stream=to.stream)
     except ValueError as exc:
         raise invalid_request(f"model: {exc}", "model") from None
-    options: dict[str, Any] = {
-        "signing_key": key,
-        "effort": route_effort(attempt, lambda: asked_effort(canonical)),
-    }
+    options: dict[str, Any] = {"signing_key": to.signing_key, "effort": to.effort(canonical)}
     limit = attempt.max_tokens_limit or attempt.provider.max_output
     if limit is not None:
         options["max_output_tokens"] = limit
@@ -416,13 +376,7 @@ def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
     """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
     for message in request.get("messages") or ():
         if isinstance(message, dict) and isinstance(message.get("content"), list):
-            message["content"] = [
-                block
-                for block in message["content"]
-                if not (
-                    isinstance(block, dict)
-                    and block.get("type") == "thinking"
-                    and is_proxy_signature(block.get("signature"))
-                )
-            ]
+            message["content"] = without_typed(
+                message["content"], "thinking", "signature", is_proxy_signature
+            )
     return request

@@ -109,6 +109,15 @@ class Usage:
         if (value := later.reasoning_tokens) is not None:
             self.reasoning_tokens = value
 
+    def prompt_counts(self, input_estimate: int = 0) -> tuple[int, int, int]:
+        """(prompt, cached, output) as OpenAI and Gemini count them: their prompt counts the
+        cached and cache-written tokens that Anthropic's input leaves out. `input_estimate`
+        stands for the input until the upstream counts it."""
+        cached = self.cache_read_input_tokens or 0
+        fresh = input_estimate if self.input_tokens is None else self.input_tokens
+        prompt = fresh + cached + (self.cache_creation_input_tokens or 0)
+        return prompt, cached, self.output_tokens or 0
+
 
 @dataclass(slots=True)
 class MessageStart:

@@ -10,7 +10,7 @@ from typing import Generic, Protocol, TypeVar
 
 from ..errors import ANTHROPIC_ERROR_TYPES
 from ..sse import SseParser
-from .events import Error, Event, Ping
+from .events import Error, Event, MessageStart, MessageStop, Ping, StopReason, Usage
 from .messages import MSG_BAD_SHAPE, MSG_CUT_INSIDE_EVENT, MSG_CUT_OFF, MSG_INVALID_JSON
 
 # Where a decoder's events go (Rust: the `Sink` trait).
@@ -42,15 +42,76 @@ class Decoder(Protocol):
         """Upstream EOF after its last event: end the message, or say it was cut off."""
 
 
+class Decoding:
+    """What every decoder keeps: whether the message has ended (the rest of the upstream is
+    then not read), and how an error ends it."""
+
+    def __init__(self) -> None:
+        self._ended = False
+
+    def begin(self, emit: Emit) -> None:
+        """(A protocol with a start event starts the message with it.)"""
+
+    def _fail(self, error_type: str, message: str, emit: Emit) -> None:
+        emit(Error(error_type, message))
+        self._ended = True
+
+
+class StartsAtFirstBytes(Decoding):
+    """A decoder of a protocol without a start event: the message starts at the upstream's
+    first bytes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = False
+
+    def begin(self, emit: Emit) -> None:
+        if not self._started:
+            self._started = True
+            emit(MessageStart())
+
+
 class Ending:
     """How an encoder's output has ended, which every encoder keeps (Rust: `Outcome` and the
     `Encoder` trait's methods over it): not yet, with the client protocol's end (`complete`:
-    the reply is whole), or with an error event. Plain attributes, read on every `feed`."""
+    the reply is whole), or with an error event. Plain attributes, read on every `feed`.
+    Also what leads there, the same in every encoder: the upstream's counts, its stop reason,
+    the end and an error."""
 
     finished: bool = False
     complete: bool = False
     # (Anthropic error type, message) of the error that ended the output.
     error: tuple[str, str] | None = None
+
+    def __init__(self) -> None:
+        self._usage = Usage()  # the latest counts
+        self._stop_reason: str | None = None  # the canonical (Anthropic) stop reason
+
+    def _message_event(self, parts: list[bytes], event: Event) -> None:
+        """An event of the message as a whole (an encoder's own match leaves them here);
+        any other is one the client protocol has no form for."""
+        match event:
+            case Usage():
+                self._usage.update(event)
+            case StopReason(reason):
+                self._stop_reason = reason
+            case MessageStop():
+                self._end(parts)
+            case Error(kind, message):
+                self._fail(parts, kind, message)
+
+    def _end(self, parts: list[bytes]) -> None:
+        """Write the client protocol's end, then `_ended_complete`."""
+        raise NotImplementedError
+
+    def _fail(self, parts: list[bytes], error_type: str, message: str) -> None:
+        parts.append(self._error_event(error_type, message))
+        self._ended_with_error(error_type, message)
+
+    @staticmethod
+    def _error_event(error_type: str, message: str) -> bytes:
+        """The client protocol's error event (an encoder names its writer)."""
+        raise NotImplementedError
 
     def _ended_complete(self) -> None:
         self.finished = self.complete = True
@@ -58,6 +119,10 @@ class Ending:
     def _ended_with_error(self, error_type: str, message: str) -> None:
         self.error = (error_type, message)
         self.finished = True
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._usage.reasoning_tokens or 0
 
 
 class Encoder(Protocol):

@@ -35,10 +35,11 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from .record import UsageRecord
 
-__all__ = ["COLUMNS", "Ledger", "LedgerError"]
+__all__ = ["COLUMNS", "Ledger", "LedgerError", "query_filter"]
 
 log = logging.getLogger("hydra_proxy.usage")
 
@@ -54,8 +55,16 @@ class LedgerError(RuntimeError):
     """The ledger cannot be opened (bad URL, missing driver, unreachable database)."""
 
 
+class _Connection(Protocol):
+    def close(self) -> None: ...
+
+
 class Ledger(ABC):
     """A durable usage ledger. Thread-safe ``record``; one writer thread per ledger."""
+
+    # The writer's connection, opened by _open (a backend that keeps none there overrides
+    # _close).
+    _conn: _Connection | None = None
 
     def __init__(
         self,
@@ -239,9 +248,11 @@ class Ledger(ABC):
     def _write(self, batch: Sequence[UsageRecord]) -> None:
         """Insert one batch in one transaction (raise on failure: the batch is retried)."""
 
-    @abstractmethod
     def _close(self) -> None:
         """Release the writer's connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     @abstractmethod
     def query(
@@ -252,3 +263,24 @@ class Ledger(ABC):
 
         Reads through its own connection: safe from any thread while the writer runs.
         """
+
+
+def query_filter(
+    placeholder: str, since: Any, limit: int | None, key_name: str | None
+) -> tuple[str, list[Any]]:
+    """What follows a query's SELECT ... FROM: the WHERE (since, key_name), newest first,
+    at most ``limit``; and its parameters, each written as ``placeholder`` in the SQL."""
+    params: list[Any] = []
+    where = []
+    if since is not None:
+        where.append(f"time >= {placeholder}")
+        params.append(since)
+    if key_name is not None:
+        where.append(f"key_name = {placeholder}")
+        params.append(key_name)
+    sql = " WHERE " + " AND ".join(where) if where else ""
+    sql += " ORDER BY time DESC, id DESC"
+    if limit is not None:
+        sql += f" LIMIT {placeholder}"
+        params.append(limit)
+    return sql, params

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .ledger import COLUMNS, Ledger, LedgerError
+from .ledger import COLUMNS, Ledger, LedgerError, query_filter
 from .record import UsageRecord
 
 if TYPE_CHECKING:
@@ -131,11 +131,6 @@ class PostgresLedger(Ledger):
         # clients; the rest (DataError, IntegrityError...) is about the rows.
         return isinstance(exc, psycopg.OperationalError) or super()._transient(exc)
 
-    def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
     def query(
         self, since: float | None = None, limit: int | None = None, key_name: str | None = None
     ) -> list[UsageRecord]:
@@ -143,22 +138,9 @@ class PostgresLedger(Ledger):
         try:
             if conn.execute("SELECT to_regclass('hydra_usage')").fetchone() == (None,):
                 return []
-            sql = _SELECT
-            params: list[Any] = []
-            where = []
-            if since is not None:
-                where.append("time >= %s")
-                params.append(datetime.fromtimestamp(since, timezone.utc))
-            if key_name is not None:
-                where.append("key_name = %s")
-                params.append(key_name)
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY time DESC, id DESC"
-            if limit is not None:
-                sql += " LIMIT %s"
-                params.append(limit)
-            rows = conn.execute(sql, params).fetchall()
+            start = None if since is None else datetime.fromtimestamp(since, timezone.utc)
+            tail, params = query_filter("%s", start, limit, key_name)
+            rows = conn.execute(_SELECT + tail, params).fetchall()
         except Exception as exc:  # psycopg.Error; psycopg is imported lazily
             raise LedgerError(f"cannot read the PostgreSQL ledger: {exc}") from exc
         finally:

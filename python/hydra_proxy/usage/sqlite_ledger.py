@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .ledger import COLUMNS, Ledger, LedgerError
+from .ledger import COLUMNS, Ledger, LedgerError, query_filter
 from .record import UsageRecord
 
 __all__ = ["SqliteLedger"]
@@ -162,11 +162,6 @@ class SqliteLedger(Ledger):
         # OperationalError: locked or busy past the timeout, disk full, I/O error.
         return isinstance(exc, sqlite3.OperationalError) or super()._transient(exc)
 
-    def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
-
     def query(
         self, since: float | None = None, limit: int | None = None, key_name: str | None = None
     ) -> list[UsageRecord]:
@@ -181,21 +176,8 @@ class SqliteLedger(Ledger):
             sql = _SELECT if have >= set(COLUMNS) else _select_of(have)
             if key_name is not None and "key_name" not in have:
                 return []
-            params: list[Any] = []
-            where = []
-            if since is not None:
-                where.append("time >= ?")
-                params.append(since)
-            if key_name is not None:
-                where.append("key_name = ?")
-                params.append(key_name)
-            if where:
-                sql += " WHERE " + " AND ".join(where)
-            sql += " ORDER BY time DESC, id DESC"
-            if limit is not None:
-                sql += " LIMIT ?"
-                params.append(limit)
-            return [record_of(row) for row in conn.execute(sql, params)]
+            tail, params = query_filter("?", since, limit, key_name)
+            return [record_of(row) for row in conn.execute(sql + tail, params)]
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot read the SQLite ledger {self.path}: {exc}") from exc
         finally:

@@ -49,35 +49,30 @@ def tokens_from_chat(usage: Mapping[str, Any]) -> Tokens:
     cached = _int(_get(usage.get("prompt_tokens_details"), "cached_tokens")) or _int(
         usage.get("prompt_cache_hit_tokens")
     )
-    cached = min(cached, prompt)
-    return Tokens(
-        input=prompt - cached,
-        output=_int(usage.get("completion_tokens")),
-        cache_read=cached,
-        reasoning=_int(_get(usage.get("completion_tokens_details"), "reasoning_tokens")),
-    )
+    output = _int(usage.get("completion_tokens"))
+    reasoning = _int(_get(usage.get("completion_tokens_details"), "reasoning_tokens"))
+    return _with_cached(prompt, cached, output, reasoning)
 
 
 def tokens_from_responses(usage: Mapping[str, Any]) -> Tokens:
     """A Responses API ``usage`` object (``response.completed``)."""
     prompt = _int(usage.get("input_tokens"))
-    cached = min(_int(_get(usage.get("input_tokens_details"), "cached_tokens")), prompt)
-    return Tokens(
-        input=prompt - cached,
-        output=_int(usage.get("output_tokens")),
-        cache_read=cached,
-        reasoning=_int(_get(usage.get("output_tokens_details"), "reasoning_tokens")),
-    )
+    cached = _int(_get(usage.get("input_tokens_details"), "cached_tokens"))
+    output = _int(usage.get("output_tokens"))
+    reasoning = _int(_get(usage.get("output_tokens_details"), "reasoning_tokens"))
+    return _with_cached(prompt, cached, output, reasoning)
+
+
+def _with_cached(prompt: int, cached: int, output: int, reasoning: int) -> Tokens:
+    """Tokens of a usage whose prompt count includes the cached part (OpenAI's way, and Gemini's)."""
+    cached = min(cached, prompt)
+    return Tokens(input=prompt - cached, output=output, cache_read=cached, reasoning=reasoning)
 
 
 def tokens_from_gemini(usage: Mapping[str, Any]) -> Tokens:
     """A Gemini ``usageMetadata`` object (the last chunk's)."""
     prompt = _int(usage.get("promptTokenCount"))
-    cached = min(_int(usage.get("cachedContentTokenCount")), prompt)
+    cached = _int(usage.get("cachedContentTokenCount"))
     thoughts = _int(usage.get("thoughtsTokenCount"))
-    return Tokens(
-        input=prompt - cached,
-        output=_int(usage.get("candidatesTokenCount")) + thoughts,
-        cache_read=cached,
-        reasoning=thoughts,
-    )
+    output = _int(usage.get("candidatesTokenCount")) + thoughts
+    return _with_cached(prompt, cached, output, thoughts)

@@ -135,18 +135,11 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             **decoder_args,
         )
 
+    def session_key() -> str | None:
+        return session_cache_key(request.get("prompt_cache_key"), exchange.header)
+
     return translated_plan(
-        translation.body,
-        attempt,
-        signing_key=signing_key,
-        impl=worker.impl,
-        client="chat",
-        stream=stream,
-        reported_model=model,
-        write_reply=write_reply,
-        build=build,
-        log={"model": model},
-        session_key=lambda: session_cache_key(request.get("prompt_cache_key"), exchange.header),
+        exchange, translation.body, attempt, "chat", stream, model, write_reply, build, session_key
     )
 
 

@@ -119,16 +119,7 @@ def _translated(
         )
 
     plan = translated_plan(
-        translation.body,
-        attempt,
-        signing_key=signing_key,
-        impl=worker.impl,
-        client="gemini",
-        stream=stream,
-        reported_model=model,
-        write_reply=write_reply,
-        build=build,
-        log={"model": model},
+        exchange, translation.body, attempt, "gemini", stream, model, write_reply, build
     )
     if stream and not sse and plan.transducer is not None:
         make = plan.transducer

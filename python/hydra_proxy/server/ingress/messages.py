@@ -74,18 +74,21 @@ def _translated(
         )
 
     # The canonical request is the client's own: the Messages reader is the identity.
+    def session_key() -> str | None:
+        return session_cache_key(None, exchange.header)
+
+    stream = request.get("stream") is True
     return translated_plan(
+        exchange,
         request,
         attempt,
-        signing_key=signing_key,
-        impl=worker.impl,
-        client="anthropic",
-        stream=request.get("stream") is True,
-        reported_model=reported_model,
-        write_reply=lambda message: message,
-        build=build,
-        log={"model": request["model"]},
-        session_key=lambda: session_cache_key(None, exchange.header),
+        "anthropic",
+        stream,
+        reported_model,
+        lambda message: message,  # the canonical reply is the client's own
+        build,
+        session_key,
+        log_model=request["model"],
         memo=memo,
     )
 

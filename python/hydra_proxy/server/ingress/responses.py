@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from ...canonical.content import without_typed
 from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...canonical.text_only import without_openai_images
@@ -123,20 +124,12 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
+    def session_key() -> str | None:
+        return session_cache_key(context.prompt_cache_key, exchange.header)
+
+    body, stream = translation.body, translation.stream
     return translated_plan(
-        translation.body,
-        attempt,
-        signing_key=signing_key,
-        impl=worker.impl,
-        client="responses",
-        stream=translation.stream,
-        reported_model=model,
-        write_reply=write_reply,
-        build=build,
-        log={"model": model},
-        session_key=lambda: session_cache_key(
-            translation.context.prompt_cache_key, exchange.header
-        ),
+        exchange, body, attempt, "responses", stream, model, write_reply, build, session_key
     )
 
 
@@ -158,15 +151,9 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
         }
         reencode = True
     if CARRIER_PREFIX.encode() in body and isinstance(request.get("input"), list):
-        request["input"] = [
-            item
-            for item in request["input"]
-            if not (
-                isinstance(item, dict)
-                and item.get("type") == "reasoning"
-                and is_carrier(item.get("encrypted_content"))
-            )
-        ]
+        request["input"] = without_typed(
+            request["input"], "reasoning", "encrypted_content", is_carrier
+        )
         reencode = True
     left_out = 0
     if not attempt.vision:
