@@ -229,7 +229,9 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     request = orjson.loads(body)
     exchange, routed = read_request(worker, scope, body)
     attempt = exchange.decision.attempts[0]
-    chat_body = WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None))[1]
+    chat_body = WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None))[
+        1
+    ]
 
     def plan(decision: Any, link: Any) -> Any:
         return routed.plan(decision, link)

@@ -201,7 +201,8 @@ class _Sanitizer:
         finally:
             self.depth -= 1
 
-    def _node(self, schema: Any, refs: tuple[str, ...]) -> dict[str, Any]:
+    # One branch per JSON Schema keyword Gemini's dialect treats differently.
+    def _node(self, schema: Any, refs: tuple[str, ...]) -> dict[str, Any]:  # noqa: C901
         if not isinstance(schema, dict):
             return {}  # true / {} / junk: any value
         if isinstance(schema.get("$ref"), str):

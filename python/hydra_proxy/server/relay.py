@@ -267,7 +267,8 @@ def _finished(transducer: StreamTransducer) -> bool:
     return transducer.finished
 
 
-async def relay(
+# The per-event loop, kept in one function on purpose: every call per event is measured.
+async def relay(  # noqa: C901
     exchange: Exchange,
     connecting: asyncio.Future[H1Response],
     make_transducer: Callable[[], StreamTransducer],
