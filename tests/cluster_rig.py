@@ -4,7 +4,6 @@ streams Chat Completions through any of them."""
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import os
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from hydra_proxy.mock.server import free_port
-from raw_upstream import RawUpstream, Reply, chat_chunk
+from raw_upstream import Conn, RawUpstream, Reply, chat_chunk
 
 ROOT = Path(__file__).resolve().parent.parent
 HAPROXY_CFG = ROOT / "deploy" / "haproxy.cfg"
@@ -64,14 +63,12 @@ class CountingUpstream(RawUpstream):
         marker = orjson.loads(body)["messages"][-1]["content"]
         return usage_stream(self.pieces, self.delay, marker)
 
-    async def _answer(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: Reply
-    ) -> None:
+    async def _answer(self, conn: Conn, reply: Reply) -> None:
         with self.counting:
             self.active += 1
             self.most = max(self.most, self.active)
         try:
-            await super()._answer(reader, writer, reply)
+            await super()._answer(conn, reply)
         finally:
             with self.counting:
                 self.active -= 1

@@ -1,8 +1,9 @@
-"""A misbehaving upstream for fault-injection tests: a raw asyncio TCP server.
+"""A misbehaving upstream for fault-injection tests, on the suite's raw-socket server
+(tests/raw_upstream.py).
 
 Not the product's mock (hydra_proxy.mock): this one must be able to break HTTP and SSE at
-the byte level. It speaks just enough HTTP/1.1 (requests with Content-Length; responses
-with Content-Length, chunked, or delimited by the end of the connection), answers the
+the byte level. Its responses have a Content-Length, are chunked, or end with the
+connection; it answers the
 paths of every upstream kind, and is scripted per request by the model name it is asked
 for: ``<prefix>-<scenario>[.<nonce>]`` (the proxy's routes send each prefix to a provider
 of one kind pointed here; the scenario picks the behaviour, see SCENARIOS). The well-behaved
@@ -20,21 +21,18 @@ import asyncio
 import contextlib
 import gzip
 import socket
-import threading
 import zlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import orjson
 
+from raw_upstream import Conn, RawServer, Request
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
-# How long a stall lasts at most: far past every timeout the tests configure, short enough
-# that a proxy which never hangs up cannot hold a test run for long.
-STALL_S = 20.0
 BIG_EVENT_BYTES = 5 * 1024 * 1024
 # The upstream's own key as the proxy sends it: must never reach a client.
 UPSTREAM_KEY = "sk-upstream-SECRET-key"
@@ -55,9 +53,6 @@ def _recorded_body(path: Path) -> Any:
     if isinstance(data, list):  # an SDK recording: the first error exchange's body
         return next(e["response"]["body"] for e in data if e["response"]["status_code"] >= 400)
     return data["body"] if "body" in data and "status" in data else data
-
-
-Header = tuple[bytes, bytes]
 
 
 @dataclass(frozen=True)
@@ -201,7 +196,10 @@ def content_start(events: list[bytes], kind: Kind) -> int:
 
 
 @dataclass(frozen=True)
-class Request:
+class ScenarioRequest:
+    """A request with what picks its answer: the upstream kind its path names, its model
+    (the scenario) and whether it streams."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -216,53 +214,7 @@ class Request:
         return name.split(".", 1)[0]
 
 
-class _Conn:
-    """One accepted connection: its streams and whether a response is in progress."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.busy = False
-
-    def write(self, data: bytes) -> None:
-        self.writer.write(data)
-
-    async def drain(self) -> None:
-        await self.writer.drain()
-
-    async def head(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
-        reason = {200: b"OK", 429: b"Too Many Requests"}.get(status, b"Status")
-        lines = [b"HTTP/1.1 %d %s" % (status, reason)]
-        lines += [k + b": " + v for k, v in headers]
-        self.write(b"\r\n".join(lines) + b"\r\n\r\n")
-        await self.drain()
-
-    async def chunk(self, data: bytes) -> None:
-        if data:
-            self.write(b"%x\r\n%s\r\n" % (len(data), data))
-            await self.drain()
-
-    async def end_chunks(self) -> None:
-        self.write(b"0\r\n\r\n")
-        await self.drain()
-
-    async def whole(
-        self, status: int, body: bytes, content_type: bytes, extra: Sequence[Header] = ()
-    ) -> None:
-        headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
-        await self.head(status, [*headers, *extra])
-        self.write(body)
-        await self.drain()
-
-    async def hold(self) -> None:
-        """Say nothing until the proxy hangs up (or STALL_S): a stalled upstream."""
-        with contextlib.suppress(TimeoutError, ConnectionError):
-            async with asyncio.timeout(STALL_S):
-                while await self.reader.read(65536):
-                    pass
-
-
-Behaviour = Callable[[_Conn, Request, Kind, "FaultyUpstream"], Awaitable[bool]]
+Behaviour = Callable[[Conn, Request, Kind, "FaultyUpstream"], Awaitable[bool]]
 """Answers one request; returns True when the connection may serve another."""
 
 SSE_HEAD = [
@@ -272,7 +224,7 @@ SSE_HEAD = [
 ]
 
 
-async def _ok(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _ok(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     if req.stream:
         await conn.head(200, SSE_HEAD)
         for event in events_of(kind):
@@ -283,7 +235,7 @@ async def _ok(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool
     return True
 
 
-async def _slow(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _slow(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     """The recording with its first content event repeated 40 times, 0.1 s apart (a
     whole reply: its body in 40 pieces, 0.1 s apart)."""
     if not req.stream:
@@ -314,7 +266,7 @@ async def _slow(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bo
 FLOOD_BYTES = 32 * 1024 * 1024
 
 
-async def _flood(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _flood(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     """As fast as the proxy takes it: the first content event made 16 KiB long, repeated
     to FLOOD_BYTES, then the rest of the recording (a long reply for a slow reader)."""
     events = events_of(kind)
@@ -333,7 +285,7 @@ async def _flood(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> b
     return True
 
 
-async def _drop_boundary(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _drop_boundary(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     if not req.stream:  # a Content-Length body cut short
         body = kind.reply
         await conn.head(
@@ -349,7 +301,7 @@ async def _drop_boundary(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstre
     return False
 
 
-async def _drop_inside(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _drop_inside(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     if not req.stream:
         return await _drop_boundary(conn, req, kind, up)
     events = events_of(kind)
@@ -361,12 +313,12 @@ async def _drop_inside(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream
     return False
 
 
-async def _stall_head(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _stall_head(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     await conn.hold()
     return False
 
 
-async def _stall_body(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _stall_body(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     if not req.stream:
         body = kind.reply
         await conn.head(
@@ -383,7 +335,7 @@ async def _stall_body(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream)
     return False
 
 
-async def _stall_error(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _stall_error(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     """A 503 whose body stops after a few bytes."""
     body = ERROR_BODIES["openai"]
     await conn.head(
@@ -398,7 +350,7 @@ async def _stall_error(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream
 GARBAGE = b"\x00\x89PNG\r\n\x1a\n\xff\xfe garbage \xc3\x28\ndata: {not json\xff\n\n"
 
 
-async def _garbage(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _garbage(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     events = events_of(kind)
     await conn.head(200, SSE_HEAD)
     for event in events[: content_start(events, kind) + 1]:
@@ -408,7 +360,7 @@ async def _garbage(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) ->
     return True
 
 
-async def _big_event(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _big_event(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     events = events_of(kind)
     n = content_start(events, kind) + 1
     await conn.head(200, SSE_HEAD)
@@ -424,7 +376,7 @@ async def _big_event(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) 
 
 
 def _error(status: int, shape: str) -> Behaviour:
-    async def answer(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+    async def answer(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
         body = ERROR_BODIES[shape]
         content_type = ERROR_CONTENT_TYPES.get(shape, b"application/json")
         extra = [(b"retry-after", b"30")] if status == 429 else []
@@ -434,7 +386,7 @@ def _error(status: int, shape: str) -> Behaviour:
     return answer
 
 
-async def _r429(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _r429(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     """429 with retry-after: 0 for the first request of this model name, then the reply."""
     if up.seen(req.model) == 1:
         shape = {"chat": "openai", "responses": "openai"}.get(kind.name, kind.name)
@@ -443,7 +395,7 @@ async def _r429(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bo
     return await _ok(conn, req, kind, up)
 
 
-async def _gzip(conn: _Conn, req: Request, kind: Kind, up: FaultyUpstream) -> bool:
+async def _gzip(conn: Conn, req: ScenarioRequest, kind: Kind, up: FaultyUpstream) -> bool:
     if not req.stream:
         body = gzip.compress(kind.reply)
         await conn.whole(200, body, b"application/json", [(b"content-encoding", b"gzip")])
@@ -491,35 +443,25 @@ def _kind_of(path: str) -> tuple[str, str | None, bool | None]:
     raise ValueError(f"no upstream kind answers {path}")
 
 
-class FaultyUpstream:
-    """The server, on its own event loop in a thread; a context manager."""
+class FaultyUpstream(RawServer):
+    """Answers each request as the scenario its model names says; a context manager."""
+
+    abort_at_end = True
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self._conns: set[_Conn] = set()
+        super().__init__()
         self._seen: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self.requests: list[Request] = []
         self.flooded: dict[str, int] = {}  # flood bytes the proxy has taken, by model
-        self.server: asyncio.Server | None = None
-        self.port = 0
         # A port whose accept queue is full: connecting there hangs (a connect timeout).
         self._blackhole = socket.socket()
         self._fillers: list[socket.socket] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def blackhole_url(self) -> str:
         return f"http://127.0.0.1:{self._blackhole.getsockname()[1]}"
 
     def __enter__(self) -> FaultyUpstream:
-        self._thread.start()
-        self.server = self._call(self._start())
-        self.port = self.server.sockets[0].getsockname()[1]
+        super().__enter__()
         self._blackhole.bind(("127.0.0.1", 0))
         self._blackhole.listen(0)
         for _ in range(3):
@@ -530,102 +472,29 @@ class FaultyUpstream:
             self._fillers.append(filler)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._call(self._stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(5)
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
         for s in (*self._fillers, self._blackhole):
             s.close()
-
-    def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
-
-    async def _start(self) -> asyncio.Server:
-        return await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=1 << 20)
-
-    async def _stop(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for conn in list(self._conns):
-            conn.writer.transport.abort()
-
-    # -- counting ------------------------------------------------------------------------
 
     def seen(self, model: str) -> int:
         with self._lock:
             return self._seen.get(model, 0)
 
-    def open_connections(self) -> int:
-        return len(self._conns)
-
-    def busy_connections(self) -> int:
-        return sum(1 for c in self._conns if c.busy)
-
-    def close_idle(self) -> int:
-        """Close every kept-alive connection between requests (the upstream's own
-        keep-alive timeout, early); returns how many."""
-
-        async def close() -> int:
-            idle = [c for c in self._conns if not c.busy]
-            for c in idle:
-                c.writer.transport.abort()
-            return len(idle)
-
-        closed: int = self._call(close())
-        return closed
-
-    # -- serving -------------------------------------------------------------------------
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Conn(reader, writer)
-        self._conns.add(conn)
-        try:
-            while True:
-                req = await self._read(conn)
-                if req is None:
-                    return
-                conn.busy = True
-                with self._lock:
-                    self._seen[req.model] = self._seen.get(req.model, 0) + 1
-                    self.requests.append(req)
-                behaviour = SCENARIOS.get(req.scenario)
-                if behaviour is None:
-                    await conn.whole(
-                        599, f"unknown scenario {req.scenario}".encode(), b"text/plain"
-                    )
-                    return
-                keep = await behaviour(conn, req, KINDS[req.kind], self)
-                if not keep:
-                    return
-                conn.busy = False
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            return
-        finally:
-            self._conns.discard(conn)
-            writer.transport.abort()
-
-    async def _read(self, conn: _Conn) -> Request | None:
-        try:
-            head = await conn.reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError:
-            return None
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _ = lines[0].split(" ", 2)
-        headers = {}
-        for line in lines[1:]:
-            if line:
-                key, _, value = line.partition(":")
-                headers[key.strip().lower()] = value.strip()
-        body = await conn.reader.readexactly(int(headers.get("content-length", "0")))
-        kind, model, stream = _kind_of(path)
-        payload = orjson.loads(body) if body else {}
+    async def answer(self, conn: Conn, request: Request) -> bool:
+        kind, model, stream = _kind_of(request.path)
+        payload = orjson.loads(request.body) if request.body else {}
         if model is None:
             model = str(payload.get("model", ""))
         if stream is None:
             stream = bool(payload.get("stream"))
-        return Request(method, path, headers, body, kind, model, stream)
+        req = ScenarioRequest(
+            request.method, request.path, request.headers, request.body, kind, model, stream
+        )
+        with self._lock:
+            self._seen[req.model] = self._seen.get(req.model, 0) + 1
+        behaviour = SCENARIOS.get(req.scenario)
+        if behaviour is None:
+            await conn.whole(599, f"unknown scenario {req.scenario}".encode(), b"text/plain")
+            return False
+        return await behaviour(conn, req, KINDS[req.kind], self)

@@ -1,9 +1,13 @@
-"""A scripted upstream on raw sockets, for tests that watch the connections themselves:
-how many are open, what each request carried, a stream paced or endless.
+"""The test suite's one upstream on raw sockets, for tests that watch the connections
+themselves or must break HTTP at the byte level: how many are open and busy, what each
+request carried, a reply scripted byte for byte, paced, endless or cut.
 
-Runs its own event loop in a thread, so a test drives the proxy (a real process) with
-blocking clients while it counts. Replies are recorded provider streams (tests/fixtures)
-or built from their chunk shapes.
+`RawServer` is the server: HTTP/1.1 requests with a Content-Length, read on its own event
+loop in a thread (so a test drives the proxy, a real process, with blocking clients while
+it counts), each answered by the subclass's `answer`. `RawUpstream` answers with a `Reply`
+chosen per request; the fault suite's `FaultyUpstream` (tests/faulty_upstream.py) by the
+scenario its model names; the error table's by a script. Replies are recorded provider
+streams (tests/fixtures) or built from their chunk shapes.
 """
 
 from __future__ import annotations
@@ -12,13 +16,12 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
-
-from hydra_proxy.mock.server import free_port
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -90,46 +93,150 @@ def anthropic_stream(delay: float = 0.0) -> Reply:
     return Reply(stream=events, delay=delay, content_type="text/event-stream")
 
 
-@dataclass
-class RawUpstream:
-    reply: Callable[[bytes, bytes], Reply] = field(default=lambda head, body: chat_stream(3))
-    port: int = field(default_factory=free_port)
-    open_connections: int = 0
-    accepted: int = 0
-    requests: list[bytes] = field(default_factory=list)
-    bytes_written: int = 0
+# How long a stall lasts at most: far past every timeout the tests configure, short enough
+# that a proxy which never hangs up cannot hold a test run for long.
+STALL_S = 20.0
 
-    def __post_init__(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+Header = tuple[bytes, bytes]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request as the upstream read it."""
+
+    head: bytes  # the request line and headers, through the blank line
+    method: str
+    path: str
+    headers: dict[str, str]  # names lowercased
+    body: bytes
+
+    @property
+    def raw(self) -> bytes:
+        return self.head + self.body
+
+
+class Conn:
+    """One accepted connection: its streams and whether a response is in progress."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.busy = False
+
+    def write(self, data: bytes) -> None:
+        self.writer.write(data)
+
+    async def drain(self) -> None:
+        await self.writer.drain()
+
+    async def head(self, status: int, headers: Sequence[Header], reason: bytes = b"") -> None:
+        reason = reason or {200: b"OK", 429: b"Too Many Requests"}.get(status, b"Status")
+        lines = [b"HTTP/1.1 %d %s" % (status, reason)]
+        lines += [k + b": " + v for k, v in headers]
+        self.write(b"\r\n".join(lines) + b"\r\n\r\n")
+        await self.drain()
+
+    async def chunk(self, data: bytes) -> None:
+        if data:
+            self.write(b"%x\r\n%s\r\n" % (len(data), data))
+            await self.drain()
+
+    async def end_chunks(self) -> None:
+        self.write(b"0\r\n\r\n")
+        await self.drain()
+
+    async def whole(
+        self, status: int, body: bytes, content_type: bytes, extra: Sequence[Header] = ()
+    ) -> None:
+        headers = [(b"content-type", content_type), (b"content-length", b"%d" % len(body))]
+        await self.head(status, [*headers, *extra])
+        self.write(body)
+        await self.drain()
+
+    async def hold(self) -> None:
+        """Say nothing until the proxy hangs up (or STALL_S): a stalled upstream."""
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            async with asyncio.timeout(STALL_S):
+                while await self.reader.read(65536):
+                    pass
+
+
+class RawServer:
+    """The server, on its own event loop in a thread; a context manager. A subclass's
+    `answer` replies to each request and says whether the connection may serve another."""
+
+    # After the last answer: close the connection (FIN), or reset it as a crashed peer would.
+    abort_at_end = False
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._conns: set[Conn] = set()
         self._lock = threading.Lock()
+        self.requests: list[Request] = []
+        self.accepted = 0
+        self.server: asyncio.Server | None = None
+        self.port = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> RawUpstream:
+    def __enter__(self) -> Any:
         self._thread.start()
-        self._ready.wait(10)
+        self.server = self._call(self._start())
+        self.port = self.server.sockets[0].getsockname()[1]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._call(self._stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
 
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    async def _start(self) -> asyncio.Server:
+        return await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=1 << 20)
+
     async def _stop(self) -> None:
-        """Close the listener and every connection, then end the loop."""
-        self._server.close()
+        """Close the listener and every connection, and end every answer still running."""
+        assert self.server is not None
+        self.server.close()
+        for conn in list(self._conns):
+            conn.writer.transport.abort()
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self._loop.call_soon(self._loop.stop)
+
+    async def answer(self, conn: Conn, req: Request) -> bool:
+        raise NotImplementedError
+
+    # -- counting ------------------------------------------------------------------------
 
     def requests_count(self) -> int:
         with self._lock:
             return len(self.requests)
+
+    def open_connections(self) -> int:
+        return len(self._conns)
+
+    def busy_connections(self) -> int:
+        return sum(1 for c in self._conns if c.busy)
+
+    def close_idle(self) -> int:
+        """Close every kept-alive connection between requests (the upstream's own
+        keep-alive timeout, early); returns how many."""
+
+        async def close() -> int:
+            idle = [c for c in self._conns if not c.busy]
+            for c in idle:
+                c.writer.transport.abort()
+            return len(idle)
+
+        closed: int = self._call(close())
+        return closed
 
     def wait_for(self, check: Callable[[], bool], seconds: float = 10.0) -> bool:
         deadline = time.monotonic() + seconds
@@ -139,66 +246,82 @@ class RawUpstream:
             time.sleep(0.02)
         return check()
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", self.port)
-        )
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
+    # -- serving -------------------------------------------------------------------------
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = Conn(reader, writer)
+        self._conns.add(conn)
         with self._lock:
-            self.open_connections += 1
             self.accepted += 1
         try:
             while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
+                req = await self._read(conn)
+                if req is None:
                     return
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                body = await reader.readexactly(length)
+                conn.busy = True
                 with self._lock:
-                    self.requests.append(head + body)
-                await self._answer(reader, writer, self.reply(head, body))
-        except (ConnectionError, asyncio.IncompleteReadError):
+                    self.requests.append(req)
+                if not await self.answer(conn, req):
+                    return
+                conn.busy = False
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
         finally:
-            with self._lock:
-                self.open_connections -= 1
-            writer.close()
+            self._conns.discard(conn)
+            if self.abort_at_end:
+                writer.transport.abort()
+            else:
+                writer.close()
 
-    async def _answer(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, reply: Reply
+    async def _read(self, conn: Conn) -> Request | None:
+        try:
+            head = await conn.reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return None
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                key, _, value = line.partition(":")
+                headers[key.strip().lower()] = value.strip()
+        body = await conn.reader.readexactly(int(headers.get("content-length", "0")))
+        return Request(head, method, path, headers, body)
+
+
+class RawUpstream(RawServer):
+    """Answers each request with the `Reply` that `reply(head, body)` picks."""
+
+    def __init__(
+        self, reply: Callable[[bytes, bytes], Reply] = lambda head, body: chat_stream(3)
     ) -> None:
-        head = f"HTTP/1.1 {reply.status} X\r\ncontent-type: {reply.content_type}\r\n"
+        super().__init__()
+        self.reply = reply
+        self.bytes_written = 0
+
+    async def answer(self, conn: Conn, req: Request) -> bool:
+        await self._answer(conn, self.reply(req.head, req.body))
+        return True
+
+    async def _answer(self, conn: Conn, reply: Reply) -> None:
+        headers = [(b"content-type", reply.content_type.encode())]
         if reply.stream is None:
             if reply.delay:  # watching for the proxy to drop the request meanwhile
                 with contextlib.suppress(TimeoutError):
-                    if not await asyncio.wait_for(reader.read(1), reply.delay):
+                    if not await asyncio.wait_for(conn.reader.read(1), reply.delay):
                         raise ConnectionError("the proxy closed the connection")
-            writer.write(f"{head}content-length: {len(reply.body)}\r\n\r\n".encode() + reply.body)
-            await writer.drain()
+            await conn.whole(reply.status, reply.body, reply.content_type.encode())
             return
-        writer.write(f"{head}transfer-encoding: chunked\r\n\r\n".encode())
+        await conn.head(reply.status, [*headers, (b"transfer-encoding", b"chunked")])
 
         async def piece(data: bytes) -> None:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
-            writer.write(b"%x\r\n%s\r\n" % (len(data), data))
-            await writer.drain()
+            await conn.chunk(data)
             self.bytes_written += len(data)
 
         for data in reply.stream:
             await piece(data)
         while reply.endless is not None:
             await piece(reply.endless)
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
+        await conn.end_chunks()

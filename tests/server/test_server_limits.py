@@ -312,7 +312,7 @@ def test_a_client_that_stops_reading_pauses_the_upstream_then_its_stream_ends(
     )
     assert b"200 OK" in sock.recv(200)
     start = upstream.requests_count()
-    assert upstream.wait_for(lambda: upstream.open_connections >= 1)
+    assert upstream.wait_for(lambda: upstream.open_connections() >= 1)
     rss_before = rss_kib(proxy.process.pid) if proxy.process else 0
     time.sleep(1.0)
     written = upstream.bytes_written
@@ -321,7 +321,7 @@ def test_a_client_that_stops_reading_pauses_the_upstream_then_its_stream_ends(
     rss_after = rss_kib(proxy.process.pid) if proxy.process else 0
     assert rss_after - rss_before < 32 * 1024
     # Past the stall timeout the upstream request is dropped, the client still connected.
-    assert upstream.wait_for(lambda: upstream.open_connections == 0, 10)
+    assert upstream.wait_for(lambda: upstream.open_connections() == 0, 10)
     assert upstream.requests_count() == start
     data = b""  # the client reads again: what was queued, then the end
     while not data.endswith(b"\r\n0\r\n\r\n"):  # a complete chunked transfer
@@ -348,7 +348,7 @@ def test_a_client_that_stops_reading_pauses_the_upstream_then_its_stream_ends(
 def test_a_client_that_leaves_cancels_the_upstream_and_closes_its_connection(
     proxy: ProxyServer, upstream: RawUpstream, path: str, model: str, stream: bool
 ) -> None:
-    assert upstream.wait_for(lambda: upstream.open_connections == 0)
+    assert upstream.wait_for(lambda: upstream.open_connections() == 0)
     before = upstream.requests_count()
     sock = socket.create_connection(("127.0.0.1", proxy.port), timeout=15)
     body = orjson.dumps(model_request(path, model=model, stream=stream))
@@ -359,10 +359,10 @@ def test_a_client_that_leaves_cancels_the_upstream_and_closes_its_connection(
     assert upstream.wait_for(lambda: upstream.requests_count() > before)
     if stream:
         assert b"200 OK" in sock.recv(65536)  # the stream is flowing
-    assert upstream.open_connections == 1
+    assert upstream.open_connections() == 1
     sock.close()
     # Closed at once, not kept for the pool: the upstream sees its client go.
-    assert upstream.wait_for(lambda: upstream.open_connections == 0, 5)
+    assert upstream.wait_for(lambda: upstream.open_connections() == 0, 5)
 
 
 def read_response(sock: socket.socket) -> tuple[int, dict[str, object]]:

@@ -126,7 +126,7 @@ def test_sigterm_lets_short_streams_finish_and_ends_the_rest_well_formed(
             assert detail in event and STREAM_END_MESSAGE.encode() in event, (path, model)
         assert proxy.process.wait(30) == 0
         assert "shutting down: 6 stream(s) in flight" in proxy.log_tail()
-    assert upstream.wait_for(lambda: upstream.open_connections == 0)
+    assert upstream.wait_for(lambda: upstream.open_connections() == 0)
 
 
 def run_asgi(app: App, scope: dict[str, Any], body: bytes) -> tuple[int, dict[bytes, bytes], Any]:

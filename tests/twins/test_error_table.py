@@ -12,8 +12,6 @@ Each test runs against a proxy on each transducer implementation (native and pur
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from implementations import (
     feed_all,
     messages_via_chat_class,
 )
+from raw_upstream import Conn, RawServer, Request
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -43,7 +42,7 @@ KEYS = {
     "POOL_KEY_2": "sk-pool-SECRET-key-number-2",
 }
 
-# -- a raw upstream: answers each request with the next scripted (status, headers, body) ----
+# -- the raw upstream answers each request with the next scripted (status, headers, body) --
 
 
 @dataclass
@@ -54,78 +53,26 @@ class Answer:
     content_type: str = "application/json"
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-
-
-class RawUpstream:
-    """An HTTP/1.1 server on loopback that sends exactly the scripted bytes (any status, any
-    body), one answer per request (the last one repeats), and closes the connection."""
+class ScriptedUpstream(RawServer):
+    """Sends exactly the scripted bytes (any status, any body), one answer per request (the
+    last one repeats), and closes the connection."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.answers: deque[Answer] = deque()
         self.last = Answer(500, b"")
-        self.seen: list[Seen] = []
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self.port = 0
 
     def script(self, *answers: Answer) -> None:
         self.answers = deque(answers)
         self.last = answers[-1]
-        self.seen = []
+        self.requests = []
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", 0, limit=1 << 20)
-        )
-        self.port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-        server.close()
-        self._loop.run_until_complete(server.wait_closed())
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            path = lines[0].split(" ")[1]
-            headers = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    name, value = line.split(":", 1)
-                    headers[name.strip().lower()] = value.strip()
-            await reader.readexactly(int(headers.get("content-length", "0")))
-            self.seen.append(Seen(path, headers))
-            answer = self.answers.popleft() if self.answers else self.last
-            extra = "".join(f"{k}: {v}\r\n" for k, v in answer.headers.items())
-            writer.write(
-                f"HTTP/1.1 {answer.status} Scripted\r\ncontent-type: {answer.content_type}\r\n"
-                f"content-length: {len(answer.body)}\r\n{extra}connection: close\r\n\r\n".encode()
-                + answer.body
-            )
-            await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    def __enter__(self) -> RawUpstream:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    async def answer(self, conn: Conn, req: Request) -> bool:
+        answer = self.answers.popleft() if self.answers else self.last
+        extra = [(k.encode(), v.encode()) for k, v in answer.headers.items()]
+        extra.append((b"connection", b"close"))
+        await conn.whole(answer.status, answer.body, answer.content_type.encode(), extra)
+        return False
 
 
 # -- the bodies each provider sends, by status ----------------------------------------------
@@ -224,8 +171,8 @@ PROTOCOLS = ("anthropic", "chat", "responses")
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[RawUpstream]:
-    with RawUpstream() as server:
+def upstream() -> Iterator[ScriptedUpstream]:
+    with ScriptedUpstream() as server:
         yield server
 
 
@@ -290,7 +237,7 @@ provider = "pool3"
 
 
 def start_proxy(
-    upstream: RawUpstream,
+    upstream: ScriptedUpstream,
     impl: str,
     tmp: Path,
     *,
@@ -305,7 +252,9 @@ def start_proxy(
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)
 def proxy(
-    request: pytest.FixtureRequest, upstream: RawUpstream, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    upstream: ScriptedUpstream,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ProxyServer]:
     if request.param == "native" and _native is None:
         pytest.skip(NATIVE_MISSING)
@@ -354,7 +303,12 @@ def call(proxy: ProxyServer, protocol: str, model: str, stream: bool) -> Any:
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("case", list(TABLE))
 def test_error_table(
-    proxy: ProxyServer, upstream: RawUpstream, case: str, shape: str, protocol: str, stream: bool
+    proxy: ProxyServer,
+    upstream: ScriptedUpstream,
+    case: str,
+    shape: str,
+    protocol: str,
+    stream: bool,
 ) -> None:
     status = int(case[:3])
     answer = body_for(shape, status)
@@ -473,7 +427,7 @@ REFINED: list[tuple[str, Answer, str, int, str, str | None, type, str]] = [
 )
 def test_refinements_and_variants(
     proxy: ProxyServer,
-    upstream: RawUpstream,
+    upstream: ScriptedUpstream,
     provider: str,
     answer: Answer,
     protocol: str,
@@ -497,7 +451,7 @@ def test_refinements_and_variants(
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("shape", ["openai", "text"])
 def test_an_upstream_that_echoes_the_key_never_shows_it(
-    proxy: ProxyServer, upstream: RawUpstream, protocol: str, shape: str
+    proxy: ProxyServer, upstream: ScriptedUpstream, protocol: str, shape: str
 ) -> None:
     """An upstream echoing the key it got (in a JSON message or a text page): the client
     sees neither that key nor any other key-like token; a same-protocol error that would
@@ -520,7 +474,9 @@ def test_an_upstream_that_echoes_the_key_never_shows_it(
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)
 def retrying(
-    request: pytest.FixtureRequest, upstream: RawUpstream, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    upstream: ScriptedUpstream,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ProxyServer]:
     """A proxy that retries (twice) before the first byte."""
     if request.param == "native" and _native is None:
@@ -558,7 +514,7 @@ def _gemini_text(reply: bytes) -> str:
 
 
 def test_gemini_retry_info_is_waited_out_before_the_first_byte(
-    retrying: ProxyServer, upstream: RawUpstream
+    retrying: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
     """Gemini's 429 says when to retry in its body only (RetryInfo): a short delay is waited
     out and the request tried again; the client never sees the 429."""
@@ -568,11 +524,11 @@ def test_gemini_retry_info_is_waited_out_before_the_first_byte(
         model="ge-model", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
     )
     assert "".join(b.text for b in message.content if b.type == "text") == _gemini_text(GEMINI_TEXT)
-    assert len(upstream.seen) == 2
+    assert len(upstream.requests) == 2
 
 
 def test_gemini_retry_info_past_the_bound_goes_to_the_client(
-    retrying: ProxyServer, upstream: RawUpstream
+    retrying: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
     """A RetryInfo longer than the proxy waits (the recorded 34.4 s) is not retried at once
     (that would only be refused again): the client gets the 429 with retry-after 35."""
@@ -580,14 +536,14 @@ def test_gemini_retry_info_past_the_bound_goes_to_the_client(
     exc = call(retrying, "chat", "ge-model", False)
     assert type(exc) is openai.RateLimitError
     assert exc.response.headers["retry-after"] == "35"
-    assert len(upstream.seen) == 1
+    assert len(upstream.requests) == 1
 
 
 POOL_KEYS = {f"Bearer {KEYS['POOL_KEY_1']}", f"Bearer {KEYS['POOL_KEY_2']}"}
 
 
 def test_a_pool_tries_its_next_key_after_a_429_streamed(
-    retrying: ProxyServer, upstream: RawUpstream
+    retrying: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
     """The last (only) attempt of a provider with two keys: a 429 on one key is tried once
     more with the other, before any byte reached the client; one clean stream."""
@@ -600,12 +556,12 @@ def test_a_pool_tries_its_next_key_after_a_429_streamed(
     ) as stream:
         message = stream.get_final_message()
     assert "".join(b.text for b in message.content if b.type == "text") == _sse_text(OPENAI_SSE)
-    used = [seen.headers["authorization"] for seen in upstream.seen]
+    used = [seen.headers["authorization"] for seen in upstream.requests]
     assert len(used) == 2 and set(used) == POOL_KEYS
 
 
 def test_a_pool_tries_its_next_key_after_a_429_forwarded(
-    retrying: ProxyServer, upstream: RawUpstream
+    retrying: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
     busy = _openai(429, "Rate limit reached", "requests", "rate_limit_exceeded")
     busy.headers["retry-after"] = "30"
@@ -616,12 +572,12 @@ def test_a_pool_tries_its_next_key_after_a_429_forwarded(
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == _sse_text(OPENAI_SSE)
-    used = [seen.headers["authorization"] for seen in upstream.seen]
+    used = [seen.headers["authorization"] for seen in upstream.requests]
     assert len(used) == 2 and set(used) == POOL_KEYS
 
 
 def test_a_pool_whose_keys_are_all_busy_answers_429_once_each(
-    retrying: ProxyServer, upstream: RawUpstream
+    retrying: ProxyServer, upstream: ScriptedUpstream
 ) -> None:
     """Bounded: one more try, not a loop; the client gets the last 429 and its retry-after."""
     busy = _openai(429, "Rate limit reached", "requests", "rate_limit_exceeded")
@@ -630,7 +586,7 @@ def test_a_pool_whose_keys_are_all_busy_answers_429_once_each(
     exc = call(retrying, "anthropic", "pool3-model", True)
     assert type(exc) is anthropic.RateLimitError
     assert exc.response.headers["retry-after"] == "30"
-    used = [seen.headers["authorization"] for seen in upstream.seen]
+    used = [seen.headers["authorization"] for seen in upstream.requests]
     assert len(used) == 2 and set(used) == POOL_KEYS
 
 
