@@ -140,3 +140,19 @@ def test_invalid_value_in_skipped_field(
     native = _run(direction, "native", injected, cut)
     python = _run(direction, "python", injected, cut)
     assert native == python
+
+
+@pytest.mark.parametrize("direction", ["chat_via_messages", "responses_via_messages"])
+@pytest.mark.parametrize("depth", [255, 1000])
+def test_citation_nested_past_what_orjson_writes(direction: str, depth: int) -> None:
+    """A web search citation carrying a member nested deeper than orjson writes (254 levels;
+    it parses up to 1024): both implementations still turn its URL into the annotation."""
+    body = _input("anthropic", "vercel-web-search-citations.jsonl")
+    at = body.index(b'"citation":{') + len(b'"citation":{')
+    injected = body[:at] + b'"zz_skipped":' + b"[" * depth + b"]" * depth + b"," + body[at:]
+    native = _run(direction, "native", injected, len(injected) // 2)
+    python = _run(direction, "python", injected, len(injected) // 2)
+    assert native == python
+    assert (
+        b'"url_citation"' if direction == "responses_via_messages" else b'"annotations"'
+    ) in native[0]

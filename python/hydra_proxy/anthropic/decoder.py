@@ -55,6 +55,18 @@ _Event = tuple[
 ]
 
 
+def _citation_text(citation: Any) -> str:
+    """A citation as JSON text. The native reader passes the upstream's text on whole; a
+    citation nested deeper than orjson writes (254 levels, parsed up to 1024) keeps its
+    string members, all that the encoders read of it (its URL and title)."""
+    try:
+        return dumps(citation).decode()
+    except TypeError:
+        if type(citation) is not dict:
+            return "null"
+        return dumps({k: v for k, v in citation.items() if type(v) is str}).decode()
+
+
 class AnthropicDecoder(Decoding):
     def __init__(self) -> None:
         super().__init__()
@@ -170,7 +182,7 @@ class AnthropicDecoder(Decoding):
             if partial_json:
                 emit(ev.ToolArgumentsDelta(key, partial_json))
         elif delta_type == "citations_delta" and open_ == _TEXT and citation is not None:
-            emit(ev.CitationDelta(key, dumps(citation).decode()))
+            emit(ev.CitationDelta(key, _citation_text(citation)))
         # Any other delta is of a kind the block cannot hold.
 
     def _block_stop(self, index: int | None, emit: Emit) -> None:
