@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,26 @@ def _anthropic_streams() -> dict[str, bytes]:
 
 
 ANTHROPIC_STREAMS = _anthropic_streams()
+
+
+def end_state(transducer: Any) -> tuple[Any, ...]:
+    """What a transducer says of its stream once fed: the twins agree on every field."""
+    t = transducer
+    return (
+        t.finished,
+        t.complete,
+        t.error,
+        t.has_content,
+        t.stop_reason,
+        t.usage,
+        t.reasoning_tokens,
+    )
+
+
+def random_cuts(data: bytes, seed: int) -> list[int]:
+    """Up to 40 offsets to split `data` at, drawn from `seed`."""
+    rng = random.Random(seed)
+    return rng.sample(range(1, len(data)), k=min(len(data) - 1, rng.randint(1, 40)))
 
 
 def feed_all(transducer: Any, data: bytes, cuts: list[int] | None = None) -> bytes:

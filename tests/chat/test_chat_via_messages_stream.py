@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from anthropic_streams import Stream, streams
 from chat_chunks import anthropic_truth, check_chunks
 from hydra_proxy import continuation
-from implementations import ANTHROPIC_STREAMS, chat_via_messages_class, feed_all
+from implementations import ANTHROPIC_STREAMS, chat_via_messages_class, end_state, feed_all
 
 KEY = b"continuation-test-key"
 NAMES = sorted(ANTHROPIC_STREAMS)
@@ -33,15 +33,7 @@ def run_both(data: bytes, cuts: list[int], **kwargs: Any) -> tuple[bytes, tuple[
     for impl in ("native", "python"):
         t = chat_via_messages_class(impl)("chatcmpl-test", "claude-x", 1764460800, **options)
         out = feed_all(t, data, cuts)
-        state = (
-            t.finished,
-            t.complete,
-            t.error,
-            t.has_content,
-            t.stop_reason,
-            t.usage,
-            t.reasoning_tokens,
-        )
+        state = end_state(t)
         assert t.feed(b"event: ping\ndata: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     assert results[0][0] == results[1][0], "native and Python outputs differ"

@@ -38,7 +38,7 @@ from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature, same_signature
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.stream.messages import MSG_CUT_OFF
-from implementations import feed_all
+from implementations import end_state, feed_all
 
 KEY = b"gemini-stream-test-key"
 MESSAGE_ID = "msg_gem1"
@@ -66,18 +66,6 @@ def chat(impl: str, data: bytes, cuts: list[int] | None = None, **options: Any) 
     return feed_all(t, data, cuts), t
 
 
-def state(t: Any) -> tuple[Any, ...]:
-    return (
-        t.finished,
-        t.complete,
-        t.error,
-        t.has_content,
-        t.stop_reason,
-        t.usage,
-        t.reasoning_tokens,
-    )
-
-
 def run_both(data: bytes, cuts: list[int], signing_key: bytes | None = KEY) -> bytes:
     """Both compositions on both implementations; native == Python. The Messages output."""
     outputs = []
@@ -88,7 +76,7 @@ def run_both(data: bytes, cuts: list[int], signing_key: bytes | None = KEY) -> b
         native_out, native = run("native", data, cuts, **options)
         python_out, python = run("python", data, cuts, **options)
         assert native_out == python_out, "native and Python outputs differ"
-        assert state(native) == state(python), "native and Python end states differ"
+        assert end_state(native) == end_state(python), "native and Python end states differ"
         outputs.append(native_out)
     return outputs[0]
 

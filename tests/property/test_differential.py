@@ -14,7 +14,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anthropic_grammar
-from implementations import OPENAI_STREAMS, feed_all, messages_via_chat_class, openai_stream
+from implementations import (
+    OPENAI_STREAMS,
+    end_state,
+    feed_all,
+    messages_via_chat_class,
+    openai_stream,
+)
 from openai_streams import Stream, streams
 
 pytestmark = pytest.mark.usefixtures("require_native")
@@ -42,15 +48,7 @@ def run_both(
             max_event_bytes=max_event_bytes,
         )
         out = feed_all(t, data, cuts)
-        state = (
-            t.finished,
-            t.complete,
-            t.error,
-            t.has_content,
-            t.stop_reason,
-            t.usage,
-            t.reasoning_tokens,
-        )
+        state = end_state(t)
         # Feeding or finishing after the end yields nothing, in both.
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))

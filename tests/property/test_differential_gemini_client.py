@@ -15,7 +15,7 @@ import anthropic_streams
 import openai_streams
 import responses_streams
 from hydra_proxy import transducers
-from implementations import NATIVE_MISSING, _native, feed_all
+from implementations import NATIVE_MISSING, _native, end_state, feed_all
 
 KEY = b"differential-gemini-key"
 CLASSES = {
@@ -40,15 +40,7 @@ def run_both(upstream: str, data: bytes, cuts: list[int], options: dict[str, Any
     for module in (_native, transducers):
         t = getattr(module, CLASSES[upstream])("resp_diff", "gemini-diff", **options)
         out = feed_all(t, data, cuts)
-        state = (
-            t.finished,
-            t.complete,
-            t.error,
-            t.has_content,
-            t.stop_reason,
-            t.usage,
-            t.reasoning_tokens,
-        )
+        state = end_state(t)
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     assert results[0] == results[1], "native and Python differ"

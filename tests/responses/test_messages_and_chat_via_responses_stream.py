@@ -12,7 +12,6 @@ items come back as thinking blocks whose signature carries the upstream item
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import anthropic
@@ -27,7 +26,7 @@ import responses_streams
 from chat_chunks import check_chunks
 from hydra_proxy import transducers
 from hydra_proxy.responses.reasoning import verify_upstream_item
-from implementations import _native, feed_all
+from implementations import _native, end_state, feed_all, random_cuts
 from responses_streams import RESPONSES_STREAMS
 
 KEY = b"responses-upstream-test-key"
@@ -58,26 +57,13 @@ def run_both(client: str, data: bytes, cuts: list[int], **options: Any) -> tuple
     for cls in _classes(client):
         t = _make(cls, client, **options)
         out = feed_all(t, data, cuts)
-        state = (
-            t.finished,
-            t.complete,
-            t.error,
-            t.has_content,
-            t.stop_reason,
-            t.usage,
-            t.reasoning_tokens,
-        )
+        state = end_state(t)
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     for other in results[1:]:
         assert other[0] == results[0][0], "native and Python outputs differ"
         assert other[1] == results[0][1], "native and Python end states differ"
     return results[0]
-
-
-def _cuts(data: bytes, seed: int) -> list[int]:
-    rng = random.Random(seed)
-    return rng.sample(range(1, len(data)), k=min(len(data) - 1, rng.randint(1, 40)))
 
 
 @pytest.mark.parametrize("client", ["anthropic", "chat"])
@@ -88,7 +74,7 @@ def test_differential_fixture(client: str, name: str) -> None:
     assert state[0] and state[1], "every recording ends cleanly"
     assert run_both(client, data, list(range(1, len(data))))[0] == whole
     for seed in range(6):
-        assert run_both(client, data, _cuts(data, seed))[0] == whole
+        assert run_both(client, data, random_cuts(data, seed))[0] == whole
 
 
 # -- what the recording's own final response says --------------------------------------------
@@ -231,7 +217,7 @@ def test_custom_tool_input_is_a_string_member() -> None:
         {"type": "response.completed", "response": {"id": "r", "usage": None}},
     ]
     data = b"".join(b"data: " + orjson.dumps(e) + b"\n\n" for e in events)
-    out, state = run_both("anthropic", data, _cuts(data, 3))
+    out, state = run_both("anthropic", data, random_cuts(data, 3))
     (block,) = anthropic_grammar.check(out).content
     assert block["input"] == {"input": '*** Begin "Patch"\n\\ end'}
     assert block["id"] == "call_p" and state[4] == "tool_use"

@@ -11,7 +11,6 @@ the official `anthropic` SDK rebuilds from the same upstream stream.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import anthropic
@@ -31,7 +30,15 @@ from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text, name_table
 from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import ToolNames, ToolOrigin
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native, feed_all, openai_stream
+from implementations import (
+    ANTHROPIC_STREAMS,
+    OPENAI_STREAMS,
+    _native,
+    end_state,
+    feed_all,
+    openai_stream,
+    random_cuts,
+)
 
 KEY = b"responses-stream-test-key"
 RESPONSE_ID = "resp_hydratest"
@@ -66,26 +73,13 @@ def run_both(
     for cls in _classes(upstream):
         t = cls(RESPONSE_ID, MODEL, CREATED, ESTIMATE, **{**OPTIONS, **options})
         out = feed_all(t, data, cuts)
-        state = (
-            t.finished,
-            t.complete,
-            t.error,
-            t.has_content,
-            t.stop_reason,
-            t.usage,
-            t.reasoning_tokens,
-        )
+        state = end_state(t)
         assert t.feed(b"data: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
         results.append((out, state))
     for other in results[1:]:
         assert other[0] == results[0][0], "native and Python outputs differ"
         assert other[1] == results[0][1], "native and Python end states differ"
     return results[0]
-
-
-def _cuts(data: bytes, seed: int) -> list[int]:
-    rng = random.Random(seed)
-    return rng.sample(range(1, len(data)), k=min(len(data) - 1, rng.randint(1, 40)))
 
 
 def _upstream(upstream: str, name: str) -> bytes:
@@ -105,7 +99,7 @@ def test_differential_fixture(upstream: str, name: str) -> None:
     assert state[0], "the stream always ends"
     assert run_both(upstream, data, list(range(1, len(data))))[0] == whole
     for seed in range(6):
-        assert run_both(upstream, data, _cuts(data, seed))[0] == whole
+        assert run_both(upstream, data, random_cuts(data, seed))[0] == whole
 
 
 # -- the SDKs ------------------------------------------------------------------------------
@@ -245,7 +239,7 @@ def test_namespace_and_custom_tools_are_restored() -> None:
         *_tool(2, "toolu_c", "other"),
         *_end("tool_use"),
     )
-    out, state = run_both("anthropic", data, _cuts(data, 1))
+    out, state = run_both("anthropic", data, random_cuts(data, 1))
     final = responses_grammar.check(out)
     spawn, patch, other = final["output"]
     assert spawn == {

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from gemini_streams import GEMINI_STREAMS
 from golden_cases import make
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, messages_via_chat_class
+from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, end_state, messages_via_chat_class
 from responses_streams import RESPONSES_STREAMS
 
 # (direction, fixture folder, recordings): each decoder, through each of its encoders.
@@ -106,15 +106,7 @@ def _input(folder: str, name: str) -> bytes:
 def _run(direction: str, impl: str, data: bytes, cut: int) -> tuple[bytes, tuple[object, ...]]:
     t = make({"direction": direction, "options": {}}, impl)
     out = t.feed(data[:cut]) + t.feed(data[cut:]) + t.finish()
-    return out, (
-        t.finished,
-        t.complete,
-        t.error,
-        t.has_content,
-        t.stop_reason,
-        t.usage,
-        t.reasoning_tokens,
-    )
+    return out, end_state(t)
 
 
 junk_strings = st.text(alphabet='\\ud80cfA0"x\x01 ', max_size=14).map(
