@@ -46,10 +46,14 @@ CREATE TABLE IF NOT EXISTS hydra_usage (
     key_id TEXT,
     stream BOOLEAN NOT NULL,
     key_name TEXT,
-    team TEXT
+    team TEXT,
+    agent TEXT,
+    refusal TEXT
 );
 ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS key_name TEXT;
 ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS team TEXT;
+ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS agent TEXT;
+ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS refusal TEXT;
 CREATE INDEX IF NOT EXISTS hydra_usage_time ON hydra_usage (time);
 CREATE INDEX IF NOT EXISTS hydra_usage_model ON hydra_usage (target_model, time);
 CREATE INDEX IF NOT EXISTS hydra_usage_key_name ON hydra_usage (key_name, time);

@@ -90,6 +90,12 @@ class UsageRecord(NamedTuple):
     stream: bool = False
     key_name: str | None = None  # the named key's name (hydra_proxy.team), else None
     team: str | None = None  # the named key's team
+    # The agent within a client's session (Claude Code's x-claude-code-agent-id: a teammate
+    # or subagent), else None: the lead's own requests carry none.
+    agent: str | None = None
+    # Why the proxy refused the request itself (a named key's limit, rights or budget, the
+    # drain, an admission bound), else None: a refusal is no spend, and is shown apart.
+    refusal: str | None = None
 
     @property
     def tokens(self) -> Tokens:

@@ -45,7 +45,9 @@ CREATE TABLE IF NOT EXISTS usage (
     key_id TEXT,
     stream INTEGER NOT NULL,
     key_name TEXT,
-    team TEXT
+    team TEXT,
+    agent TEXT,
+    refusal TEXT
 );
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
@@ -126,9 +128,9 @@ class SqliteLedger(Ledger):
             conn.execute("BEGIN IMMEDIATE")
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 conn.execute(statement)
-            # A ledger written before named keys: their columns are added.
+            # A ledger written before named keys, agents or refusals: their columns are added.
             have = {row[1] for row in conn.execute("PRAGMA table_info(usage)")}
-            for column in ("key_name", "team"):
+            for column in ("key_name", "team", "agent", "refusal"):
                 if column not in have:
                     conn.execute(f"ALTER TABLE usage ADD COLUMN {column} TEXT")
             for statement in _KEY_INDICES:
