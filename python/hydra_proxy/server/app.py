@@ -105,6 +105,8 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
+    # The console signs in and out (POST, DELETE /dashboard/session).
+    **{(method, endpoints.DASHBOARD): endpoints.dashboard for method in ("POST", "DELETE")},
 }
 ADMIN_KEYS = "/admin/keys"
 

@@ -12,9 +12,10 @@ import orjson
 from ..config import models_listing, request_traits
 from ..errors import ProxyError, invalid_request
 from ..tokens import estimate_input_tokens
-from ..usage.dashboard import AUTHENTICATE, PREFIX, basic_auth_key
+from ..usage.dashboard import PREFIX
+from . import console
 from .browser_guard import preflight_answer
-from .exchange import Exchange, is_proxy_key
+from .exchange import Exchange
 from .limits import (
     check_content_type,
     parse_object,
@@ -142,36 +143,8 @@ async def metrics(exchange: Exchange) -> None:
 
 
 async def dashboard(exchange: Exchange) -> None:
-    """The usage page, behind the proxy keys (HTTP Basic: the key is the password, so a
-    browser asks for it). A named key sees only its own usage; the admin key, and a key of
-    HYDRA_PROXY_KEYS, everyone's."""
-    worker = exchange.worker
-    team = worker.team
-    only: str | None = None
-    if worker.proxy_keys or team is not None:
-        presented = basic_auth_key(exchange.header(b"authorization"))
-        allowed = presented is not None and (
-            (bool(worker.proxy_keys) and is_proxy_key(worker.proxy_keys, presented))
-            or (team is not None and team.is_admin(presented))
-        )
-        if not allowed and team is not None and presented is not None and presented[:3] == b"hk-":
-            only = team.authenticate(presented, exchange.started_wall).key.name
-            allowed = True
-        if not allowed:
-            await exchange.respond(
-                401,
-                b"the usage page needs a proxy key as the password\n",
-                b"text/plain; charset=utf-8",
-                [AUTHENTICATE],
-            )
-            return
-    if worker.usage is None:
-        raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
-    query = exchange.scope.get("query_string", b"").decode("latin-1")
-    status, content_type, body = await asyncio.to_thread(
-        worker.usage.dashboard, exchange.scope["path"], query, only
-    )
-    await exchange.respond(status, body, content_type.encode())
+    """The console (server/console.py): its page, sign-in and data."""
+    await console.handle(exchange)
 
 
 async def preflight(exchange: Exchange) -> None:

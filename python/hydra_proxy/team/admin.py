@@ -8,7 +8,13 @@
   one as it is, ``"none"`` clears it); ``DELETE /admin/keys/NAME``: revoked;
 - ``POST /admin/keys/NAME/rotate`` ``{"grace_seconds": 86400}``: a new secret, the old one
   valid for the grace period;
-- ``PUT /admin/keys/_teams/TEAM`` ``{"budget", "period", "rpm", "tpm"}``: a team's limits.
+- ``PUT /admin/keys/_teams/TEAM`` ``{"budget", "period", "rpm", "tpm"}``: a team's limits;
+- ``PUT /admin/keys/NAME/alert`` (or ``/admin/keys/_teams/TEAM/alert``) ``{"thresholds":
+  [50, 80, 100], "webhook": "https://...", "format": "json" | "slack"}``: a spend alert at
+  those percentages of the budget (team/alerts.py); ``DELETE`` the same path: none.
+
+The console (``/dashboard``) calls it with the admin's session cookie instead of the key,
+and its anti-forgery header on every change (server/console.py).
 
 A change is applied to this worker's keys at once; other workers see it within their
 refresh interval. No answer but a creation's or a rotation's holds a secret.
@@ -26,7 +32,8 @@ import orjson
 from ..errors import ProxyError, invalid_request
 from ..server.exchange import Exchange
 from ..server.limits import check_content_type, parse_object, read_json_body
-from . import manage
+from . import alerts, manage
+from .service import TeamKeys
 from .store import KeyStoreError
 
 PREFIX = "/admin/keys"
@@ -49,23 +56,49 @@ def _fields(doc: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
+async def _alert_body(exchange: Exchange) -> dict[str, Any]:
+    return _fields(await _body(exchange), ("thresholds", "webhook", "format"))
+
+
+def _alert_target(parts: list[str]) -> tuple[str, str] | None:
+    """("key", NAME) for NAME/alert, ("team", TEAM) for _teams/TEAM/alert, else None."""
+    if len(parts) == 2 and parts[1] == "alert" and parts[0] != TEAMS:
+        return "key", parts[0]
+    if len(parts) == 3 and parts[0] == TEAMS and parts[2] == "alert":
+        return "team", parts[1]
+    return None
+
+
+def _admin(exchange: Exchange, team: TeamKeys) -> str:
+    """How the admin is known: by the key ("key"), or the console's session ("console");
+    a 401 for anyone else."""
+    from ..server.console import console_admin
+
+    if team.is_admin(exchange.presented_key()):
+        return "key"
+    if console_admin(exchange):
+        return "console"
+    raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
+
+
 async def admin_keys(exchange: Exchange) -> None:
     team = exchange.worker.team
     if team is None or team.admin_key is None:
         raise ProxyError(
             404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
         )
-    if not team.is_admin(exchange.presented_key()):
-        raise ProxyError(
-            401, "the admin API needs the admin key", error_type="authentication_error"
-        )
+    exchange.log["admin"] = _admin(exchange, team)
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
     store = team.store
     now = time.time()
     status = 200
     call: Callable[[], Any]
-    if not parts and method == "GET":
+    target = _alert_target(parts)
+    if target is not None and method in ("PUT", "DELETE"):
+        doc = await _alert_body(exchange) if method == "PUT" else {}
+        call = lambda: manage.set_alert(store, *target, **doc)  # noqa: E731
+    elif not parts and method == "GET":
         call = lambda: manage.listing(store, now)  # noqa: E731
     elif not parts and method == "POST":
         doc = _fields(await _body(exchange), ("name", *manage.CHANGES))
@@ -119,7 +152,7 @@ async def admin_keys(exchange: Exchange) -> None:
         doc = await asyncio.to_thread(run)
     except manage.NoSuchKey as exc:
         raise ProxyError(404, str(exc), error_type="not_found_error") from None
-    except manage.KeyChangeError as exc:
+    except (manage.KeyChangeError, alerts.AlertError) as exc:
         raise invalid_request(str(exc)) from None
     except KeyStoreError as exc:
         raise ProxyError(503, str(exc), error_type="api_error") from None

@@ -1,5 +1,6 @@
 """The changes to keys, shared by ``hydra-proxy keys`` and ``/admin/keys``: create, set,
-revoke, rotate, set a team's limits, and the listing with each key's spend this period."""
+revoke, rotate, set a team's limits or a spend alert, and the listing with each key's spend
+this period."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from . import alerts
 from .period import PERIODS, bounds, utc_text
 from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
@@ -169,6 +171,30 @@ def set_team(store: KeyStore, name: str, **options: Any) -> Team:
     return team
 
 
+def set_alert(
+    store: KeyStore,
+    kind: str,
+    name: str,
+    thresholds: Any = None,
+    webhook: Any = None,
+    format: Any = None,
+) -> dict[str, Any]:
+    """A key's or a team's spend alert (no thresholds: none); the alert as listed."""
+    if kind == "key":
+        existing(store, name)
+    elif not any(t.name == name for t in store.teams()):
+        check_name(name, "team")
+        members = store.keys()
+        if not any(k.team == name for k in members):
+            raise NoSuchKey(f"no team named {name!r}")
+    if thresholds is None:
+        removed = alerts.remove(store, alerts.subject(kind, name))
+        return {"kind": kind, "name": name, "alert": None, "removed": removed}
+    alert = alerts.make(kind, name, thresholds, webhook, format)
+    alerts.save(store, alert)
+    return {"kind": kind, "name": name, "alert": alert.public()}
+
+
 def state(key: NamedKey, now: float) -> str:
     if key.revoked is not None:
         return "revoked"
@@ -180,18 +206,22 @@ def state(key: NamedKey, now: float) -> str:
 def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, Any]:
     """Every key (or one) with its spend this period, and every team with its spend."""
     keys = [existing(store, name)] if name is not None else store.keys()
+    set_alerts = alerts.load(store)
     out_keys = []
     for key in keys:
         start, end = bounds(key.limits.period, now)
         spent, unpriced = store.spent("key_name", key.name, start)
         doc = key.public()
+        alert = set_alerts.get(alerts.subject("key", key.name))
         doc.update(state=state(key, now), spent_usd=round(spent, 6), unpriced_requests=unpriced,
-                   period_resets=utc_text(end))  # fmt: skip
+                   period_resets=utc_text(end), alert=alert and alert.public())  # fmt: skip
         out_keys.append(doc)
     teams = []
     for team in store.teams() if name is None else ():
         start, end = bounds(team.limits.period, now)
         spent, unpriced = store.spent("team", team.name, start)
+        alert = set_alerts.get(alerts.subject("team", team.name))
         teams.append({**team.public(), "spent_usd": round(spent, 6),
-                      "unpriced_requests": unpriced, "period_resets": utc_text(end)})  # fmt: skip
+                      "unpriced_requests": unpriced, "period_resets": utc_text(end),
+                      "alert": alert and alert.public()})  # fmt: skip
     return {"keys": out_keys, "teams": teams}

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from ..counters import Counters, LocalCounters
 from ..usage.pricing import PriceTable, default_table
 from ..usage.record import Tokens
-from . import refusals
+from . import alerts, refusals
+from .alerts import AlertWatch, Watched
 from .checks import Checks, Pass
 from .keyring import Keyring
 from .period import utc_text
@@ -58,12 +59,14 @@ class TeamKeys:
         *,
         admin_key: bytes | None,
         refresh: float = 1.0,
+        alert_watch: AlertWatch | None = None,
     ) -> None:
         self.store = store
         self.keyring = keyring
         self.checks = checks
         self.admin_key = admin_key
         self.refresh = refresh
+        self.alerts = alert_watch
         self.used: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -106,6 +109,18 @@ class TeamKeys:
             await held.settle(cost, tokens.total, time.time())
         except Exception:  # a store away must not fail the request's end (it has ended)
             log.exception("settling key %r failed", held.holder)
+        if self.alerts is not None and held.budgets:  # looked at later, off this request
+            self.alerts.touched(self._watched(held))
+
+    def _watched(self, held: Pass) -> list[Watched]:
+        found = []
+        for s in held.subjects:
+            if s.limits.budget_usd is not None:
+                kind, _, name = s.counter.partition(":")
+                key = self.keyring.by_name.get(name) if kind == "key" else None
+                team = key.team if key is not None else None
+                found.append(Watched(s.counter, s.limits.budget_usd, s.limits.period, team))
+        return found
 
     # -- the keyring -----------------------------------------------------------------------
 
@@ -113,6 +128,8 @@ class TeamKeys:
         """Read the keys again (blocking: from a thread)."""
         version = self.store.version()
         self.keyring = Keyring(self.store.keys(), self.store.teams(), version)
+        if self.alerts is not None:
+            self.alerts.configure(alerts.load(self.store))
 
     def _tick(self) -> None:
         used, self.used = self.used, {}
@@ -131,11 +148,15 @@ class TeamKeys:
     def start_refresh(self) -> None:
         if self._task is None:
             self._task = asyncio.ensure_future(self._refresh())
+        if self.alerts is not None:
+            self.alerts.start()
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        if self.alerts is not None:
+            await self.alerts.close()
         await asyncio.to_thread(self._tick)
         self.store.close()
 
@@ -205,4 +226,11 @@ def start(
     )
     keyring = Keyring(keys, store.teams(), store.version())
     refresh = float(environ.get(REFRESH_ENV, "1") or 1)
-    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh)
+    counters_in_use = checks.counters
+
+    async def counter_spent(name: str) -> float:
+        return (await counters_in_use.spent(name))[0]
+
+    watch = AlertWatch(store, counter_spent, ledger_on=ledger_on, environ=environ)
+    watch.configure(alerts.load(store))
+    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh, alert_watch=watch)

@@ -4,7 +4,8 @@ is read from the rows the ledger wrote for it.
 
 Three tables: ``hydra_keys`` (one row per key name, the secret as its SHA-256 only),
 ``hydra_teams`` (team limits) and ``hydra_keys_version`` (one counter, raised by every
-change: a worker polls it and reloads the keys when it moved). `last_used` is written
+change: a worker polls it and reloads the keys when it moved); and the spend alerts'
+two (team/alerts.py). `last_used` is written
 without raising the version (it changes on every request). Every method opens or reuses one
 connection under a lock: the store is used from threads, never on the event loop.
 """
@@ -56,6 +57,19 @@ CREATE TABLE IF NOT EXISTS hydra_teams (
 CREATE TABLE IF NOT EXISTS hydra_keys_version (
     id INTEGER PRIMARY KEY,
     version BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hydra_alerts (
+    subject TEXT PRIMARY KEY,
+    thresholds TEXT NOT NULL,
+    webhook TEXT NOT NULL,
+    format TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hydra_alerts_sent (
+    subject TEXT NOT NULL,
+    threshold BIGINT NOT NULL,
+    period_end {real} NOT NULL,
+    sent {real} NOT NULL,
+    PRIMARY KEY (subject, threshold, period_end)
 )
 """
 
