@@ -179,7 +179,8 @@ def set_alert(
     webhook: Any = None,
     format: Any = None,
 ) -> dict[str, Any]:
-    """A key's or a team's spend alert (no thresholds: none); the alert as listed."""
+    """A key's or a team's spend alert (no thresholds: none; no webhook: the one it has);
+    the alert as listed."""
     if kind == "key":
         existing(store, name)
     elif not any(t.name == name for t in store.teams()):
@@ -187,9 +188,13 @@ def set_alert(
         members = store.keys()
         if not any(k.team == name for k in members):
             raise NoSuchKey(f"no team named {name!r}")
+    subject = alerts.subject(kind, name)
     if thresholds is None:
-        removed = alerts.remove(store, alerts.subject(kind, name))
+        removed = alerts.remove(store, subject)
         return {"kind": kind, "name": name, "alert": None, "removed": removed}
+    if webhook is None:  # the one set before (listings never show it whole)
+        before = alerts.load(store).get(subject)
+        webhook = before.webhook if before is not None else None
     alert = alerts.make(kind, name, thresholds, webhook, format)
     alerts.save(store, alert)
     return {"kind": kind, "name": name, "alert": alert.public()}
