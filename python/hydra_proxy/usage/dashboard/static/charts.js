@@ -53,7 +53,6 @@ function barChart(svg, series, names, format, legendId) {
     const x = left + i * slot + (slot - barW) / 2;
     let y = base;
     for (const p of s.parts) {
-      if (!p.value) continue;
       const h = (p.value / top_) * plotH;
       y -= h;
       const colour = "s" + (names.indexOf(p.name) % PALETTE);
