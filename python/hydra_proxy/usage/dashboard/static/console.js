@@ -93,6 +93,7 @@ async function enter(who) {
   else if (who.role === "member") show(MEMBER_SECTIONS);
   else show(USAGE_SECTIONS);
   if (who.role === "member") renderMember(who);
+  $("cap-agent").textContent = who.role === "member" ? "Your cost per agent (USD)" : "Cost per member, by agent (USD)";
   $("filter-member").disabled = who.role === "member";
   await refresh();
   clearInterval(state.timer);
@@ -167,8 +168,22 @@ function limitsText(k) {
   return parts.join(" · ") || "none";
 }
 
-function alertText(a) {
-  return a ? a.thresholds.join(", ") + " % → " + a.webhook + (a.format === "slack" ? " (Slack)" : "") : "none";
+// A cell of a main line and a smaller second one (none when `sub` is empty).
+function twoLines(main, sub) {
+  const span = document.createElement("span");
+  span.textContent = main;
+  if (sub) {
+    const small = document.createElement("small");
+    small.className = "sub";
+    small.textContent = sub;
+    span.appendChild(small);
+  }
+  return span;
+}
+
+function alertCell(a) {
+  if (!a) return twoLines("none");
+  return twoLines("at " + a.thresholds.join(", ") + " %", "to " + a.webhook.replace(/^https?:\/\//, "").replace(/\/…$/, "") + (a.format === "slack" ? " (Slack)" : ""));
 }
 
 function button(text, label, action) {
@@ -208,14 +223,14 @@ function renderKeys() {
     }
     const usageText = u ? fmtInt(u.requests) + " req · " + fmtInt(u.errors) + " err · " + fmtInt(u.refused) + " refused" + (u.refused ? " (" + refusalText(u.refusals) + ")" : "") : "no requests";
     return [["member", memberCell(k)],
-      ["state", k.state + (k.old_secret_until && !revoked ? " (old secret until " + k.old_secret_until.slice(0, 16).replace("T", " ") + ")" : "")],
+      ["state", twoLines(k.state, k.old_secret_until && !revoked ? "old secret until " + k.old_secret_until.slice(0, 16).replace("T", " ") : "")],
       ["spent", spendMeter(k.spent_usd, k.budget_usd, "spent of " + k.name + "'s budget"), "per " + k.period + ", resets " + k.period_resets],
-      ["limits", limitsText(k)], ["usage", usageText], ["alert", alertText(k.alert)], ["actions", actions]];
+      ["limits", limitsText(k)], ["usage", usageText], ["alert", alertCell(k.alert)], ["actions", actions]];
   }, k => ({ key: k.name, state: k.state }), k => k.state !== "active" ? "inactive" : "");
   fillTable("teams", state.keys.teams, t => [
     ["team", t.name],
     ["spent", spendMeter(t.spent_usd, t.budget_usd, "spent of team " + t.name + "'s budget"), "per " + t.period + ", resets " + t.period_resets],
-    ["limits", limitsText(t)], ["alert", alertText(t.alert)],
+    ["limits", limitsText(t)], ["alert", alertCell(t.alert)],
     ["actions", button("Edit", "Edit team " + t.name, () => editTeam(t))]], t => ({ key: t.name }));
 }
 
@@ -240,12 +255,14 @@ async function loadAudit() {
   try {
     const doc = await api("GET", "/admin/audit?limit=50");
     $("audit-note").textContent = "";
+    $("audit").hidden = false;
     fillTable("audit", doc.entries, e => [
       ["time", typeof e.time === "number" ? fmtTime(e.time) : String(e.time).replace("T", " ").replace("Z", "")],
       ["actor", e.actor], ["action", e.action], ["subject", e.subject], ["change", changeText(e.before, e.after)]],
       e => ({ action: e.action }));
   } catch (err) {
     document.querySelector("#audit tbody").textContent = "";
+    $("audit").hidden = true;
     $("audit-note").textContent = err.status === 404 ? "This proxy keeps no audit log." : "The audit log could not be read: " + err.message;
   }
 }

@@ -15,7 +15,7 @@ function fmtCost(v, unpriced, requests) {
 }
 function fmtMs(v) { return v === null || v === undefined ? "-" : Math.round(v).toString(); }
 function fmtTime(t) { return new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19); }
-const money = v => "$" + (v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(2) : v.toFixed(v ? 3 : 0));
+const money = v => "$" + (v >= 10 ? v.toFixed(0) : v >= 0.01 ? v.toFixed(2) : v.toFixed(v ? 4 : 0));
 const count = v => v >= 1e6 ? (v / 1e6).toFixed(1) + "M" : v >= 1e3 ? (v / 1e3).toFixed(1) + "k" : String(Math.round(v));
 
 function tile(label, value) {
@@ -117,7 +117,7 @@ function renderUsage(data) {
   fillSelect("filter-status", data.filters.status);
   fillTable("latest", data.latest, r => [
     ["time", fmtTime(r.time)], ["member", r.member], ["agent", r.agent || "lead"],
-    ["model", r.target_model || r.requested_model, r.request_id],
+    ["model", r.target_model || r.requested_model || "-", r.request_id],
     ["status", r.refusal ? "refused: " + r.refusal : String(r.status) + (r.error_type ? " " + r.error_type : "")],
     ["input", fmtInt(r.input_tokens) + (r.estimated ? " (est.)" : "")], ["output", fmtInt(r.output_tokens)],
     ["cost", r.refusal ? "-" : r.cost_usd === null ? "unknown" : Number(r.cost_usd).toFixed(4)],
