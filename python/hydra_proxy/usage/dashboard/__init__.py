@@ -1,11 +1,11 @@
-"""The usage page: ``GET /dashboard`` (HTML, its JS and CSS) and ``/dashboard/data.json``.
+"""The console's page (``GET /dashboard``, its HTML, JS and CSS) and its data
+(``/dashboard/data.json``).
 
-:func:`dashboard_response` is the whole server side, a pure function of the path, query and
-ledger; it reads the ledger (blocking I/O), so the server runs it in a thread. The assets
-ship in ``static/`` (no CDN, no build step). The page is behind the proxy keys when they are
-set: a browser cannot add an ``x-api-key`` header, so :func:`basic_auth_key` reads the key
-from HTTP Basic credentials (any user name, the key as password) and the server answers a
-missing one with 401 and :data:`AUTHENTICATE`.
+:func:`dashboard_response` is the server side of both, a pure function of the path, query
+and ledger; it reads the ledger (blocking I/O), so the server runs it in a thread. The
+assets ship in ``static/`` (no CDN, no build step). Who may read the data, and signing in,
+is server/console.py's; :func:`basic_auth_key` reads a key given as HTTP Basic credentials
+(any user name, the key as password), how scripts read the data.
 """
 
 from __future__ import annotations
