@@ -126,6 +126,9 @@ def test_a_failed_post_is_retried_with_backoff_and_logged(
         with caplog.at_level(logging.INFO, "hydra_proxy.alerts"):
             assert asyncio.run(alerts.deliver(crossing, 10.0, 0.5, sleep=sleep)) is False
         assert len(receiver.posts) == 4  # a 404 is final: not retried
+        receiver.statuses = [302]  # a redirect is not followed: the body goes nowhere else
+        assert asyncio.run(alerts.deliver(crossing, 10.0, 0.5, sleep=sleep)) is False
+        assert len(receiver.posts) == 5
     logged = caplog.text
     assert "alert NOT sent: key:alice reached 50% of its budget" in logged
     assert "HTTP 404, attempt 1 of 4, given up" in logged
@@ -136,6 +139,33 @@ def test_a_failed_post_is_retried_with_backoff_and_logged(
     assert asyncio.run(alerts.deliver(gone, 10.0, 0.25, sleep=sleep)) is False
     assert waits == [0.25, 0.5, 1.0]
     assert "T000-secret-part" not in caplog.text  # the webhook's path is never logged
+
+
+def test_a_stopping_worker_does_not_wait_out_the_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    create(ledger, "alice", budget=1.0)
+    store = open_key_store(ledger)
+    alerts.save(store, alerts.make("key", "alice", [50], "http://127.0.0.1:1/hook"))
+    monkeypatch.setattr(alerts, "CLOSE_WAIT", 0.2)
+
+    async def counter_spent(name: str) -> float:
+        return 0.9
+
+    async def run() -> list[Crossing]:
+        watch = AlertWatch(store, counter_spent, ledger_on=False,
+                           environ={alerts.BACKOFF_ENV: "3600"})  # fmt: skip
+        watch.configure(alerts.load(store))
+        found = await watch.look(Watched("key:alice", 1.0, "day"), time.time())
+        await watch.close()
+        return found
+
+    with caplog.at_level(logging.INFO, "hydra_proxy.alerts"):
+        assert [c.threshold for c in asyncio.run(run())] == [50]
+    assert "retried in 3600.0 s" in caplog.text
+    assert "the worker stopped while its webhook was retried" in caplog.text
+    store.close()
 
 
 def test_each_threshold_once_per_period_across_replicas(ledger_url: str) -> None:

@@ -41,6 +41,8 @@ BACKOFF_ENV = "HYDRA_ALERTS_BACKOFF"
 """Seconds before the first retry of a webhook (doubled each time; default 2)."""
 TIMEOUT = 10.0
 _MAX_SENDING = 16  # posts in flight per worker; more wait their turn
+CLOSE_WAIT = 5.0
+"""Seconds a stopping worker waits for the posts under way."""
 
 
 class AlertError(ValueError):
@@ -210,6 +212,17 @@ def body(c: Crossing, now: float) -> bytes:
     return orjson.dumps(doc)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A webhook that redirects is answered as its 3xx: the body goes where it was set to
+    go, never elsewhere."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def post(url: str, payload: bytes, timeout: float = TIMEOUT) -> int:
     """POST the body; the status (blocking: from a thread)."""
     request = urllib.request.Request(
@@ -219,10 +232,11 @@ def post(url: str, payload: bytes, timeout: float = TIMEOUT) -> int:
         headers={"content-type": "application/json", "user-agent": "hydra-proxy alerts"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
+        with _OPENER.open(request, timeout=timeout) as reply:
             reply.read(1 << 16)
             return int(reply.status)
     except urllib.error.HTTPError as exc:
+        exc.close()
         return int(exc.code)
 
 
@@ -307,8 +321,9 @@ class AlertWatch:
 
     def touched(self, watched: Iterable[Watched]) -> None:
         """Requests settled against these budgets (cheap: the look happens later)."""
+        alerts = self.alerts
         for w in watched:
-            if w.subject in self.alerts:
+            if w.subject in alerts:
                 self._touched[w.subject] = w
                 self._wake.set()
 
@@ -320,8 +335,11 @@ class AlertWatch:
         if self._task is not None:
             self._task.cancel()
             self._task = None
-        if self._sending:  # posts under way finish (bounded by their retries)
-            await asyncio.gather(*self._sending, return_exceptions=True)
+        if self._sending:  # posts under way get a moment to finish, not their retries
+            _, pending = await asyncio.wait(self._sending, timeout=CLOSE_WAIT)
+            for task in pending:
+                task.cancel()
+                log.error("alert NOT sent: the worker stopped while its webhook was retried")
 
     async def _run(self) -> None:
         while True:

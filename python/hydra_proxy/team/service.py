@@ -109,8 +109,8 @@ class TeamKeys:
             await held.settle(cost, tokens.total, time.time())
         except Exception:  # a store away must not fail the request's end (it has ended)
             log.exception("settling key %r failed", held.holder)
-        if self.alerts is not None and held.budgets:  # looked at later, off this request
-            self.alerts.touched(self._watched(held))
+        if self.alerts is not None and self.alerts.alerts and held.budgets:
+            self.alerts.touched(self._watched(held))  # looked at later, off this request
 
     def _watched(self, held: Pass) -> list[Watched]:
         found = []
