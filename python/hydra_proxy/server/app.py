@@ -108,7 +108,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     # The console signs in and out (POST, DELETE /dashboard/session).
     **{(method, endpoints.DASHBOARD): endpoints.dashboard for method in ("POST", "DELETE")},
 }
-ADMIN_KEYS = "/admin/keys"
+ADMIN = "/admin/"
 
 
 def handler_for(method: str, path: str) -> Handler:
@@ -119,10 +119,10 @@ def handler_for(method: str, path: str) -> Handler:
         return gemini_api.handle
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
-    if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):
-        from ..team.admin import admin_keys
+    if handler is None and path.startswith(ADMIN):
+        from ..team import admin
 
-        handler = admin_keys
+        handler = admin.handler_for(path)
     return handler or endpoints.not_found
 
 

@@ -110,7 +110,7 @@ def make(kind: str, name: str, thresholds: Any, webhook: Any, fmt: Any = "json")
 
 def load(store: KeyStore) -> dict[str, Alert]:
     """Every alert, by subject."""
-    with store._tx() as cur:
+    with store.transaction() as cur:
         cur.execute("SELECT subject, thresholds, webhook, format FROM hydra_alerts")
         rows = cur.fetchall()
     return {
@@ -121,7 +121,7 @@ def load(store: KeyStore) -> dict[str, Alert]:
 def save(store: KeyStore, alert: Alert) -> None:
     """Set (or replace) a subject's alert; every worker reloads it (the version moves)."""
     m = store.mark
-    with store._tx() as cur:
+    with store.transaction() as cur:
         cur.execute(f"DELETE FROM hydra_alerts WHERE subject = {m}", (alert.subject,))
         cur.execute(
             f"INSERT INTO hydra_alerts (subject, thresholds, webhook, format) "
@@ -133,7 +133,7 @@ def save(store: KeyStore, alert: Alert) -> None:
 
 def remove(store: KeyStore, subject_name: str) -> bool:
     """Remove a subject's alert; whether it had one."""
-    with store._tx() as cur:
+    with store.transaction() as cur:
         cur.execute(f"DELETE FROM hydra_alerts WHERE subject = {store.mark}", (subject_name,))
         removed = bool(cur.rowcount)
         store._bump(cur)
@@ -146,7 +146,7 @@ def claim(
     """Whether this caller is the first to send `threshold` of `subject_name` this period
     (a row per subject, threshold and period; every other worker or replica finds it)."""
     m = store.mark
-    with store._tx() as cur:
+    with store.transaction() as cur:
         cur.execute(
             f"INSERT INTO hydra_alerts_sent (subject, threshold, period_end, sent) "
             f"VALUES ({m}, {m}, {m}, {m}) ON CONFLICT DO NOTHING",
@@ -157,7 +157,7 @@ def claim(
 
 def sent(store: KeyStore, subject_name: str) -> list[tuple[int, float, float]]:
     """(threshold, period end, when sent) of every alert sent for a subject."""
-    with store._tx() as cur:
+    with store.transaction() as cur:
         cur.execute(
             f"SELECT threshold, period_end, sent FROM hydra_alerts_sent WHERE subject = "
             f"{store.mark} ORDER BY period_end, threshold",

@@ -9,7 +9,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from . import alerts
+from . import alerts, audit
 from .period import PERIODS, bounds, utc_text
 from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
@@ -75,6 +75,11 @@ def _period(value: str | None) -> str:
     return period
 
 
+ACTIONS = (
+    "key.create", "key.set", "key.revoke", "key.rotate", "team.set", "alert.set", "alert.remove",
+)  # fmt: skip
+"""Every change made here, as the audit log names it."""
+
 CHANGES = ("team", "budget", "period", "rpm", "tpm", "streams", "models", "expires")
 """What `set` may change ("" or "none" clears a limit)."""
 
@@ -88,9 +93,11 @@ def create(store: KeyStore, name: str, now: float, **options: Any) -> tuple[Name
     check_name(name)
     secret = new_secret()
     key = apply(NamedKey(name=name, secret_hash=secret_hash(secret), created=now), options)
-    if store.key(name) is not None:
-        raise KeyChangeError(f"a key named {name!r} exists already (rotate it, or revoke it)")
-    store.add(key)
+    with store.transaction():
+        if store.key(name) is not None:
+            raise KeyChangeError(f"a key named {name!r} exists already (rotate it, or revoke it)")
+        store.add(key)
+        audit.record(store, "key.create", subject(key), None, key.public(), now)
     return key, secret
 
 
@@ -130,17 +137,28 @@ def existing(store: KeyStore, name: str) -> NamedKey:
     return key
 
 
+def subject(key: NamedKey) -> str:
+    """What the audit log calls a key."""
+    return f"key:{key.name}"
+
+
 def update(store: KeyStore, name: str, **options: Any) -> NamedKey:
-    key = apply(existing(store, name), options)
-    store.replace(key)
+    with store.transaction():
+        before = existing(store, name)
+        key = apply(before, options)
+        if key != before:
+            store.replace(key)
+            audit.record(store, "key.set", subject(key), before.public(), key.public())
     return key
 
 
 def revoke(store: KeyStore, name: str, now: float) -> NamedKey:
-    key = existing(store, name)
-    if key.revoked is None:
-        key = dataclasses.replace(key, revoked=now)
-        store.replace(key)
+    with store.transaction():
+        key = before = existing(store, name)
+        if key.revoked is None:
+            key = dataclasses.replace(key, revoked=now)
+            store.replace(key)
+            audit.record(store, "key.revoke", subject(key), before.public(), key.public(), now)
     return key
 
 
@@ -148,26 +166,33 @@ def rotate(
     store: KeyStore, name: str, now: float, grace: float = DEFAULT_GRACE
 ) -> tuple[NamedKey, str]:
     """A new secret; the current one keeps working for `grace` seconds."""
-    key = existing(store, name)
-    if key.revoked is not None:
-        raise KeyChangeError(f"key {name!r} is revoked: create a new one")
     secret = new_secret()
-    key = dataclasses.replace(
-        key,
-        secret_hash=secret_hash(secret),
-        previous_hash=key.secret_hash if grace > 0 else None,
-        previous_until=now + grace if grace > 0 else None,
-    )
-    store.replace(key)
+    with store.transaction():
+        before = existing(store, name)
+        if before.revoked is not None:
+            raise KeyChangeError(f"key {name!r} is revoked: create a new one")
+        key = dataclasses.replace(
+            before,
+            secret_hash=secret_hash(secret),
+            previous_hash=before.secret_hash if grace > 0 else None,
+            previous_until=now + grace if grace > 0 else None,
+        )
+        store.replace(key)
+        audit.record(store, "key.rotate", subject(key), before.public(), key.public(), now)
     return key, secret
 
 
 def set_team(store: KeyStore, name: str, **options: Any) -> Team:
     check_name(name, "team")
-    current = next((t for t in store.teams() if t.name == name), Team(name))
-    probe = apply(NamedKey("team", "", 0.0, limits=current.limits), options)
-    team = Team(name, probe.limits)
-    store.set_team(team)
+    with store.transaction():
+        current = next((t for t in store.teams() if t.name == name), None)
+        limits = current.limits if current is not None else Team(name).limits
+        probe = apply(NamedKey("team", "", 0.0, limits=limits), options)
+        team = Team(name, probe.limits)
+        if team != current:
+            store.set_team(team)
+            before = None if current is None else current.public()
+            audit.record(store, "team.set", f"team:{name}", before, team.public())
     return team
 
 
@@ -188,15 +213,22 @@ def set_alert(
         members = store.keys()
         if not any(k.team == name for k in members):
             raise NoSuchKey(f"no team named {name!r}")
-    subject = alerts.subject(kind, name)
-    if thresholds is None:
-        removed = alerts.remove(store, subject)
-        return {"kind": kind, "name": name, "alert": None, "removed": removed}
-    if webhook is None:  # the one set before (listings never show it whole)
-        before = alerts.load(store).get(subject)
-        webhook = before.webhook if before is not None else None
-    alert = alerts.make(kind, name, thresholds, webhook, format)
-    alerts.save(store, alert)
+    subject_name = alerts.subject(kind, name)
+    with store.transaction():
+        before = alerts.load(store).get(subject_name)
+        shown = before.public() if before is not None else None
+        if thresholds is None:
+            removed = alerts.remove(store, subject_name)
+            if removed:
+                audit.record(store, "alert.remove", subject_name, shown, None)
+            return {"kind": kind, "name": name, "alert": None, "removed": removed}
+        if webhook is None:  # the one set before (listings never show it whole)
+            webhook = before.webhook if before is not None else None
+        alert = alerts.make(kind, name, thresholds, webhook, format)
+        if alert != before:
+            alerts.save(store, alert)
+            # The webhook by its host only, as listings show it: a Slack URL is a secret.
+            audit.record(store, "alert.set", subject_name, shown, alert.public())
     return {"kind": kind, "name": name, "alert": alert.public()}
 
 

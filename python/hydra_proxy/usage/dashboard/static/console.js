@@ -239,8 +239,16 @@ async function loadKeys() {
   renderKeys();
 }
 
+// What a value held: its set fields (a record created), or itself.
+function summary(value) {
+  if (!value || typeof value !== "object") return JSON.stringify(value);
+  return Object.entries(value)
+    .filter(([k, v]) => k !== "name" && v !== null && !(Array.isArray(v) && !v.length))
+    .map(([k, v]) => k + " " + JSON.stringify(v)).join(", ");
+}
+
 function changeText(before, after) {
-  if (!before && after) return "created";
+  if (!before && after) return "created" + (summary(after) ? ": " + summary(after) : "");
   if (before && !after) return "removed";
   if (!before || !after || typeof before !== "object" || typeof after !== "object") return String(after);
   const out = [];
