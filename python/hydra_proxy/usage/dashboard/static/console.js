@@ -243,7 +243,7 @@ async function loadKeys() {
 function summary(value) {
   if (!value || typeof value !== "object") return JSON.stringify(value);
   return Object.entries(value)
-    .filter(([k, v]) => k !== "name" && v !== null && !(Array.isArray(v) && !v.length))
+    .filter(([k, v]) => k !== "name" && k !== "created" && v !== null && !(Array.isArray(v) && !v.length))
     .map(([k, v]) => k + " " + JSON.stringify(v)).join(", ");
 }
 
