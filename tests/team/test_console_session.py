@@ -150,3 +150,16 @@ def test_viewer_and_open_consoles(mock: MockServer, tmp_path: Path) -> None:
         who = call(server.port, "GET", "/dashboard/session")
         assert who.status == 200 and who.json()["role"] == "open"
         assert call(server.port, "GET", "/dashboard/data.json").status == 200
+
+
+def test_with_the_ledger_off_the_admin_still_manages_keys(mock: MockServer, tmp_path: Path) -> None:
+    # The keys live in the default SQLite file (the proxy's own home).
+    with proxy(mock, "off", tmp_path) as server:
+        reply, admin = sign_in(server.port, ADMIN_KEY)
+        assert reply.json()["ledger"] is False
+        assert call(server.port, "GET", "/dashboard/data.json", headers=admin).status == 404
+        created = call(server.port, "POST", "/admin/keys", {"name": "dave"}, headers=admin)
+        assert created.status == 201
+        assert call(server.port, "GET", "/admin/keys", headers=admin).json()["keys"][0]["name"] == (
+            "dave"
+        )

@@ -87,11 +87,12 @@ async function enter(who) {
   state.who = who;
   state.csrf = who.csrf;
   $("who").textContent = whoText(who);
-  $("since-label").hidden = false;
   $("sign-out").hidden = who.role === "open";
-  if (who.role === "admin") show(who.admin_api ? ADMIN_SECTIONS : USAGE_SECTIONS);
-  else if (who.role === "member") show(MEMBER_SECTIONS);
-  else show(USAGE_SECTIONS);
+  let sections = who.role === "admin" && who.admin_api ? ADMIN_SECTIONS
+    : who.role === "member" ? MEMBER_SECTIONS : USAGE_SECTIONS;
+  if (!who.ledger) sections = sections.filter(id => !USAGE_SECTIONS.includes(id));
+  show(sections);
+  $("since-label").hidden = !who.ledger;
   if (who.role === "member") renderMember(who);
   $("cap-agent").textContent = who.role === "member" ? "Your cost per agent (USD)" : "Cost per member, by agent (USD)";
   $("filter-member").disabled = who.role === "member";
@@ -278,13 +279,17 @@ async function loadAudit() {
 async function refresh() {
   say("loading…");
   try {
-    const data = await loadUsage();
-    if (data === null) return;
-    if (state.who && state.who.role === "admin" && state.who.admin_api) {
+    let text = "usage ledger off: no usage to show";
+    if (state.who.ledger) {
+      const data = await loadUsage();
+      if (data === null) return;
+      text = fmtInt(data.total.requests) + " requests, " + fmtInt(data.total.refused) + " refused" + (data.truncated ? " (only the latest " + fmtInt(data.records) + " counted)" : "");
+    }
+    if (state.who.role === "admin" && state.who.admin_api) {
       await loadKeys();
       await loadAudit();
     }
-    say(fmtInt(data.total.requests) + " requests, " + fmtInt(data.total.refused) + " refused" + (data.truncated ? " (only the latest " + fmtInt(data.records) + " counted)" : "") + "; updated " + new Date().toISOString().slice(11, 19) + " UTC");
+    say(text + "; updated " + new Date().toISOString().slice(11, 19) + " UTC");
     document.body.dataset.loaded = "true";
   } catch (err) {
     if (err.status === 401) showSignIn("The session ended: sign in again.");
