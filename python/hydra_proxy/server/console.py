@@ -23,6 +23,7 @@ import orjson
 
 from ..errors import ProxyError, invalid_request
 from ..team import manage
+from ..team.admin import ADMIN_KEY_ACTOR
 from ..team.period import bounds, utc_text
 from ..usage.dashboard import PREFIX, basic_auth_key, static_response
 from ..usage.dashboard.session import (
@@ -54,8 +55,9 @@ _SIGN_IN_BYTES = 4096
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking: ``admin``, ``member`` (`name`), ``viewer`` or ``open`` (no keys);
-    `session` when signed in through the console (None: Basic credentials, or open)."""
+    """Who is looking: ``admin`` (`name`: as the audit log names them), ``member``
+    (`name`: the key's), ``viewer`` or ``open`` (no keys); `session` when signed in
+    through the console (None: Basic credentials, or open)."""
 
     role: str
     name: str | None = None
@@ -71,7 +73,7 @@ def _credential(exchange: Exchange, presented: bytes) -> tuple[str, str | None, 
     naming why a member's key is refused (revoked, expired)."""
     worker, team = exchange.worker, exchange.worker.team
     if team is not None and team.is_admin(presented):
-        return "admin", None, binding(presented)
+        return "admin", ADMIN_KEY_ACTOR, binding(presented)
     if worker.proxy_keys and is_proxy_key(worker.proxy_keys, presented):
         return "viewer", None, binding(presented)
     if team is not None and presented[:3] == b"hk-":
@@ -119,14 +121,15 @@ def viewer(exchange: Exchange) -> Viewer | None:
     return None
 
 
-def console_admin(exchange: Exchange) -> bool:
-    """Whether the request comes from the admin's console session; a change (any method
-    but GET) must carry the session's anti-forgery header (a 403 otherwise)."""
+def console_admin(exchange: Exchange) -> str | None:
+    """Who the admin of the request's console session is, as the audit log names them
+    (None: no admin's session); a change (any method but GET) must carry the session's
+    anti-forgery header (a 403 otherwise)."""
     if cookie_value(exchange.header(b"cookie")) is None:
-        return False
+        return None
     seen = viewer(exchange)
     if seen is None or seen.session is None or seen.role != "admin":
-        return False
+        return None
     if exchange.scope["method"] not in ("GET", "HEAD") and not csrf_ok(
         seen.session, exchange.header(CSRF_HEADER)
     ):
@@ -135,7 +138,7 @@ def console_admin(exchange: Exchange) -> bool:
             "a change from the console needs its x-hydra-csrf header (sign in again)",
             error_type="permission_error",
         )
-    return True
+    return f"{seen.name or ADMIN_KEY_ACTOR} (console)"
 
 
 def _member_page(exchange: Exchange, name: str) -> dict[str, Any]:
@@ -162,7 +165,7 @@ async def _who(exchange: Exchange, seen: Viewer) -> dict[str, Any]:
     worker = exchange.worker
     doc: dict[str, Any] = {
         "role": seen.role,
-        "name": seen.name,
+        "name": seen.name if seen.role == "member" else None,
         "csrf": seen.session.csrf if seen.session is not None else None,
         "expires": utc_text(seen.session.expires) if seen.session is not None else None,
         "admin_api": seen.role == "admin" and seen.session is not None,

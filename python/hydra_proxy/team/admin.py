@@ -45,9 +45,8 @@ PREFIX = "/admin/keys"
 AUDIT = "/admin/audit"
 TEAMS = "_teams"
 ADMIN_KEY_ACTOR = "admin-key"
-"""Who the audit log names for a change made with HYDRA_ADMIN_KEY."""
-CONSOLE_ACTOR = "admin-key (console)"
-"""... and for one made in the console, signed in with it."""
+"""Who the audit log names for a change made with HYDRA_ADMIN_KEY (in the console: the
+admin's name and "(console)", server/console.py)."""
 
 
 async def _body(exchange: Exchange) -> dict[str, Any]:
@@ -92,9 +91,10 @@ def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     if team.is_admin(exchange.presented_key()):
         exchange.log["admin"] = "key"
         return team, ADMIN_KEY_ACTOR
-    if console_admin(exchange):
+    actor = console_admin(exchange)
+    if actor is not None:
         exchange.log["admin"] = "console"
-        return team, CONSOLE_ACTOR
+        return team, actor
     raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
 
 
