@@ -168,6 +168,19 @@ def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Pro
                 hint="set client keys, or pass --insecure-no-auth",
             )
         )
+    if settings.identity.get("jwks"):
+        try:
+            import jwt.algorithms
+
+            if not jwt.algorithms.has_crypto:
+                raise ImportError("cryptography is missing")
+        except ImportError as exc:
+            problems.append(
+                Problem(
+                    f"[identity] needs PyJWT with cryptography ({exc})",
+                    hint="pip install 'hydra-proxy[identity]'",
+                )
+            )
     try:
         load_signing_key(settings.signing_key_file)
     except SigningKeyError as exc:

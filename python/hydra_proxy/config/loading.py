@@ -24,7 +24,7 @@ from .errors import Problem
 from .presets import preset_row, presets
 from .providers import Provider, build_provider
 from .routes import Route
-from .schema import ADMISSION, CLUSTER, SERVER, USAGE, Field, did_you_mean
+from .schema import ADMISSION, CLUSTER, IDENTITY, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
 from .validate import Validator, list_problem, read_config, type_ok
@@ -162,6 +162,12 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
                 "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
             )
         )
+    identity_cfg = document.get("identity", {})
+    identity = dict(identity_cfg) if isinstance(identity_cfg, dict) else {}
+    jwks = env.get(IDENTITY["jwks"].env or "") or identity.get("jwks")
+    check.identity(identity, jwks if isinstance(jwks, str) else None)
+    if jwks:
+        identity["jwks"] = jwks
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -236,6 +242,7 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         provider_stream_overrides=tuple(sorted(stream_overrides.items())),
         **admission,
         **cluster,
+        identity=identity,
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),

@@ -22,6 +22,8 @@ from .schema import (
     ADMISSION,
     CLUSTER,
     FALLBACK_ENTRY,
+    IDENTITY,
+    IDENTITY_REQUIRED,
     PRICE,
     PRICE_REQUIRED,
     PROVIDER,
@@ -167,7 +169,7 @@ class Validator:
             if key in TOP_LEVEL:
                 wanted = {
                     "server": dict, "providers": dict, "routes": list, "pricing": dict,
-                    "usage": dict, "admission": dict, "cluster": dict,
+                    "usage": dict, "admission": dict, "cluster": dict, "identity": dict,
                 }[key]  # fmt: skip
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
@@ -209,6 +211,29 @@ class Validator:
 
     def cluster(self, table: Mapping[str, Any]) -> None:
         self.check_table(("cluster",), table, CLUSTER, "[cluster]")
+
+    def identity(self, table: Mapping[str, Any], jwks: str | None) -> None:
+        """[identity] checked, with `jwks` (the file's, or its variable's): the issuer and
+        audience every token must name, an admin claim with its value."""
+        from ..team.identity import source_problem
+
+        self.check_table(("identity",), table, IDENTITY, "[identity]")
+        if not jwks:
+            return
+        for key in IDENTITY_REQUIRED:
+            if not table.get(key):
+                self.add(
+                    ("identity",),
+                    f"[identity] needs {key}: tokens are accepted only when they name it",
+                    f'e.g. {key} = "{"https://login.example.com/" if key == "issuer" else "hydra-proxy"}"',
+                )
+        if ("admin_claim" in table) != ("admin_value" in table):
+            self.add(("identity",), "[identity] admin_claim and admin_value go together",
+                     'e.g. admin_claim = "groups" and admin_value = "proxy-admins"')  # fmt: skip
+        problem = source_problem(jwks)
+        if problem is not None:
+            where = "[identity] " if table.get("jwks") == jwks else "HYDRA_IDENTITY_JWKS: "
+            self.add(("identity", "jwks"), where + problem)
 
     def admission(
         self, table: Mapping[str, Any], providers: Mapping[str, Provider]
