@@ -162,8 +162,10 @@ def _serve(args: argparse.Namespace) -> int:
         k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level", "run")
     }
     env = environment()
+    from .team import live_config
+
     try:
-        settings = load(flags, env)
+        settings = live_config.load_settings(flags, env)  # the file, the live config over it
     except ConfigError as exc:
         return _config_error(exc)
     # Every check a SIGHUP reload runs too: client keys, exposure, signing key, transducers.

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .errors import ConfigError, Problem
 from .keys import mask
 from .loading import PROXY_KEYS_ENV
+from .overlay import Overlay, from_overlay
 from .providers import Provider
 from .settings import Settings
 
@@ -66,6 +67,10 @@ def require_keys(settings: Settings) -> list[str]:
             continue
         line = lines.get(("providers", name)) or lines.get(path) or lines.get(path[:-1])
         file = settings.config_file if line is not None else None
+        if settings.overlay_version and any(
+            from_overlay(settings.overlay, p) for p in (("providers", name), path)
+        ):
+            file, line = Overlay(settings.overlay_version).where, None
         optional = f"if it needs no key, set api_key_optional = true in [providers.{name}]"
         if not provider.api_key_envs:
             problems.append(

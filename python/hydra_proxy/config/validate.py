@@ -15,6 +15,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from .errors import ConfigError, Problem
+from .overlay import Overlay, from_overlay
 from .presets import preset_row, presets
 from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
@@ -111,10 +112,19 @@ class Validator:
         # has a problem gets no second, misleading "unknown provider" error).
         self.declared: set[str] = set()
 
+    overlay: Overlay | None = None
+    """The live config merged over the file: what it set is reported against it."""
+
     def line(self, path: Path) -> int | None:
+        if self.overlay is not None and from_overlay(self.overlay.document, path):
+            return None
         return self.source.line(path) if self.source is not None else None
 
     def add(self, path: Path, message: str, hint: str | None = None) -> None:
+        if self.overlay is not None and from_overlay(self.overlay.document, path):
+            where = ".".join(str(p) for p in path)
+            self.problems.append(Problem(f"{message} (at {where})", self.overlay.where, None, hint))
+            return
         self.problems.append(Problem(message, self.file, self.line(path), hint))
 
     def raise_if_any(self) -> None:

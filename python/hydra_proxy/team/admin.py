@@ -174,9 +174,18 @@ async def admin_audit(exchange: Exchange) -> None:
     await exchange.respond(200, orjson.dumps(doc), headers=[(b"cache-control", b"no-store")])
 
 
+async def admin_config(exchange: Exchange) -> None:
+    """``/admin/config``: the live configuration (team.admin_config)."""
+    _, actor = admin(exchange)
+    from .admin_config import admin_config as handle
+
+    await handle(exchange, actor)
+
+
 HANDLERS: dict[str, Callable[[Exchange], Awaitable[None]]] = {
     PREFIX: admin_keys,
     AUDIT: admin_audit,
+    "/admin/config": admin_config,
 }
 """Each admin endpoint by its path (and the paths below it)."""
 

@@ -185,6 +185,11 @@ def usable(key: NamedKey, now: float) -> None:
         raise refusals.unauthorized(f"key {key.name!r} expired at {utc_text(key.expires)}")
 
 
+def refresh_interval(environ: Mapping[str, str]) -> float:
+    """Seconds between looks at the key store (and at the live config's version)."""
+    return float(environ.get(REFRESH_ENV, "1") or 1)
+
+
 def admin_key(environ: Mapping[str, str]) -> bytes | None:
     value = environ.get(ADMIN_KEY_ENV, "").strip()
     return value.encode() if value else None
@@ -259,5 +264,5 @@ def start(
         window=float(environ.get(WINDOW_ENV, "60") or 60),
     )
     keyring = Keyring(keys, store.teams(), store.version())
-    refresh = float(environ.get(REFRESH_ENV, "1") or 1)
+    refresh = refresh_interval(environ)
     return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh, identity=identity)
