@@ -35,10 +35,16 @@ def _config(port: int) -> dict[str, Any]:
     return doc
 
 
-def _taken_up(port: int, version: int, workers: int, deadline: float = 30) -> set[int]:
+def _taken_up(
+    port: int,
+    version: int,
+    workers: int,
+    old: frozenset[int] | set[int] = frozenset(),
+    deadline: float = 30,
+) -> set[int]:
     """The worker pids that answer with `version` in force, once `workers` of them did and
-    no worker has answered with another for a while (granian lets the old workers finish
-    for a few seconds after it started the new ones)."""
+    no other worker (nor one of the `old` pids) has answered for a while: granian lets the
+    old workers finish for a few seconds after it started the new ones."""
     seen: set[int] = set()
     streak = 0
     end = time.monotonic() + deadline
@@ -48,7 +54,7 @@ def _taken_up(port: int, version: int, workers: int, deadline: float = 30) -> se
         except (OSError, AssertionError):  # a worker stopping
             time.sleep(0.1)
             continue
-        if doc["applied_version"] == version:
+        if doc["applied_version"] == version and doc["worker"] not in old:
             seen.add(doc["worker"])
             streak += 1
             if len(seen) >= workers and streak >= 20:
@@ -99,6 +105,8 @@ def test_overlay_problems_say_where(mock: MockServer, tmp_path: Path) -> None:
     assert f"{path}:" in str(file_problem.value) and "live config" not in str(file_problem.value)
     with pytest.raises(ConfigError, match="'server' cannot be set live"):
         load(flags, env, Overlay(1, {"server": {"port": 1}}))
+    with pytest.raises(ConfigError, match="names HYDRA_ADMIN_KEY, one of the proxy's own"):
+        load(flags, env, Overlay(1, {"providers": {"a": {"api_keys_env": ["HYDRA_ADMIN_KEY"]}}}))
 
 
 def test_live_config_across_two_workers(mock: MockServer, tmp_path: Path) -> None:
@@ -140,13 +148,13 @@ def test_live_config_across_two_workers(mock: MockServer, tmp_path: Path) -> Non
         stale = call(port, "PATCH", "/admin/config?version=0", {"providers": {}}, ADMIN_KEY)
         assert stale.status == 409, stale.body
         # SIGHUP re-reads the file with the live config over it.
-        os.kill(server.process.pid, signal.SIGHUP)  # type: ignore[union-attr]
-        time.sleep(1)
-        _taken_up(port, 1, workers=2)
+        assert server.process is not None
+        os.kill(server.process.pid, signal.SIGHUP)
+        pids = _taken_up(port, 1, workers=2, old=pids)
         assert _upstream_model(mock, port, secret, "live-x") == "cheap-a"
         # Removed: the file alone again.
         assert call(port, "DELETE", "/admin/config", key=ADMIN_KEY).status == 200
-        _taken_up(port, 2, workers=2)
+        _taken_up(port, 2, workers=2, old=pids)
         assert _upstream_model(mock, port, secret, "live-x") == "live-x"
         entries = call(port, "GET", "/admin/audit?subject=config", key=ADMIN_KEY).json()["entries"]
         assert [(e["actor"], e["action"]) for e in entries] == [("admin-key", "config.set")] * 2
@@ -179,3 +187,30 @@ def test_live_config_across_two_replicas_sharing_postgres(
                 assert _upstream_model(mock, three.port, secret, "live-x") == "cheap-a"
     finally:
         next(databases, None)
+
+
+def test_config_check_shows_the_live_config(
+    mock: MockServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    from hydra_proxy.cli import main
+    from hydra_proxy.team import live_config
+    from hydra_proxy.team.store import open_key_store
+
+    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    path = config(mock, tmp_path)
+    monkeypatch.setenv("HYDRA_USAGE_LEDGER", ledger)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = open_key_store(ledger)
+    try:
+        live_config.write(store, {"routes": [LIVE_ROUTE]}, 0, time.time())
+        # A second writer that read version 0 is refused: no version is lost.
+        with pytest.raises(live_config.VersionConflict):
+            live_config.write(store, {}, 0, time.time())
+    finally:
+        store.close()
+    assert main(["config", "check", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "live config: v1 over the file (routes" in out
+    assert "1. [live] model live-* => b:cheap-a" in out and "priced-*" not in out

@@ -303,6 +303,11 @@ def describe_keys(provider: Provider) -> str:
 def describe(settings: Settings) -> str:
     """The resolved routes and providers, keys masked, as `config check` prints them."""
     lines = [f"config: {settings.config_file or '(no file)'}"]
+    if settings.overlay_version:
+        lines.append(
+            f"live config: v{settings.overlay_version} over the file "
+            f"({', '.join(sorted(settings.overlay)) or 'empty'}; GET /admin/config)"
+        )
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
     lines.append("admission: " + _admission_text(settings))
     if settings.redis_url:

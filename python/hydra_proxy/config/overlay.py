@@ -24,6 +24,7 @@ from .settings import Settings
 OVERLAY_KEYS = ("providers", "routes")
 LABEL = "live config"
 MAX_OVERLAY_BYTES = 256 * 1024
+OWN_VARIABLES = ("HYDRA_",)
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,32 @@ def shape_problems(document: Mapping[str, Any]) -> list[Problem]:
             isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
         ):
             problems.append(Problem(f"{LABEL}: providers must be a table of tables"))
+        elif key == "providers":
+            problems += _key_variable_problems(value)
         elif key == "routes" and not (
             isinstance(value, list) and all(isinstance(v, dict) for v in value)
         ):
             problems.append(Problem(f"{LABEL}: routes must be an array of tables"))
+    return problems
+
+
+def _key_variable_problems(providers: Mapping[str, Any]) -> list[Problem]:
+    """The proxy's own variables (the admin key, the ledger's URL and its password...)
+    cannot be made a provider's key live: they would go upstream, to any base_url."""
+    problems = []
+    for name, table in providers.items():
+        for column in ("api_key_env", "api_keys_env"):
+            value = table.get(column)
+            names = value if isinstance(value, list) else [value]
+            for var in names:
+                if isinstance(var, str) and var.upper().startswith(OWN_VARIABLES):
+                    problems.append(
+                        Problem(
+                            f"{LABEL}: providers.{name}.{column} names {var}, one of the "
+                            "proxy's own variables, which never go upstream",
+                            hint="name the variable that holds the provider's key",
+                        )
+                    )
     return problems
 
 

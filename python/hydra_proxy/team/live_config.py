@@ -141,7 +141,7 @@ def watch(applied: Callable[[], Settings], interval: float) -> threading.Thread:
 
     def run() -> None:
         store: KeyStore | None = None
-        asked = -1
+        asked, asked_at = -1, 0.0
         while True:
             time.sleep(interval)
             settings = applied()
@@ -154,9 +154,11 @@ def watch(applied: Callable[[], Settings], interval: float) -> threading.Thread:
             except Exception as exc:
                 log.warning("cannot read the live config's version: %s", exc)
                 continue
-            # One reload per new version: one that is refused is not asked for again.
-            if newest != settings.overlay_version and newest != asked:
-                asked = newest
+            # One reload per new version, and again a minute later when it did not take
+            # (refused, or the store was away as it was read): not one per tick.
+            now = time.monotonic()
+            if newest != settings.overlay_version and (newest != asked or now - asked_at > 60):
+                asked, asked_at = newest, now
                 log.warning("live config v%d: reloading", newest)
                 os.kill(os.getpid(), signal.SIGHUP)
 
