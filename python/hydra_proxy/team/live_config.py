@@ -141,15 +141,19 @@ def watch(applied: Callable[[], Settings], interval: float) -> threading.Thread:
 
     def run() -> None:
         store: KeyStore | None = None
+        store_url: str | None = None
         asked, asked_at = -1, 0.0
         while True:
             time.sleep(interval)
             settings = applied()
             try:
+                if store is not None and store_url != settings.usage_ledger:  # a reload moved it
+                    store.close()
+                    store = None
                 if store is None:
                     if not store_exists(settings.usage_ledger):
                         continue
-                    store = open_key_store(settings.usage_ledger)
+                    store, store_url = open_key_store(settings.usage_ledger), settings.usage_ledger
                 newest = version(store)
             except Exception as exc:
                 log.warning("cannot read the live config's version: %s", exc)

@@ -151,9 +151,9 @@ class TeamKeys:
 
     def _tick(self) -> None:
         used, self.used = self.used, {}
-        if self.identity is not None:
-            self.identity.refresh(time.time())
         try:
+            if self.identity is not None:
+                self.identity.refresh(time.time())
             self.store.touch(used)
             if self.store.version() != self.keyring.version:
                 self.reload()
