@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.mock import MockServer
+from hydra_proxy.team import manage
+from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.dashboard import session
 from servers import ProxyServer
 from team_keys import ADMIN_KEY, Reply, call, create, messages, proxy, turn
@@ -163,3 +165,41 @@ def test_with_the_ledger_off_the_admin_still_manages_keys(mock: MockServer, tmp_
         assert call(server.port, "GET", "/admin/keys", headers=admin).json()["keys"][0]["name"] == (
             "dave"
         )
+
+
+def test_identity_tokens_sign_in_until_they_expire(mock: MockServer, tmp_path: Path) -> None:
+    """An admin by the token's claim manages keys from the console, audited by name; a
+    member of the team with no key record sees their page; each session ends with its token."""
+    pytest.importorskip("jwt", reason="PyJWT not installed (extra 'identity')")
+    from test_team_identity import SIGNERS, jwks, with_identity
+
+    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    store = open_key_store(ledger)
+    try:
+        manage.set_team(store, "core", budget=100)
+        manage.create(store, "alice", time.time(), team="core")
+    finally:
+        store.close()
+    source = tmp_path / "jwks.json"
+    source.write_bytes(jwks(*SIGNERS.values()))
+    cfg = with_identity(mock, tmp_path, str(source))
+    signer = SIGNERS["ES256"]
+    admin_token = signer.token("carol", "core", groups=["proxy-admins"])
+    with proxy(mock, ledger, tmp_path, HYDRA_CONFIG=str(cfg)) as server:
+        reply, admin = sign_in(server.port, admin_token)
+        assert reply.status == 200 and reply.json()["role"] == "admin"
+        max_age = int(reply.headers["set-cookie"].split("Max-Age=")[1].split(";")[0])
+        assert 0 < max_age <= 600  # the token's own lifetime, not the session's 8 hours
+        assert admin_token not in reply.headers["set-cookie"]
+        done = call(server.port, "PATCH", "/admin/keys/alice", {"rpm": 9}, headers=admin)
+        assert done.status == 200
+        newest = call(server.port, "GET", "/admin/audit", headers=admin).json()["entries"][0]
+        assert (newest["actor"], newest["action"]) == ("jwt:carol (console)", "key.set")
+        reply, member = sign_in(server.port, signer.token("dave", "core", groups=["staff"]))
+        who = reply.json()
+        assert (who["role"], who["name"], who["member"]["team"]) == ("member", "dave", "core")
+        assert who["member"]["team_limits"]["budget_usd"] == 100.0
+        assert call(server.port, "GET", "/admin/keys", headers=member).status == 401
+        expired = signer.token("carol", "core", groups=["proxy-admins"], exp=int(time.time()) - 3600)
+        late, _ = sign_in(server.port, expired)
+        assert late.status == 401 and "expired" in late.message

@@ -23,11 +23,13 @@ import orjson
 
 from ..errors import ProxyError, invalid_request
 from ..team import manage
-from ..team.admin import ADMIN_KEY_ACTOR
+from ..team.identity import looks_like_token
 from ..team.period import bounds, utc_text
+from ..team.record import NamedKey
 from ..usage.dashboard import PREFIX, basic_auth_key, static_response
 from ..usage.dashboard.session import (
     CSRF_HEADER,
+    Role,
     Session,
     binding,
     cookie_value,
@@ -68,35 +70,67 @@ def _key(exchange: Exchange) -> bytes:
     return session_key(exchange.worker.signing_key)
 
 
-def _credential(exchange: Exchange, presented: bytes) -> tuple[str, str | None, str] | None:
-    """(role, member name, binding) of a key (None: no key of this proxy); a ProxyError
-    naming why a member's key is refused (revoked, expired)."""
+@dataclass(frozen=True)
+class Credential:
+    """What a key signs in as: `role`, `name` (an admin's audit name, a member's key name),
+    the session's `binding` to it, and when it stops working (an identity token's expiry;
+    None: not before the session's own end)."""
+
+    role: Role
+    name: str | None
+    binding: str
+    until: float | None = None
+    team: str | None = None
+
+
+_TOKEN = "token:"
+"""A binding to an identity token: the session ends when the token does (its cookie's
+expiry), and with the member's record when it has one."""
+
+
+def _credential(exchange: Exchange, presented: bytes) -> Credential | None:
+    """What a key signs in as (None: no key of this proxy); a ProxyError naming why a
+    member's key or token is refused (revoked, expired)."""
     worker, team = exchange.worker, exchange.worker.team
-    if team is not None and team.is_admin(presented):
-        return "admin", ADMIN_KEY_ACTOR, binding(presented)
+    now = time.time()
+    token = team is not None and team.identity is not None and looks_like_token(presented)
+    until = None
+    if token:
+        assert team is not None and team.identity is not None
+        until = team.identity.verify(presented, now).expires
+    actor = team.admin_actor(presented) if team is not None else None
+    if actor is not None:
+        bound = _TOKEN + binding(presented) if token else binding(presented)
+        return Credential("admin", actor, bound, until)
     if worker.proxy_keys and is_proxy_key(worker.proxy_keys, presented):
-        return "viewer", None, binding(presented)
-    if team is not None and presented[:3] == b"hk-":
-        member = team.authenticate(presented, time.time())
-        return "member", member.key.name, binding(member.key.secret_hash)
+        return Credential("viewer", None, binding(presented))
+    if team is not None and team.recognizes(presented):
+        key = team.authenticate(presented, now).key
+        bound = _TOKEN + binding(presented) if token else binding(key.secret_hash)
+        return Credential("member", key.name, bound, until, key.team)
     return None
 
 
 def _still_bound(exchange: Exchange, session: Session, now: float) -> bool:
     """Whether the credential a session was made with still stands."""
     worker, team = exchange.worker, exchange.worker.team
-    if session.role == "admin":
-        admin = team.admin_key if team is not None else None
-        return admin is not None and hmac.compare_digest(binding(admin), session.binding)
     if session.role == "viewer":
         return any(hmac.compare_digest(binding(k), session.binding) for k in worker.proxy_keys)
-    key = team.keyring.by_name.get(session.name or "") if team is not None else None
-    return (
-        key is not None
-        and key.revoked is None
-        and (key.expires is None or key.expires > now)
-        and hmac.compare_digest(binding(key.secret_hash), session.binding)
-    )
+    if team is None:
+        return False
+    token = session.binding.startswith(_TOKEN)
+    if token and team.identity is None:
+        return False
+    if session.role == "admin":
+        if token:
+            return True
+        admin = team.admin_key
+        return admin is not None and hmac.compare_digest(binding(admin), session.binding)
+    key = team.keyring.by_name.get(session.name or "")
+    if key is None:
+        return token  # a token's member need not have a record
+    usable = key.revoked is None and (key.expires is None or key.expires > now)
+    return usable and (token or hmac.compare_digest(binding(key.secret_hash), session.binding))
 
 
 def viewer(exchange: Exchange) -> Viewer | None:
@@ -117,7 +151,7 @@ def viewer(exchange: Exchange) -> Viewer | None:
         except ProxyError:
             return None
         if found is not None:
-            return Viewer(found[0], found[1])
+            return Viewer(found.role, found.name)
     return None
 
 
@@ -138,16 +172,24 @@ def console_admin(exchange: Exchange) -> str | None:
             "a change from the console needs its x-hydra-csrf header (sign in again)",
             error_type="permission_error",
         )
-    return f"{seen.name or ADMIN_KEY_ACTOR} (console)"
+    return f"{seen.name} (console)"
 
 
-def _member_page(exchange: Exchange, name: str) -> dict[str, Any]:
+def _member_page(exchange: Exchange, name: str, team_name: str | None) -> dict[str, Any]:
     """A member's own page: their limits, what they spent this period and what is left
-    (the key's budget and their team's). Blocking: from a thread."""
+    (the key's budget and their team's; a member of an identity token with no key record
+    has their team's only). Blocking: from a thread."""
     team = exchange.worker.team
     assert team is not None
     store, now = team.store, time.time()
-    doc: dict[str, Any] = manage.listing(store, now, name)["keys"][0]
+    try:
+        doc: dict[str, Any] = manage.listing(store, now, name)["keys"][0]
+    except manage.NoSuchKey:
+        unrecorded = NamedKey(name, "", now, team=team_name)
+        start, end = bounds(unrecorded.limits.period, now)
+        doc = {**unrecorded.public(), "created": None, "state": "active", "alert": None,
+               "spent_usd": round(store.spent("key_name", name, start)[0], 6),
+               "period_resets": utc_text(end)}  # fmt: skip
     budget = doc["budget_usd"]
     doc["left_usd"] = None if budget is None else round(max(0.0, budget - doc["spent_usd"]), 6)
     doc["team_limits"] = None
@@ -172,7 +214,8 @@ async def _who(exchange: Exchange, seen: Viewer) -> dict[str, Any]:
         "ledger": worker.usage is not None and worker.usage.ledger is not None,
     }
     if seen.role == "member" and seen.name is not None:
-        doc["member"] = await asyncio.to_thread(_member_page, exchange, seen.name)
+        team = seen.session.team if seen.session is not None else None
+        doc["member"] = await asyncio.to_thread(_member_page, exchange, seen.name, team)
     return doc
 
 
@@ -203,15 +246,17 @@ async def sign_in(exchange: Exchange) -> None:
     if found is None:
         await _reply(exchange, 401, _refused("this key is not a key of this proxy"))
         return
-    role, name, bound = found
-    value, session = issue(_key(exchange), role, name, bound, time.time())  # type: ignore[arg-type]
-    exchange.log["console"] = f"sign-in {role}" + (f" {name}" if name else "")
+    now = time.time()
+    value, session = issue(
+        _key(exchange), found.role, found.name, found.binding, now, found.until, found.team
+    )
+    exchange.log["console"] = f"sign-in {found.role}" + (f" {found.name}" if found.name else "")
     secure = exchange.scope.get("scheme") == "https"
     await _reply(
         exchange,
         200,
-        await _who(exchange, Viewer(role, name, session)),
-        (b"set-cookie", set_cookie(value, secure=secure)),
+        await _who(exchange, Viewer(found.role, found.name, session)),
+        (b"set-cookie", set_cookie(value, secure=secure, max_age=int(session.expires - now))),
     )
 
 

@@ -44,9 +44,6 @@ from .store import KeyStoreError
 PREFIX = "/admin/keys"
 AUDIT = "/admin/audit"
 TEAMS = "_teams"
-ADMIN_KEY_ACTOR = "admin-key"
-"""Who the audit log names for a change made with HYDRA_ADMIN_KEY (in the console: the
-admin's name and "(console)", server/console.py)."""
 
 
 async def _body(exchange: Exchange) -> dict[str, Any]:
@@ -84,13 +81,16 @@ def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     from ..server.console import console_admin
 
     team = exchange.worker.team
-    if team is None or team.admin_key is None:
+    if team is None or not team.has_admins:
         raise ProxyError(
-            404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
+            404,
+            "the admin API is off: set HYDRA_ADMIN_KEY (or [identity] admin_claim)",
+            error_type="not_found_error",
         )
-    if team.is_admin(exchange.presented_key()):
+    actor = team.admin_actor(exchange.presented_key())
+    if actor is not None:
         exchange.log["admin"] = "key"
-        return team, ADMIN_KEY_ACTOR
+        return team, actor
     actor = console_admin(exchange)
     if actor is not None:
         exchange.log["admin"] = "console"
@@ -203,9 +203,18 @@ async def admin_audit(exchange: Exchange) -> None:
     await exchange.respond(200, orjson.dumps(doc), headers=[(b"cache-control", b"no-store")])
 
 
+async def admin_config(exchange: Exchange) -> None:
+    """``/admin/config``: the live configuration (team.admin_config)."""
+    _, actor = admin(exchange)
+    from .admin_config import admin_config as handle
+
+    await handle(exchange, actor)
+
+
 HANDLERS: dict[str, Callable[[Exchange], Awaitable[None]]] = {
     PREFIX: admin_keys,
     AUDIT: admin_audit,
+    "/admin/config": admin_config,
 }
 """Each admin endpoint by its path (and the paths below it)."""
 

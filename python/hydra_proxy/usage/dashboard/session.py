@@ -39,6 +39,8 @@ class Session:
     expires: float
     binding: str
     csrf: str
+    team: str | None = None
+    """A member's team (one signed in with an identity token may have no key record)."""
 
 
 def _b64(data: bytes) -> str:
@@ -63,13 +65,23 @@ def _csrf(key: bytes, value: str) -> str:
     return hmac.new(key, _CSRF + value.encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def issue(key: bytes, role: Role, name: str | None, bound: str, now: float) -> tuple[str, Session]:
-    """A new session: the cookie's value and what it holds."""
-    expires = float(int(now + LIFETIME))
-    payload = _b64(orjson.dumps({"r": role, "n": name, "e": expires, "b": bound}))
+def issue(
+    key: bytes,
+    role: Role,
+    name: str | None,
+    bound: str,
+    now: float,
+    until: float | None = None,
+    team: str | None = None,
+) -> tuple[str, Session]:
+    """A new session (ending at `until` when that comes before its `LIFETIME`): the
+    cookie's value and what it holds."""
+    expires = float(int(min(now + LIFETIME, until if until is not None else now + LIFETIME)))
+    doc = {"r": role, "n": name, "e": expires, "b": bound, "t": team}
+    payload = _b64(orjson.dumps(doc))
     signature = _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())
     value = f"v1.{payload}.{signature}"
-    return value, Session(role, name, expires, bound, _csrf(key, value))
+    return value, Session(role, name, expires, bound, _csrf(key, value), team)
 
 
 def verify(key: bytes, value: str, now: float) -> Session | None:
@@ -89,10 +101,10 @@ def verify(key: bytes, value: str, now: float) -> Session | None:
     expires = doc.get("e")
     if not isinstance(expires, float | int) or expires <= now:
         return None
-    name, bound = doc.get("n"), doc.get("b")
-    if not isinstance(bound, str) or not (name is None or isinstance(name, str)):
+    name, bound, team = doc.get("n"), doc.get("b"), doc.get("t")
+    if not isinstance(bound, str) or not all(v is None or isinstance(v, str) for v in (name, team)):
         return None
-    return Session(doc["r"], name, float(expires), bound, _csrf(key, value))
+    return Session(doc["r"], name, float(expires), bound, _csrf(key, value), team)
 
 
 def cookie_value(cookie_header: bytes | None) -> str | None:
