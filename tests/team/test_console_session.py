@@ -200,6 +200,8 @@ def test_identity_tokens_sign_in_until_they_expire(mock: MockServer, tmp_path: P
         assert (who["role"], who["name"], who["member"]["team"]) == ("member", "dave", "core")
         assert who["member"]["team_limits"]["budget_usd"] == 100.0
         assert call(server.port, "GET", "/admin/keys", headers=member).status == 401
-        expired = signer.token("carol", "core", groups=["proxy-admins"], exp=int(time.time()) - 3600)
+        expired = signer.token(
+            "carol", "core", groups=["proxy-admins"], exp=int(time.time()) - 3600
+        )
         late, _ = sign_in(server.port, expired)
         assert late.status == 401 and "expired" in late.message
