@@ -22,7 +22,6 @@ from hydra_proxy.team import alerts
 from hydra_proxy.team.alerts import AlertWatch, Crossing, Watched
 from hydra_proxy.team.period import bounds
 from hydra_proxy.team.store import open_key_store
-from postgres_server import postgres_server, wait_ready, why_unavailable
 from servers import PYTHON_DIR
 from team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
 from webhook_receiver import Receiver
@@ -34,34 +33,6 @@ SECRET_PATH = "/hook/T000-secret-part"
 def mock() -> Iterator[MockServer]:
     with MockServer() as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    missing = why_unavailable()
-    if missing is not None:
-        pytest.skip(missing)
-    pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
-    with postgres_server() as url:
-        wait_ready(url)
-        yield url
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh ledger database of each backend."""
-    if request.param == "sqlite":
-        yield f"sqlite:{tmp_path / 'usage.sqlite3'}"
-        return
-    import psycopg
-
-    server = request.getfixturevalue("postgres")
-    name = f"alerts{abs(hash(object()))}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    yield server.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def test_thresholds_and_webhooks_are_checked() -> None:
@@ -168,17 +139,17 @@ def test_a_stopping_worker_does_not_wait_out_the_retries(
     store.close()
 
 
-def test_each_threshold_once_per_period_across_replicas(ledger_url: str) -> None:
+def test_each_threshold_once_per_period_across_replicas(ledger: str) -> None:
     """Three workers (three stores on one database, as replicas have) look at once: each
     threshold reached is sent by exactly one; the next period sends it again."""
-    create(ledger_url, "alice", budget=1.0)
+    create(ledger, "alice", budget=1.0)
     spent = {"value": 0.85}
 
     async def counter_spent(name: str) -> float:
         assert name == "key:alice:budget"
         return spent["value"]
 
-    stores = [open_key_store(ledger_url) for _ in range(3)]
+    stores = [open_key_store(ledger) for _ in range(3)]
     with Receiver() as receiver:
         alert = alerts.make("key", "alice", [50, 80, 100], receiver.url())
         alerts.save(stores[0], alert)
@@ -249,14 +220,14 @@ def test_cli_sets_lists_and_removes_alerts(tmp_path: Path) -> None:
 
 
 def test_alerts_through_a_proxy_of_two_workers(
-    mock: MockServer, ledger_url: str, tmp_path: Path
+    mock: MockServer, ledger: str, tmp_path: Path
 ) -> None:
     """Set through /admin/keys; six requests of $0.25 against a $4.00 budget, three at a
     time over two workers: 10 % and 30 % are each posted once, with what was spent; 50 %
     is not reached."""
-    secret = create(ledger_url, "alice", team="core", budget=4.0)
+    secret = create(ledger, "alice", team="core", budget=4.0)
     env = {"HYDRA_ALERTS_BACKOFF": "0.05", "HYDRA_PROXY_WORKERS": "2"}
-    with Receiver() as receiver, proxy(mock, ledger_url, tmp_path, **env) as server:
+    with Receiver() as receiver, proxy(mock, ledger, tmp_path, **env) as server:
         body = {"thresholds": [10, 30, 50], "webhook": receiver.url(SECRET_PATH)}
         reply = call(server.port, "PUT", "/admin/keys/alice/alert", body, ADMIN_KEY)
         assert reply.status == 200, reply.body
@@ -281,7 +252,7 @@ def test_alerts_through_a_proxy_of_two_workers(
         receiver.wait_for(2)
         time.sleep(1.0)  # nothing more comes
         log = server.log_text()
-    ledger_rows(ledger_url, "alice", 6)
+    ledger_rows(ledger, "alice", 6)
     got = receiver.bodies()
     assert sorted(b["threshold_percent"] for b in got) == [10, 30], got
     each = cost("priced-a", 5, 10)
