@@ -124,7 +124,7 @@ def serve(led: Ledger) -> Iterator[str]:
             parts = urlsplit(self.path)
             if parts.path == "/dashboard/session":  # as a proxy without keys answers
                 status, content_type = 200, "application/json"
-                body = orjson.dumps({"role": "open", "name": None, "csrf": None})
+                body = orjson.dumps({"role": "open", "name": None, "csrf": None, "ledger": True})
             else:
                 status, content_type, body = dashboard_response(
                     parts.path, parts.query, led, now=NOW

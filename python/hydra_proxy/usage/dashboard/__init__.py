@@ -22,9 +22,9 @@ import orjson
 
 from ..ledger import Ledger, LedgerError
 from ..record import UsageRecord
-from ..report import aggregate, parse_since, total
+from ..report import aggregate, day_of, parse_since, total
 
-__all__ = ["PREFIX", "basic_auth_key", "dashboard_response", "static_response"]
+__all__ = ["PREFIX", "STATUSES", "basic_auth_key", "dashboard_response", "static_response"]
 
 PREFIX = "/dashboard"
 DEFAULT_SINCE = "7d"
@@ -141,6 +141,15 @@ def _agents(spend: list[UsageRecord]) -> list[dict[str, Any]]:
     return rows
 
 
+def _days(spend: list[UsageRecord]) -> list[dict[str, Any]]:
+    """The cost of each member each day (UTC), in date order."""
+    cost: dict[tuple[str, str], float] = {}
+    for rec in spend:
+        at = (day_of(rec.time), member_of(rec))
+        cost[at] = cost.get(at, 0.0) + (rec.cost_usd or 0.0)
+    return [{"day": d, "member": m, "cost_usd": c} for (d, m), c in sorted(cost.items())]
+
+
 def _model_of(rec: UsageRecord) -> str:
     return rec.target_model or rec.requested_model
 
@@ -184,6 +193,7 @@ def data(
         "by_agent": _agents(spend),
         "by_model": [r.as_json() for r in aggregate(spend, "model")],
         "by_day": [r.as_json() for r in aggregate(spend, "day")],
+        "by_day_member": _days(spend),
         "filters": {
             "member": sorted({member_of(r) for r in records}),
             "model": sorted({_model_of(r) for r in records if _model_of(r)}),

@@ -98,8 +98,10 @@ function renderUsage(data) {
     data.by_model.map(r => ({ key: r.key, parts: [
       { name: "input", value: r.input_tokens + r.cache_read_tokens + r.cache_write_tokens },
       { name: "output", value: r.output_tokens }] })), ["input", "output"], count, "legend-tokens-model");
+  const dayMembers = [...new Set(data.by_day_member.map(r => r.member))].sort();
   barChart(document.getElementById("chart-cost-day"),
-    data.by_day.map(r => ({ key: r.key.slice(5), parts: [{ name: "cost", value: r.cost_usd }] })), ["cost"], money, "legend-cost-day");
+    data.by_day.map(r => ({ key: r.key.slice(5), parts: data.by_day_member.filter(d => d.day === r.key).map(d => ({ name: d.member, value: d.cost_usd })) })),
+    dayMembers, money, "legend-cost-day");
   fillTable("by-agent", data.by_agent, r => [
     ["member", r.member], ["agent", r.agent], ["requests", fmtInt(r.requests)], ["errors", fmtInt(r.errors)],
     ["input", fmtInt(r.input_tokens)], ["output", fmtInt(r.output_tokens)], ["cache-read", fmtInt(r.cache_read_tokens)],
