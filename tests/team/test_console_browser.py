@@ -317,6 +317,11 @@ def test_admin_adds_caps_alerts_rotates_and_revokes(
             ("core", 50.0, "week", "slack")]  # fmt: skip
         wait(browser, lambda d: "core" in d.find_element(By.ID, "teams").text)
 
+        browser.execute_script("document.getElementById('usage-title').scrollIntoView()")
+        days = browser.find_elements(By.CSS_SELECTOR, "#chart-cost-day rect.bar")
+        assert {d.get_attribute("data-part") for d in days} == {"alice", "bob", "carol"}
+        shot(browser, "admin-charts")
+
         # The latest requests, filtered: bob's refusal by its cause.
         loaded_now()
         Select(browser.find_element(By.ID, "filter-member")).select_by_value("bob")
