@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.mock import MockServer
+from hydra_proxy.server.console import SignInThrottle
 from hydra_proxy.team import manage
 from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.dashboard import session
@@ -53,6 +54,19 @@ def test_session_cookies_cannot_be_forged_or_stretched() -> None:
     assert text.endswith("; Path=/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure")
 
 
+def test_failed_sign_ins_are_throttled_per_address() -> None:
+    throttle = SignInThrottle(limit=3, window=60.0, addresses=2)
+    for i in range(3):
+        assert throttle.wait("10.0.0.1", 100.0 + i) == 0
+        throttle.failed("10.0.0.1", 100.0 + i)
+    assert throttle.wait("10.0.0.1", 103.0) == 57
+    assert throttle.wait("10.0.0.2", 103.0) == 0  # another address is not held up
+    assert throttle.wait("10.0.0.1", 160.5) == 0  # the first failure is a minute old
+    throttle.failed("10.0.0.2", 104.0)
+    throttle.failed("10.0.0.3", 105.0)  # past two addresses the oldest is forgotten
+    assert throttle.wait("10.0.0.1", 106.0) == 0
+
+
 def test_admin_session_changes_need_the_csrf_header(mock: MockServer, tmp_path: Path) -> None:
     ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
     alice = create(ledger, "alice", team="core", budget=5)
@@ -66,6 +80,7 @@ def test_admin_session_changes_need_the_csrf_header(mock: MockServer, tmp_path: 
         assert call(port, "GET", "/dashboard/data.json").status == 401
         wrong, _ = sign_in(port, "hk-not-a-key")
         assert wrong.status == 401 and "unknown key" in wrong.message
+        assert sign_in(port, "not-a-key-at-all")[0].message.endswith("not a key of this proxy)")
         reply, admin = sign_in(port, ADMIN_KEY)
         assert reply.status == 200
         who = reply.json()
@@ -116,6 +131,12 @@ def test_admin_session_changes_need_the_csrf_header(mock: MockServer, tmp_path: 
         assert call(port, "GET", "/dashboard/session", headers=member).status == 401
         out = call(port, "DELETE", "/dashboard/session", headers=admin)
         assert out.status == 200 and "Max-Age=0" in out.headers["set-cookie"]
+        # Guessing: an address may fail 10 times a minute, then even the right key waits.
+        guesses = [sign_in(port, "hk-guess")[0].status for _ in range(9)]
+        assert guesses == [401] * 8 + [429]  # two failed above
+        held, _ = sign_in(port, ADMIN_KEY)
+        assert held.status == 429 and int(held.headers["retry-after"]) > 0
+        assert "too many failed sign-ins" in held.message
         log = server.log_text()
     assert ADMIN_KEY not in log and alice not in log
 

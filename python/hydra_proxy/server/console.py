@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +55,37 @@ SECURITY_HEADERS = [
 ]  # fmt: skip
 NO_STORE = (b"cache-control", b"no-store")
 _SIGN_IN_BYTES = 4096
+
+
+class SignInThrottle:
+    """Failed sign-ins per client address over the last minute: past `limit`, the address
+    waits (a guessed key is tried at a few per minute, not thousands per second). Bounded:
+    the oldest address is forgotten past `addresses`."""
+
+    def __init__(self, limit: int = 10, window: float = 60.0, addresses: int = 4096) -> None:
+        self.limit, self.window, self.addresses = limit, window, addresses
+        self._failed: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def wait(self, client: str, now: float) -> int:
+        """Seconds `client` must wait before its next try (0: none)."""
+        times = self._failed.get(client)
+        if times is None:
+            return 0
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        if len(times) < self.limit:
+            return 0
+        return max(1, math.ceil(times[0] + self.window - now))
+
+    def failed(self, client: str, now: float) -> None:
+        times = self._failed.pop(client, None) or deque(maxlen=self.limit)
+        times.append(now)
+        self._failed[client] = times
+        if len(self._failed) > self.addresses:
+            self._failed.popitem(last=False)
+
+
+FAILED_SIGN_INS = SignInThrottle()
 
 
 @dataclass(frozen=True)
@@ -238,15 +271,23 @@ async def sign_in(exchange: Exchange) -> None:
     if not exchange.worker.proxy_keys and exchange.worker.team is None:
         await _reply(exchange, 200, await _who(exchange, Viewer("open")))
         return
+    now = time.time()
+    client = (exchange.scope.get("client") or ("", 0))[0]
+    wait = FAILED_SIGN_INS.wait(client, now)
+    if wait:
+        raise ProxyError(
+            429, f"too many failed sign-ins from this address: retry in {wait} s",
+            error_type="rate_limit_error", retry_after=str(wait),
+        )  # fmt: skip
     try:
         found = _credential(exchange, key.strip().encode())
+        if found is None:
+            raise ProxyError(401, "unknown key (not a key of this proxy)",
+                             error_type="authentication_error")  # fmt: skip
     except ProxyError as exc:
-        await _reply(exchange, 401, _refused(exc.message))
-        return
-    if found is None:
-        await _reply(exchange, 401, _refused("this key is not a key of this proxy"))
-        return
-    now = time.time()
+        if exc.status in (401, 403):
+            FAILED_SIGN_INS.failed(client, now)
+        raise
     value, session = issue(
         _key(exchange), found.role, found.name, found.binding, now, found.until, found.team
     )
