@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html.parser
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -17,8 +18,9 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from hydra_proxy.usage import dashboard
 from hydra_proxy.usage.backends import open_ledger
-from hydra_proxy.usage.dashboard import basic_auth_key, dashboard_response
+from hydra_proxy.usage.dashboard import ASSETS, basic_auth_key, dashboard_response
 from hydra_proxy.usage.ledger import Ledger
 from hydra_proxy.usage.record import UsageRecord
 from usage_data import make_records
@@ -57,11 +59,17 @@ def test_data_json_matches_the_ledger(ledger: tuple[Ledger, list[UsageRecord]]) 
     assert dashboard_response("/dashboard/nope", "", led)[0] == 404
     status, content_type, body = dashboard_response("/dashboard", "", led)
     assert status == 200 and content_type.startswith("text/html")
-    # Shipped assets only: no CDN, nothing fetched from another origin.
-    for name in ("index.html", "dashboard.js", "dashboard.css"):
+    # Shipped assets only: no CDN, nothing fetched from another origin; every file of
+    # static/ is served, and the page loads each script and style it names from there.
+    static = Path(dashboard.__file__).parent / "static"
+    assert {p.name for p in static.iterdir()} == set(ASSETS)
+    for name in ASSETS:
         asset = dashboard_response(f"/dashboard/static/{name}", "", led)[2]
         assert b"http://" not in asset.replace(b"http://www.w3.org/2000/svg", b"")
         assert b"https://" not in asset
+        assert b"<script>" not in asset and b" style=" not in asset  # nothing inline (CSP)
+    loaded = re.findall(rb'(?:src|href)="/dashboard/static/([^"]+)"', body)
+    assert sorted(n.decode() for n in loaded) == sorted(set(ASSETS) - {"index.html"})
 
 
 def test_basic_auth_key() -> None:

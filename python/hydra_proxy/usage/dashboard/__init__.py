@@ -24,7 +24,7 @@ from ..ledger import Ledger, LedgerError
 from ..record import UsageRecord
 from ..report import aggregate, day_of, parse_since, total
 
-__all__ = ["PREFIX", "STATUSES", "basic_auth_key", "dashboard_response", "static_response"]
+__all__ = ["ASSETS", "PREFIX", "STATUSES", "basic_auth_key", "dashboard_response", "static_response"]
 
 PREFIX = "/dashboard"
 DEFAULT_SINCE = "7d"
@@ -38,6 +38,9 @@ _STATIC_TYPES = {
     "console.js": "text/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
 }
+
+ASSETS = tuple(_STATIC_TYPES)
+"""Every file of the page (in ``static/``, shipped as package data)."""
 
 Response = tuple[int, str, bytes]
 _JSON = "application/json"

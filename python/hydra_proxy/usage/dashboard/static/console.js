@@ -348,7 +348,7 @@ function fieldValue(k, f) {
 function fillAlert(prefix, alert) {
   $(prefix + "-thresholds").value = alert ? alert.thresholds.join(",") : "";
   $(prefix + "-webhook").value = "";
-  $(prefix + "-webhook").placeholder = alert ? "kept: " + alert.webhook : "https://…";
+  $(prefix + "-webhook").placeholder = alert ? "kept: " + alert.webhook : "the URL alerts are posted to";
   $(prefix + "-format").value = alert ? alert.format : "json";
 }
 
