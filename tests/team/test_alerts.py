@@ -242,7 +242,7 @@ def test_alerts_through_a_proxy_of_two_workers(
         assert reply.status == 200
         assert call(server.port, "PUT", "/admin/keys/nobody/alert", body, ADMIN_KEY).status == 404
         assert call(server.port, "PUT", "/admin/keys/alice/alert", body, secret).status == 401
-        time.sleep(0.5)  # every worker reloads the alerts (the store's version moved)
+        time.sleep(1.0)  # every worker reloads the alerts (the store's version moved)
         mock.script([turn(5, 10)] * 6)
         with ThreadPoolExecutor(3) as pool:
             replies = list(pool.map(
