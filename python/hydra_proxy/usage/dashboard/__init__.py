@@ -24,7 +24,14 @@ from ..ledger import Ledger, LedgerError
 from ..record import UsageRecord
 from ..report import aggregate, day_of, parse_since, total
 
-__all__ = ["ASSETS", "PREFIX", "STATUSES", "basic_auth_key", "dashboard_response", "static_response"]
+__all__ = [
+    "ASSETS",
+    "PREFIX",
+    "STATUSES",
+    "basic_auth_key",
+    "dashboard_response",
+    "static_response",
+]
 
 PREFIX = "/dashboard"
 DEFAULT_SINCE = "7d"
