@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from hydra_proxy.team import alerts
+from hydra_proxy.team import alerts, manage
 from hydra_proxy.team.alerts import AlertWatch, Crossing, Watched
 from hydra_proxy.team.period import bounds
 from hydra_proxy.team.store import open_key_store
@@ -224,8 +224,11 @@ def test_alerts_through_a_proxy_of_two_workers(
 ) -> None:
     """Set through /admin/keys; six requests of $0.25 against a $4.00 budget, three at a
     time over two workers: 10 % and 30 % are each posted once, with what was spent; 50 %
-    is not reached."""
+    is not reached. The team's own alert (Slack's body) at 10 % of its $10.00."""
     secret = create(ledger, "alice", team="core", budget=4.0)
+    store = open_key_store(ledger)
+    manage.set_team(store, "core", budget=10)
+    store.close()
     env = {"HYDRA_ALERTS_BACKOFF": "0.05", "HYDRA_PROXY_WORKERS": "2"}
     with Receiver() as receiver, proxy(mock, ledger, tmp_path, **env) as server:
         body = {"thresholds": [10, 30, 50], "webhook": receiver.url(SECRET_PATH)}
@@ -240,7 +243,13 @@ def test_alerts_through_a_proxy_of_two_workers(
         assert no_url.status == 400 and "webhook" in no_url.message
         reply = call(server.port, "PUT", "/admin/keys/alice/alert", body, ADMIN_KEY)
         assert reply.status == 200
+        slack = {"thresholds": [10], "webhook": receiver.url("/team"), "format": "slack"}
+        team_reply = call(server.port, "PUT", "/admin/keys/_teams/core/alert", slack, ADMIN_KEY)
+        assert team_reply.status == 200, team_reply.body
         assert call(server.port, "PUT", "/admin/keys/nobody/alert", body, ADMIN_KEY).status == 404
+        assert call(
+            server.port, "PUT", "/admin/keys/_teams/none/alert", body, ADMIN_KEY
+        ).status == (404)
         assert call(server.port, "PUT", "/admin/keys/alice/alert", body, secret).status == 401
         time.sleep(1.0)  # every worker reloads the alerts (the store's version moved)
         mock.script([turn(5, 10)] * 6)
@@ -249,11 +258,15 @@ def test_alerts_through_a_proxy_of_two_workers(
                 lambda _: call(server.port, "POST", "/v1/messages", messages(), secret), range(6)
             ))  # fmt: skip
         assert [r.status for r in replies] == [200] * 6
-        receiver.wait_for(2)
+        receiver.wait_for(3)
         time.sleep(1.0)  # nothing more comes
         log = server.log_text()
     ledger_rows(ledger, "alice", 6)
-    got = receiver.bodies()
+    team_posts = [body for path, _, body in receiver.posts if path == "/team"]
+    assert len(team_posts) == 1 and list(team_posts[0]) == ["text"]
+    assert team_posts[0]["text"].startswith("hydra-proxy: team 'core' has spent $")
+    assert "of its $10.00 budget per month (10% reached" in team_posts[0]["text"]
+    got = [body for path, _, body in receiver.posts if path == SECRET_PATH]
     assert sorted(b["threshold_percent"] for b in got) == [10, 30], got
     each = cost("priced-a", 5, 10)
     for b in got:
@@ -261,7 +274,7 @@ def test_alerts_through_a_proxy_of_two_workers(
         assert b["budget_usd"] == 4.0
         assert b["spent_usd"] >= 4.0 * b["threshold_percent"] / 100
         assert b["spent_usd"] <= 6 * each + 1e-9
-    assert all(path == SECRET_PATH for path, _, _ in receiver.posts)
     assert log.count("worker ready") == 2
     assert log.count("alert sent: key:alice reached") == 2
+    assert log.count("alert sent: team:core reached 10%") == 1
     assert "T000-secret-part" not in log
