@@ -71,11 +71,15 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         f"--window-size={WIDTH},{HEIGHT}",
     ):
         options.add_argument(flag)  # fmt: skip
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = webdriver.ChromeService(executable_path=DRIVER)
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_window_size(WIDTH, HEIGHT)
     try:
         yield driver
+        # No script error on any page the test went through.
+        errors = [e for e in driver.get_log("browser") if e["source"] == "javascript"]
+        assert errors == []
     finally:
         driver.quit()
 
