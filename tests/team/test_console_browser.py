@@ -77,8 +77,8 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     driver.set_window_size(WIDTH, HEIGHT)
     try:
         yield driver
-        # No script error on any page the test went through.
-        errors = [e for e in driver.get_log("browser") if e["source"] == "javascript"]
+        # No script error, nothing the page's Content-Security-Policy refused.
+        errors = [e for e in driver.get_log("browser") if e["source"] in ("javascript", "security")]
         assert errors == []
     finally:
         driver.quit()
