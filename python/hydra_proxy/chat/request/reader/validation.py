@@ -75,7 +75,10 @@ _KNOWN_FIELDS = _DROPPED_FIELDS | {
     "tool_choice",
     "parallel_tool_calls",
     "reasoning_effort",
+    "reasoning",
     "thinking",
+    "enable_thinking",
+    "chat_template_kwargs",
     "response_format",
 }
 
