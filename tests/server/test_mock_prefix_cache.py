@@ -94,3 +94,25 @@ def test_anthropic_looks_back_twenty_blocks_and_automatic_caching_marks_the_last
     cache.usage("anthropic", messages(2, {1}), {})
     assert cache.usage("anthropic", messages(23, {22}), {})[1] == 0  # 21 back: too far
     assert cache.usage("anthropic", messages(23, {1, 22}), {})[1] > 0  # its own breakpoint
+
+
+def test_anthropic_renders_a_string_as_its_text_block_and_skips_the_billing_header() -> None:
+    cache = PrefixCache()
+    first: dict[str, object] = {
+        "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=1.a;"},
+                   {"type": "text", "text": "Be brief."}],
+        "messages": [{"role": "user", "content": "q" * 80},
+                     {"role": "assistant", "content": [{"type": "text", "text": "a" * 80,
+                                                        "cache_control": EPH}]}],
+    }  # fmt: skip
+    cache.usage("anthropic", first, {})
+    second: dict[str, object] = {
+        "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=1.b;"},
+                   {"type": "text", "text": "Be brief."}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "q" * 80}]},
+                     {"role": "assistant", "content": [{"type": "text", "text": "a" * 80}]},
+                     {"role": "user", "content": [{"type": "text", "text": "next",
+                                                   "cache_control": EPH}]}],
+    }  # fmt: skip
+    prompt, cached = cache.usage("anthropic", second, {})
+    assert 40 < cached < prompt  # all but the new message

@@ -15,8 +15,10 @@ each breakpoint (a block's ``cache_control``; a top-level ``cache_control`` mark
 block, Anthropic's automatic caching), and a request reads the longest prefix written
 before that ends at one of its own breakpoints or at one of the `LOOKBACK_BLOCKS` block
 boundaries before one. Blocks are rendered without their ``cache_control`` (moving a
-breakpoint changes no cached byte): each tool, each system block, each message block with
-its role. A request without a breakpoint reads and writes nothing.
+breakpoint changes no cached byte; a string content is the one text block it stands for):
+each tool, each system block, each message block with its role; Claude Code's per-request ``x-anthropic-billing-header`` system block is billing
+metadata, not prompt, and is left out. A request without a breakpoint reads and writes
+nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from collections import OrderedDict
 from typing import Any
 
 import orjson
+
+from ..canonical.content import BILLING_HEADER_PREFIX
 
 __all__ = [
     "BYTES_PER_TOKEN",
@@ -116,14 +120,21 @@ def anthropic_blocks(body: dict[str, Any]) -> list[tuple[bytes, bool]]:
     for tool in body.get("tools") or ():
         add(tool, b"tool:")
     system = body.get("system")
-    for block in system if isinstance(system, list) else [system] if system else ():
+    if isinstance(system, str):
+        system = [{"type": "text", "text": system}]
+    for block in system if isinstance(system, list) else ():
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text.startswith(BILLING_HEADER_PREFIX):
+            continue
         add(block, b"system:")
     for message in body.get("messages") or ():
         if not isinstance(message, dict):
             continue
         role = str(message.get("role")).encode()
         content = message.get("content")
-        for block in content if isinstance(content, list) else [content]:
+        if isinstance(content, str):  # the same prompt as one text block
+            content = [{"type": "text", "text": content}]
+        for block in content if isinstance(content, list) else ():
             add(block, role + b":")
     if isinstance(body.get("cache_control"), dict) and blocks:
         blocks[-1] = (blocks[-1][0], True)
