@@ -126,7 +126,9 @@ def canonical_request(
         out["metadata"] = {"user_id": asked.user_id}
     if asked.cache:
         out["cache_control"] = {"type": "ephemeral"}
-    _keep_last_breakpoints(out)
+    marked = conversation.breakpoints + (conversation.system_breakpoint is not None) + asked.cache
+    if marked > MAX_BREAKPOINTS:
+        _keep_last_breakpoints(out)
     out["stream"] = asked.stream
 
     restored = sum(

@@ -17,9 +17,8 @@ from typing import Any
 
 from ....canonical.content import THINKING_TYPES, Block
 from ....canonical.fields import bad, type_name
-from ....canonical.turns import TurnBuilder
 
-__all__ = ["mark_last", "marks_breakpoints", "read_breakpoint"]
+__all__ = ["count_marked", "mark_last", "read_breakpoint"]
 
 _TTLS = ("5m", "1h")
 
@@ -50,10 +49,6 @@ def mark_last(blocks: list[Block], marker: dict[str, Any] | None) -> None:
             return
 
 
-def marks_breakpoints(conversation: TurnBuilder) -> bool:
-    """Whether the client marked any breakpoint of its own."""
-    return conversation.system_breakpoint is not None or any(
-        "cache_control" in block
-        for turn in conversation.turns
-        for block in (*turn.blocks, *turn.results)
-    )
+def count_marked(blocks: list[Block]) -> int:
+    """How many of `blocks` carry a breakpoint."""
+    return sum("cache_control" in block for block in blocks)

@@ -24,9 +24,10 @@ __all__ = ["content_block"]
 def content_block(part: Any, path: str) -> Block | None:
     """A user (or tool) content part as a canonical block; None for whitespace-only text."""
     block = _block(part, path)
-    marker = read_breakpoint(part.get("cache_control"), f"{path}.cache_control")
-    if block is not None and marker is not None:
-        block["cache_control"] = marker
+    if "cache_control" in part:  # (a part is an object once `_block` has read it)
+        marker = read_breakpoint(part["cache_control"], f"{path}.cache_control")
+        if block is not None and marker is not None:
+            block["cache_control"] = marker
     return block
 
 

@@ -42,7 +42,7 @@ from ....canonical.fields import (
 )
 from ....canonical.tools import read_arguments
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
-from .caching import mark_last, read_breakpoint
+from .caching import count_marked, mark_last, read_breakpoint
 from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning
 
@@ -131,6 +131,7 @@ class MessageReader(TurnBuilder):
     def _user(self, message: dict[str, Any], path: str) -> None:
         blocks = read_content(message.get("content"), path, "content", content_block)
         mark_last(blocks, _message_breakpoint(message, path))
+        self.breakpoints += count_marked(blocks)
         if blocks:
             self.user_turn().blocks.extend(blocks)
 
@@ -141,13 +142,16 @@ class MessageReader(TurnBuilder):
         # A breakpoint inside the result's content is the result's (as Anthropic caches a
         # prefix up to a block of the message, never inside one).
         content = result.get("content")
-        parts = content if isinstance(content, list) else []
-        marker = _message_breakpoint(message, path) or breakpoint_of(parts)
-        if parts:
+        parts: list[Block] = content if isinstance(content, list) else []
+        inner = breakpoint_of(parts)
+        if inner is not None:
             result["content"] = [
                 {k: v for k, v in part.items() if k != "cache_control"} for part in parts
             ]
-        mark_last(results, marker)
+        marker = _message_breakpoint(message, path) or inner
+        if marker is not None:
+            mark_last(results, marker)
+            self.breakpoints += 1
 
     def _assistant(self, message: dict[str, Any], path: str) -> None:
         self.begin_assistant_turn()
@@ -186,6 +190,7 @@ class MessageReader(TurnBuilder):
 
         blocks.extend(self._tool_calls(message.get("tool_calls"), path))
         mark_last(blocks, _message_breakpoint(message, path))
+        self.breakpoints += count_marked(blocks)
         if replay.skipped:
             self.skipped += 1
         if blocks:
@@ -250,11 +255,13 @@ class MessageReader(TurnBuilder):
 def _message_breakpoint(message: dict[str, Any], path: str) -> dict[str, Any] | None:
     """A message's own ``cache_control``, or the last of its content parts' (assistant and
     system parts are read as texts: their breakpoint counts as the message's)."""
-    marker = read_breakpoint(message.get("cache_control"), f"{path}.cache_control")
+    marker = None
+    if "cache_control" in message:
+        marker = read_breakpoint(message["cache_control"], f"{path}.cache_control")
     content = message.get("content")
     if marker is None and message.get("role") != "user" and isinstance(content, list):
         for j, part in enumerate(content):
-            if isinstance(part, dict):
+            if isinstance(part, dict) and "cache_control" in part:
                 found = read_breakpoint(
                     part.get("cache_control"), f"{path}.content[{j}].cache_control"
                 )

@@ -80,6 +80,8 @@ def _openrouter(value: Any, effort: str | None) -> tuple[dict[str, Any] | None, 
 
 def _enable_thinking(body: dict[str, Any]) -> bool | None:
     """Qwen's thinking switch, top level or inside ``chat_template_kwargs``."""
+    if "enable_thinking" not in body and "chat_template_kwargs" not in body:
+        return None
     kwargs = body.get("chat_template_kwargs")
     for value, path in (
         (body.get("enable_thinking"), "enable_thinking"),

@@ -36,7 +36,6 @@ from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
 from ....canonical.web_search import web_search_from_options
 from ....errors import invalid_request
-from .caching import marks_breakpoints
 from .messages import MessageReader
 from .params import read_include_usage, read_max_tokens, read_stop, read_top_k
 from .thinking import read_thinking
@@ -83,7 +82,7 @@ def messages_request_from_chat(
     cache_key = body.get("prompt_cache_key")
     if cache_key is not None and not isinstance(cache_key, str):
         raise bad("prompt_cache_key", f"must be a string, got {type_name(cache_key)}")
-    if (cache or cache_key) and not marks_breakpoints(reader):
+    if (cache or cache_key) and not reader.breakpoints and reader.system_breakpoint is None:
         asked.cache = True
         reader.system_breakpoint = {"type": "ephemeral"}
     request = canonical_request(asked, reader, target)
