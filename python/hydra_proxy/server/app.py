@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -21,7 +22,7 @@ from .. import __version__, tokens
 from ..config import Settings
 from ..config.routes import ClientProtocol
 from ..errors import ProxyError
-from . import accounting, attempts, browser_guard, endpoints, gemini_api
+from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
 from .exchange import (
     ClientGone,
     ClientRequest,
@@ -30,7 +31,7 @@ from .exchange import (
     Scope,
     Send,
 )
-from .ingress import chat, messages, responses
+from .ingress import chat, gemini, messages, responses
 from .limits import (
     check_content_type,
     closes_connection,
@@ -48,10 +49,45 @@ Handler = Callable[[Exchange], Awaitable[None]]
 Ingress = Callable[[Exchange, dict[str, Any], bytes], ClientRequest]
 
 
-async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Exchange) -> None:
-    """A model request of any client protocol: read, routed, and answered by its attempts."""
+@dataclass(frozen=True)
+class ModelEntry:
+    """One way in for a model request: every entry runs `model_request`, and every rule that
+    holds for model requests is tested over `MODEL_ENTRIES`."""
+
+    method: str
+    path: str
+    """The exact path, or a pattern whose ``{model}`` the client fills (the Gemini API)."""
+    protocol: ClientProtocol
+    read: Ingress
+    example: Mapping[str, Any] = field(repr=False)
+    """A minimal valid body (its model and stream set by `request`)."""
+    conversation: bytes = b"messages"
+    """The body's member holding the conversation (its turns are reused: previous_turn)."""
+    streams: bool | None = None
+    """The path says whether the reply streams (None: the body's ``stream`` says)."""
+
+    @property
+    def model_in_path(self) -> bool:
+        return "{model}" in self.path
+
+    def request(self, model: str, *, stream: bool = False) -> tuple[str, dict[str, Any]]:
+        """A concrete path and body of this entry for `model` (a test's request)."""
+        body = dict(self.example)
+        if self.model_in_path:
+            path = self.path.replace("{model}", model)
+            return (path + "?alt=sse" if self.streams else path), body
+        body["model"] = model
+        if stream:
+            body["stream"] = True
+        return self.path, body
+
+
+async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str = "") -> None:
+    """A model request of any entry: authorized, read and parsed (reusing the session's
+    previous turn), read by its ingress, routed, admitted (a named key's rights, limits and
+    budget), and answered by its attempts; settled when it ends (`App.http`)."""
     worker = exchange.worker
-    exchange.account(protocol)
+    exchange.account(entry.protocol)
     if worker.shutdown.draining:
         raise refusal()
     exchange.authorize()
@@ -61,31 +97,65 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
         exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
     )
     parsed, exchange.turn = parse_request(
-        body, settings.max_json_depth, worker.turns, exchange.session
+        body, settings.max_json_depth, worker.turns, exchange.session, entry.conversation
     )
     if exchange.turn is not None and exchange.turn.reused:
         exchange.log["messages_reused"] = exchange.turn.reused
-    request = ingress(exchange, require_model(parsed), body)
-    param = None if protocol == "anthropic" else "model"
+    if entry.model_in_path:  # the path names the model, the body does not
+        parsed["model"] = path_model
+    request = entry.read(exchange, require_model(parsed), body)
+    param = None if entry.protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)
     exchange.stream = request.stream
     if exchange.member is not None:  # a named key: its rights, limits and budget
-        await admit(exchange, request)
+        await member_checks.admit(exchange, request.traits)
     await attempts.answer(exchange, request)
 
 
-async def admit(exchange: Exchange, request: ClientRequest) -> None:
-    """A named key's checks after routing (hydra_proxy.team.checks); what they hold is
-    given back when the request ends (`App.http`)."""
-    team, member, decision = exchange.worker.team, exchange.member, exchange.decision
-    assert team is not None and member is not None and decision is not None
-    checks = team.checks
-    exchange.log["key"] = member.key.name
-    exchange.log["model"] = decision.requested_model
-    exchange.decision = decision = checks.rights(member.key, decision)
-    exchange.held = await checks.admit(
-        member.key, member.team, decision, request.traits, exchange.request_id, time.time()
-    )
+_GEMINI_EXAMPLE = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+MODEL_ENTRIES: tuple[ModelEntry, ...] = (
+    ModelEntry(
+        "POST",
+        "/v1/messages",
+        "anthropic",
+        messages.read,
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    ModelEntry(
+        "POST",
+        "/v1/chat/completions",
+        "chat",
+        chat.read,
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    ModelEntry(
+        "POST",
+        "/v1/responses",
+        "responses",
+        responses.read,
+        {"max_output_tokens": 16, "store": False, "input": "hi"},
+        conversation=b"input",
+    ),
+    *(
+        ModelEntry(
+            "POST",
+            f"{prefix}/{{model}}:{method}",
+            "gemini",
+            gemini.reader(streams),
+            _GEMINI_EXAMPLE,
+            conversation=b"contents",
+            streams=streams,
+        )
+        for prefix in (gemini_api.PREFIX, gemini_api.V1_PREFIX.rstrip("/"))
+        for method, streams in gemini_api.MODEL_METHODS.items()
+    ),
+)
+"""Every model-request entry of the app."""
+_BY_METHOD = {
+    (e.path.split("{model}")[0], e.path.rsplit(":", 1)[1]): e
+    for e in MODEL_ENTRIES
+    if e.model_in_path
+}
 
 
 # Every endpoint, by method and path (a dashboard page by its prefix); each page that GET
@@ -99,9 +169,7 @@ _PAGES: dict[str, Handler] = {
     endpoints.DASHBOARD: endpoints.dashboard,
 }
 ROUTES: dict[tuple[str, str], Handler] = {
-    ("POST", "/v1/messages"): partial(model_request, "anthropic", messages.read),
-    ("POST", "/v1/chat/completions"): partial(model_request, "chat", chat.read),
-    ("POST", "/v1/responses"): partial(model_request, "responses", responses.read),
+    **{(e.method, e.path): partial(model_request, e) for e in MODEL_ENTRIES if not e.model_in_path},
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
@@ -114,7 +182,7 @@ def handler_for(method: str, path: str) -> Handler:
         return endpoints.preflight
     handler = ROUTES.get((method, path))
     if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
-        return gemini_api.handle
+        return _gemini_handler(method, path)
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
     if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):
@@ -122,6 +190,18 @@ def handler_for(method: str, path: str) -> Handler:
 
         handler = admin_keys
     return handler or endpoints.not_found
+
+
+def _gemini_handler(method: str, path: str) -> Handler:
+    """A Gemini API path: a model method of `MODEL_ENTRIES`, else the listing, a model or
+    countTokens (server/gemini_api.py)."""
+    found = gemini_api.model_method(path) if method == "POST" else None
+    if found is not None:
+        prefix, model, action = found
+        entry = _BY_METHOD.get((prefix, action))
+        if entry is not None:
+            return partial(model_request, entry, path_model=model)
+    return gemini_api.handle
 
 
 class App:

@@ -83,10 +83,13 @@ class PreviousTurns:
         self.size = 0
         self._sessions: OrderedDict[Any, list[Turn]] = OrderedDict()
 
-    def parse(self, session: Any, body: bytes) -> tuple[Any, Turn | None]:
+    def parse(
+        self, session: Any, body: bytes, member: bytes = b"messages"
+    ) -> tuple[Any, Turn | None]:
         """`body` parsed (a fresh orjson parse's equal), and its Turn when it is kept (None:
-        parsed whole and not kept). Raises what orjson raises for a body it refuses; the
-        caller parses it again for the error message."""
+        parsed whole and not kept); `member`: where the body keeps its turns (a Gemini
+        body's ``contents``, a Responses body's ``input``). Raises what orjson raises for a
+        body it refuses; the caller parses it again for the error message."""
         if (
             session is None
             or _elements is None
@@ -94,19 +97,20 @@ class PreviousTurns:
             or len(body) > self.max_bytes
         ):
             return orjson.loads(body), None
-        split = _elements(body, b"messages")
+        split = _elements(body, member)
         if split is None:
             return orjson.loads(body), None
         open_at, close_at, offsets, depth = split
         turns = self._sessions.get(session)
         previous, reused = self._closest(turns or [], body, offsets)
         request = orjson.loads(body[:open_at] + b"[]" + body[close_at:])
-        if type(request) is not dict or request.get("messages") != []:
+        name = member.decode()
+        if type(request) is not dict or request.get(name) != []:
             return orjson.loads(body), None  # not the split it looked like
         messages = previous.messages[:reused] if previous is not None else []
         for k in range(reused, len(offsets) // 2):
             messages.append(orjson.loads(body[offsets[2 * k] : offsets[2 * k + 1]]))
-        request["messages"] = messages
+        request[name] = messages
         turn = Turn(body, offsets, messages, depth, previous.memo if previous else {}, reused)
         self._keep(session, turns, previous, turn)
         return request, turn

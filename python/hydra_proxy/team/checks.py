@@ -241,6 +241,17 @@ class Checks:
             raise
         return held
 
+    async def count_request(self, key: NamedKey, team: Team | None, now: float) -> None:
+        """A request that spends nothing (a token count) still counts against rpm."""
+        window = self.window
+        scale = window / 60.0
+        for s in self._subjects(key, team):
+            rpm = s.limits.rpm
+            if rpm is not None:
+                wait = await self.counters.hit(s.rpm, rpm * scale, 1, window)
+                if wait:
+                    raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
+
     async def _seed(self, name: str, subject: Subject, start: float, end: float) -> None:
         """The period's spend from the ledger, once per period and counter."""
         if self._seeded.get(name) == end:
