@@ -112,7 +112,10 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     await attempts.answer(exchange, request)
 
 
-_GEMINI_EXAMPLE = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+_GEMINI_EXAMPLE = {
+    "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "generationConfig": {"maxOutputTokens": 16},
+}
 MODEL_ENTRIES: tuple[ModelEntry, ...] = (
     ModelEntry(
         "POST",
