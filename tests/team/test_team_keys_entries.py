@@ -108,6 +108,12 @@ def test_requests_per_minute(
     statuses = [ask(server, entry, secret).status for _ in range(3)]
     assert statuses[:2] == [200, 200] and statuses[2] == 429
     assert len(mock.requests()) == 2
+    # The refusal is recorded as one: its cause, no spend, no model it never asked.
+    rows = ledger_rows(secrets[0], f"rpm-{NAMES[entry.path]}", 3)
+    assert [(r.refusal, r.cost_usd) for r in rows if r.status == 429] == [("rpm", 0.0)]
+    assert all(r.refusal is None for r in rows if r.status == 200)
+    (refused,) = [r for r in rows if r.status == 429]
+    assert refused.target_model == "" and refused.requested_model == "priced-x"
 
 
 @pytest.mark.parametrize("entry", entries.ENTRIES)

@@ -273,6 +273,8 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
         details["reasoning"] = counts.reasoning
     if estimated:
         details["estimated"] = 1
+    if exchange.refusal is not None:
+        details["refusal"] = exchange.refusal
     if transducer is not None and transducer.stop_reason is not None:
         details["stop"] = transducer.stop_reason
     if error_type is not None:
@@ -284,9 +286,11 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 time=exchange.started_wall,
                 request_id=exchange.request_id,
                 protocol=exchange.protocol,
-                route=decision.route.match if decision and attempt else "",
+                # A request refused after routing keeps what it asked for; only an attempt
+                # names a provider and an upstream model.
+                route=decision.route.match if decision else "",
                 provider=attempt.provider.name if decision and attempt else "",
-                requested_model=decision.requested_model if decision and attempt else "",
+                requested_model=decision.requested_model if decision else "",
                 target_model=attempt.model if decision and attempt else "",
                 tokens=counts,
                 estimated=estimated,
@@ -300,6 +304,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 stream=exchange.stream if routed else False,
                 key_name=exchange.member.key.name if exchange.member is not None else None,
                 team=exchange.member.key.team if exchange.member is not None else None,
+                refusal=exchange.refusal,
             )
         )
     return details

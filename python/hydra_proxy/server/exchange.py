@@ -151,6 +151,7 @@ class Exchange:
         "protocol",
         "provider_key",
         "receive",
+        "refusal",
         "reply_usage",
         "request_id",
         "scope",
@@ -197,6 +198,9 @@ class Exchange:
         self.reply_usage: dict[str, Any] | None = None
         self.passthrough: Passthrough | None = None
         self.error_type: str | None = None
+        self.refusal: str | None = None
+        """Why the proxy refused a model request itself, before any upstream attempt (the
+        usage record's `refusal`: no spend)."""
         self.member: Member | None = None
         """The named key presented (hydra_proxy.team), with its team."""
         self.held: Pass | None = None
@@ -340,6 +344,8 @@ class Exchange:
         the request's body was left unread, so the connection cannot carry another."""
         if self.protocol is not None:
             self.error_type = exc.error_type
+            if self.attempt is None:  # no upstream was asked: the proxy's own refusal
+                self.refusal = getattr(exc, "cause", None) or exc.error_type
         if self.anthropic_client():
             status, body = exc.status, exc.anthropic_body(self.request_id)
         elif self.gemini_client():

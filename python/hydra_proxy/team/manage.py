@@ -185,8 +185,9 @@ def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, A
         start, end = bounds(key.limits.period, now)
         spent, unpriced = store.spent("key_name", key.name, start)
         doc = key.public()
+        refused = store.refused("key_name", key.name, start)
         doc.update(state=state(key, now), spent_usd=round(spent, 6), unpriced_requests=unpriced,
-                   period_resets=utc_text(end))  # fmt: skip
+                   refused_requests=refused, period_resets=utc_text(end))  # fmt: skip
         out_keys.append(doc)
     teams = []
     for team in store.teams() if name is None else ():

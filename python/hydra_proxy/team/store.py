@@ -202,6 +202,23 @@ class KeyStore:
             row = cur.fetchone()
         return float(row[0]), int(row[1])
 
+    def refused(self, column: str, name: str, since: float) -> int:
+        """How many of a key's (or team's) requests since `since` the proxy refused (a
+        ledger written before refusals were recorded: 0)."""
+        assert column in ("key_name", "team")
+        sql = (
+            f"SELECT COUNT(*) FROM {self.usage_table} WHERE {column} = {self.mark} "
+            f"AND time >= {self.usage_time} AND refusal IS NOT NULL"
+        )
+        try:
+            with self._tx() as cur:
+                if not self._has_usage(cur):
+                    return 0
+                cur.execute(sql, (name, since))
+                return int(cur.fetchone()[0])
+        except Exception:  # no refusal column yet: the ledger adds it when a proxy opens it
+            return 0
+
     def _has_usage(self, cur: Any) -> bool:
         raise NotImplementedError
 
