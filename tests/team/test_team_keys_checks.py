@@ -20,7 +20,6 @@ import pytest
 from hydra_proxy.config.providers import Provider
 from hydra_proxy.config.routes import Attempt, RequestTraits, Route, RouteDecision, RouteOptions
 from hydra_proxy.counters import LocalCounters
-from hydra_proxy.usage.pricing import usd
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.team import manage
 from hydra_proxy.team.checks import Checks, Pass
@@ -29,7 +28,7 @@ from hydra_proxy.team.record import Limits, NamedKey, Team
 from hydra_proxy.team.secret import secret_hash
 from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.backends import open_ledger
-from hydra_proxy.usage.pricing import default_table
+from hydra_proxy.usage.pricing import default_table, usd
 from hydra_proxy.usage.record import UsageRecord
 from postgres_server import postgres_server, wait_ready, why_unavailable
 
