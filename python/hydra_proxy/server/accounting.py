@@ -2,9 +2,14 @@
 
 The Exchange of a model request notes what it learns on the way (the route decision, the
 attempt that answered, the transducer, the upstream's reply usage, the head and tail of
-passed-through bytes, the error type); `close` turns that into the record, once, whatever
-the outcome. Only the send wrappers run per chunk: one attribute test once the first byte
-is out (Exchange), and the passthrough's tap.
+passed-through bytes, what the client was sent, the error type); `close` turns that into
+the record, once, whatever the outcome. Only the send wrappers run per chunk: one attribute
+test once the first byte is out (Exchange), the passthrough's tap, and `Relayed.add`.
+
+Where the upstream gave no counts (it sends none, or the stream was cut before them), the
+record counts what the client was sent, with the proxy's tokenizer, and the input at the
+request's estimate, and says it is an estimate: a reply is never recorded as free because
+its counts did not arrive.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ..tokens import Budget, text_tokens
 from ..transducers import StreamTransducer
 from ..usage.record import Tokens
 from ..usage.service import UsageService
@@ -180,14 +186,106 @@ def _json_usage_in(
     return None
 
 
-def tap(exchange: Exchange, send: Send) -> Send:
-    """`send`, keeping the head and tail of a forwarded body."""
+# What the client was sent, kept to count a reply whose counts never came (longer: the
+# rest is counted at the rate of what was kept).
+RELAYED_BYTES = 1 << 20
+
+# Where each client protocol carries generated text: in a stream's events, in a whole reply.
+_STREAM_TEXT: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"text", "thinking", "partial_json"}),
+    "chat": frozenset({"content", "reasoning_content", "refusal", "arguments"}),
+    "responses": frozenset({"delta"}),  # its done events repeat the text: deltas only
+    "gemini": frozenset({"text", "args"}),
+}
+_REPLY_TEXT: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"text", "thinking", "input"}),
+    "chat": frozenset({"content", "reasoning_content", "refusal", "arguments"}),
+    "responses": frozenset({"text", "arguments", "summary"}),
+    "gemini": frozenset({"text", "args"}),
+}
+
+
+class Relayed:
+    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
+
+    __slots__ = ("kept", "kept_size", "size")
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+        self.kept_size = 0
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.kept_size < RELAYED_BYTES:
+            self.kept.append(chunk)
+            self.kept_size += len(chunk)
+
+    def output_tokens(self, protocol: str, streamed: bool) -> int:
+        """The tokens of the text the client was sent (the proxy's tokenizer, bounded:
+        tokens.Budget), scaled to all of it when only its start was kept."""
+        data = b"".join(self.kept)
+        texts: list[str] = []
+        if streamed:
+            keys = _STREAM_TEXT.get(protocol, frozenset())
+            for line in data.split(b"\n"):
+                if line.startswith(b"data:"):
+                    _texts(_loads(line[5:]), keys, texts)
+        else:
+            _texts(_loads(data), _REPLY_TEXT.get(protocol, frozenset()), texts)
+        count = text_tokens("".join(texts), Budget())
+        if self.size > self.kept_size and self.kept_size:
+            count = count * self.size // self.kept_size
+        return count
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _texts(value: Any, keys: frozenset[str], out: list[str]) -> None:
+    """The strings under `keys` anywhere in `value` (an object there: its JSON text)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in keys and isinstance(item, str):
+                out.append(item)
+            elif key in keys and isinstance(item, dict):
+                out.append(orjson.dumps(item).decode())
+            elif isinstance(item, dict | list):
+                _texts(item, keys, out)
+    elif isinstance(value, list):
+        for item in value:
+            _texts(item, keys, out)
+
+
+def watch(exchange: Exchange) -> None:
+    """Keep what the client of a model request is sent (`Relayed`)."""
+    relayed = exchange.relayed = Relayed()
+    send = exchange.send
+
+    def watched(message: Message) -> Awaitable[None]:
+        body = message.get("body")
+        if body:
+            relayed.add(body)
+        return send(message)
+
+    exchange.send = watched
+
+
+def tap(exchange: Exchange, send: Send, strip: Callable[[bytes], bytes] | None = None) -> Send:
+    """`send`, keeping the head and tail of a forwarded body; `strip`: what of the body
+    the client does not get (it is kept here: the usage the proxy asked for itself)."""
     kept = exchange.passthrough = Passthrough()
 
     def tapped(message: Message) -> Awaitable[None]:
         body = message.get("body")
         if body:
             kept.add(body)
+            if strip is not None:
+                message = {**message, "body": strip(body)}
         if message["type"] == "http.response.body" and not message.get("more_body"):
             kept.ended = True
         return send(message)
@@ -210,8 +308,25 @@ def built_by(exchange: Exchange, make: Callable[[], StreamTransducer]) -> Stream
 
 
 def tokens(exchange: Exchange) -> tuple[Tokens, bool]:
-    """The upstream's counts in the record's conventions, and whether they are an estimate
-    (the upstream reported none, or the stream was cut before the end)."""
+    """The request's counts in the record's conventions, and whether they are an estimate:
+    the upstream's, else (it reported none, or the stream was cut before the end) at least
+    what the client was sent, and the input at the request's estimate."""
+    counts, estimated = _reported(exchange)
+    if not estimated:
+        return counts, False
+    relayed = exchange.relayed
+    protocol = exchange.protocol
+    if relayed is not None and relayed.size and protocol is not None:
+        output = relayed.output_tokens(protocol, exchange.stream)
+        if output > counts.output:
+            counts = counts._replace(output=output)
+    if counts.input == 0 and counts.cache_read == 0 and exchange.traits is not None:
+        counts = counts._replace(input=exchange.traits.input_tokens)
+    return counts, True
+
+
+def _reported(exchange: Exchange) -> tuple[Tokens, bool]:
+    """The upstream's counts, and whether they may fall short (none reported, or cut)."""
     transducer = exchange.transducer
     attempt = exchange.attempt
     if transducer is not None:

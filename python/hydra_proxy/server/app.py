@@ -88,6 +88,7 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     budget), and answered by its attempts; settled when it ends (`App.http`)."""
     worker = exchange.worker
     exchange.account(entry.protocol)
+    accounting.watch(exchange)
     if worker.shutdown.draining:
         raise refusal()
     exchange.authorize()
@@ -104,6 +105,7 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     if entry.model_in_path:  # the path names the model, the body does not
         parsed["model"] = path_model
     request = entry.read(exchange, require_model(parsed), body)
+    exchange.traits = request.traits
     param = None if entry.protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)
     exchange.stream = request.stream

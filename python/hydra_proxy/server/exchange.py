@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..team.service import Member
     from ..transducers import StreamTransducer
     from ..usage.record import Tokens
-    from .accounting import Passthrough
+    from .accounting import Passthrough, Relayed
     from .previous_turn import Turn
     from .upstream_kinds import Plan
     from .worker import Worker
@@ -152,6 +152,7 @@ class Exchange:
         "provider_key",
         "receive",
         "refusal",
+        "relayed",
         "reply_usage",
         "request_id",
         "scope",
@@ -161,6 +162,7 @@ class Exchange:
         "started_wall",
         "status",
         "stream",
+        "traits",
         "transducer",
         "turn",
         "worker",
@@ -198,6 +200,11 @@ class Exchange:
         self.reply_usage: dict[str, Any] | None = None
         self.passthrough: Passthrough | None = None
         self.error_type: str | None = None
+        self.traits: RequestTraits | None = None
+        """The model request as routing read it (its input estimate for a record the
+        upstream gave no counts for)."""
+        self.relayed: Relayed | None = None
+        """What the client was sent of a model request's reply (server/accounting.py)."""
         self.refusal: str | None = None
         """Why the proxy refused a model request itself, before any upstream attempt (the
         usage record's `refusal`: no spend)."""

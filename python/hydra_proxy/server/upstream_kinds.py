@@ -117,6 +117,9 @@ class Plan:
     """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
     stream_headers: list[tuple[bytes, bytes]] | None = None
     """relay: the client response's headers, when not server-sent events'."""
+    strip: Callable[[bytes], bytes] | None = None
+    """forward: what of the upstream's bytes the client does not get (a filter over the
+    stream's chunks: the usage the proxy asked for and the client did not)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
 
