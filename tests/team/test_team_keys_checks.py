@@ -100,17 +100,27 @@ def test_rpm_sliding_window() -> None:
     admit(checks, k, clock)
 
 
-def test_tpm_counts_settled_tokens() -> None:
+def test_tpm_counts_settled_and_in_flight_tokens() -> None:
+    # A request reserves its expected tokens (8 of input, max_tokens 10) in the window at
+    # once; its settlement puts the real count in their place.
     clock = Clock()
     checks = make(clock)
     k = key(tpm=100)
     held = admit(checks, k, clock)
     asyncio.run(held.settle(0.0, 99, clock.now))
-    admit(checks, k, clock)  # 99 < 100
-    held2 = admit(checks, k, clock)
+    held2 = admit(checks, k, clock)  # 99 < 100
+    refused(checks, k, clock)  # 99 + the 18 in flight: no room
     asyncio.run(held2.settle(0.0, 1, clock.now))
     error = refused(checks, k, clock)  # 100 counted: the bound is reached
     assert "limit of 100 tokens per minute" in error.message and error.retry_after == "60"
+
+
+def test_a_refused_request_gives_its_tpm_reservation_back() -> None:
+    clock = Clock()
+    checks = make(clock)
+    k = key(tpm=100, budget_usd=0.01)  # tpm admits it, the budget refuses it
+    refused(checks, k, clock)
+    assert asyncio.run(checks.counters.hit("key:alice:tpm", 0, 0, 60)) == 0.0  # nothing left
 
 
 def test_budget_resets_at_the_period_end() -> None:

@@ -30,6 +30,8 @@ KEYS: dict[str, dict[str, Any]] = {
     # cents, 16 output tokens at four) and costs $0.25 (5 in, 10 out at the first attempt's):
     # three fit under $1.50, the fourth ($0.75 spent) must not.
     "budget": {"budget": 1.5},
+    # A request reserves about 25 tokens (its input's bound, 16 of output) and uses 15.
+    "tpm": {"tpm": 60},
 }
 
 
@@ -180,3 +182,20 @@ def test_every_listing_shows_only_what_the_key_may_use(
     assert call(server.port, "GET", "/v1beta/models/free-a", key=narrow).status == 404
     everything = call(server.port, "GET", "/v1beta/models", key=secrets[1]["rpm-e0"]).json()
     assert len(everything["models"]) > 1
+
+
+@pytest.mark.parametrize("entry", entries.ENTRIES)
+def test_tokens_per_minute_reserve_before_they_settle(
+    server: ProxyServer, mock: MockServer, secrets: tuple[str, dict[str, str]], entry: ModelEntry
+) -> None:
+    # Twelve at once, each in flight for 0.6 s: only those whose reservations fit get in
+    # (all twelve did when tpm counted settled tokens only).
+    mock.clear()
+    mock.script([turn(5, 10, ttfb_ms=600) for _ in range(12)])
+    secret = key(secrets, "tpm", entry)
+    with ThreadPoolExecutor(12) as pool:
+        replies = list(pool.map(lambda _: ask(server, entry, secret), range(12)))
+    admitted = sum(r.status == 200 for r in replies)
+    assert 2 <= admitted <= 4
+    assert all(r.status == 429 for r in replies if r.status != 200)
+    assert admitted * 15 <= 60 + 15  # past the limit by at most one request's worth

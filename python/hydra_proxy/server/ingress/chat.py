@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -22,7 +23,7 @@ from ...canonical.web_search import refusal as web_search_refusal
 from ...chat.request.reader import messages_request_from_chat
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
-from ...tokens import estimate_input_tokens
+from ...tokens import estimate_input_tokens, input_bound
 from ...transducers import StreamTransducer
 from ..exchange import ClientRequest, Exchange
 from ..sessions import session_cache_key
@@ -74,13 +75,20 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
         if effort not in ("none", "minimal"):
             view["thinking"] = {"type": "enabled"}
 
-    def estimate() -> int:
+    @functools.cache
+    def canonical() -> dict[str, Any]:
         translated = messages_request_from_chat(
             request, MessagesTarget(model=request["model"]), stream=False
         )
-        return estimate_input_tokens(translated.body)
+        return translated.body
 
-    return request_traits(view, client="chat", headers=exchange.scope["headers"], estimate=estimate)
+    return request_traits(
+        view,
+        client="chat",
+        headers=exchange.scope["headers"],
+        estimate=lambda: estimate_input_tokens(canonical()),
+        bound=lambda: input_bound(canonical()),
+    )
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
