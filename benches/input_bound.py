@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hydra_proxy import tokens  # noqa: E402
-from request.test_input_bound import crafted  # noqa: E402
+from hydra_proxy import tokens
+from request.test_input_bound import crafted
 
 SIZE = 1 << 20
 
