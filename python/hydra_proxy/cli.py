@@ -27,6 +27,8 @@ from .config import (
     load,
     require_keys,
 )
+from .config.check import admin_key_problems
+from .config.extras import missing_extras
 from .transducers import select
 
 log = logging.getLogger("hydra_proxy")
@@ -229,6 +231,9 @@ def _config(args: argparse.Namespace) -> int:
     try:
         settings = load(flags, environment())
         warnings = require_keys(settings)
+        problems = [*missing_extras(settings), *admin_key_problems(os.environ)]
+        if problems:
+            raise ConfigError(problems)
     except ConfigError as exc:
         return _config_error(exc)
     print(describe(settings))

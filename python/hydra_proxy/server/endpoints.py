@@ -157,6 +157,8 @@ async def dashboard(exchange: Exchange) -> None:
             only = team.authenticate(presented, exchange.started_wall).key.name
             allowed = True
         if not allowed:
+            if presented is not None and team is not None:  # a wrong password, slowed
+                await team.admin_refused()
             await exchange.respond(
                 401,
                 b"the usage page needs a proxy key as the password\n",

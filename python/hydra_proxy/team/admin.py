@@ -56,6 +56,7 @@ async def admin_keys(exchange: Exchange) -> None:
             404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
         )
     if not team.is_admin(exchange.presented_key()):
+        await team.admin_refused()
         raise ProxyError(
             401, "the admin API needs the admin key", error_type="authentication_error"
         )

@@ -13,7 +13,7 @@ from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
 from .store import KeyStore
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 DEFAULT_GRACE = 24 * 3600.0
 
 
@@ -26,7 +26,7 @@ class NoSuchKey(KeyChangeError):
 
 
 def check_name(name: str, what: str = "key") -> str:
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):  # whole: "$" would let a trailing newline through
         raise KeyChangeError(
             f"{what} name {name!r}: 1-64 letters, digits, '.', '_', '@' or '-', "
             "starting with a letter or digit"

@@ -37,6 +37,9 @@ log = logging.getLogger("hydra_proxy.keys")
 ADMIN_KEY_ENV = "HYDRA_ADMIN_KEY"
 UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
 REFRESH_ENV = "HYDRA_KEYS_REFRESH"
+# A failed admin authentication is answered after this long, one at a time per worker:
+# at most one guess a second, and no request but the guesses waits.
+ADMIN_FAILURE_DELAY = 1.0
 WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
 UNPRICED_MODES = ("refuse", "allow")
 
@@ -66,6 +69,7 @@ class TeamKeys:
         self.refresh = refresh
         self.used: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
+        self._admin_failures = asyncio.Lock()
 
     # -- a request -------------------------------------------------------------------------
 
@@ -94,6 +98,13 @@ class TeamKeys:
             and presented is not None
             and hmac.compare_digest(presented, self.admin_key)
         )
+
+    async def admin_refused(self) -> None:
+        """Wait out a failed admin authentication before it is answered: the failures of
+        this worker pass one at a time, ADMIN_FAILURE_DELAY apart (an asyncio sleep: the
+        worker's other requests go on)."""
+        async with self._admin_failures:
+            await asyncio.sleep(ADMIN_FAILURE_DELAY)
 
     async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
         """The request ended: its reservations become what its record costs."""
