@@ -24,6 +24,7 @@ whole.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,6 +83,9 @@ class PreviousTurns:
         self.min_bytes = min_bytes
         self.size = 0
         self._sessions: OrderedDict[Any, list[Turn]] = OrderedDict()
+        # A big body is parsed in a thread (server/app.py): the sessions' lookups and
+        # changes are short and taken one at a time; the parsing is not.
+        self._lock = threading.Lock()
 
     def parse(
         self, session: Any, body: bytes, member: bytes = b"messages"
@@ -101,8 +105,9 @@ class PreviousTurns:
         if split is None:
             return orjson.loads(body), None
         open_at, close_at, offsets, depth = split
-        turns = self._sessions.get(session)
-        previous, reused = self._closest(turns or [], body, offsets)
+        with self._lock:
+            turns = self._sessions.get(session)
+            previous, reused = self._closest(list(turns or ()), body, offsets)
         request = orjson.loads(body[:open_at] + b"[]" + body[close_at:])
         name = member.decode()
         if type(request) is not dict or request.get(name) != []:
@@ -112,7 +117,8 @@ class PreviousTurns:
             messages.append(orjson.loads(body[offsets[2 * k] : offsets[2 * k + 1]]))
         request[name] = messages
         turn = Turn(body, offsets, messages, depth, previous.memo if previous else {}, reused)
-        self._keep(session, turns, previous, turn)
+        with self._lock:
+            self._keep(session, self._sessions.get(session), previous, turn)
         return request, turn
 
     def _closest(
@@ -133,9 +139,11 @@ class PreviousTurns:
         if turns is None:
             turns = self._sessions[session] = []
         self._sessions.move_to_end(session)
-        if previous is not None and turn.reused >= len(previous.messages) - CONTINUED:
+        kept = previous is not None and any(t is previous for t in turns)
+        if kept and previous is not None and turn.reused >= len(previous.messages) - CONTINUED:
             # The conversation went on: its older body is done with (a conversation that
-            # only began the same, such as a subagent's, is kept beside it).
+            # only began the same, such as a subagent's, is kept beside it; one dropped
+            # meanwhile by another thread's request is gone already).
             turns.remove(previous)
             self.size -= len(previous.body)
         elif len(turns) >= TURNS_PER_SESSION:
