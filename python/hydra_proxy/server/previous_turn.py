@@ -45,6 +45,10 @@ else:
 __all__ = ["MAX_BYTES", "MIN_BYTES", "PreviousTurns", "Turn"]
 
 MIN_BYTES = 64 << 10
+# A body at least this large is parsed a turn at a time even when it is not kept: each
+# orjson call holds the GIL for one turn only, so a thread parsing it (server/app.py)
+# leaves the worker's event loop running (orjson holds it for a whole body: seconds).
+PIECEWISE_BYTES = 1 << 20
 MAX_BYTES = 64 << 20
 MAX_SESSIONS = 256
 TURNS_PER_SESSION = 4
@@ -94,20 +98,23 @@ class PreviousTurns:
         parsed whole and not kept); `member`: where the body keeps its turns (a Gemini
         body's ``contents``, a Responses body's ``input``). Raises what orjson raises for a
         body it refuses; the caller parses it again for the error message."""
+        kept = session is not None and len(body) <= self.max_bytes
         if (
-            session is None
-            or _elements is None
+            _elements is None
             or len(body) < self.min_bytes
-            or len(body) > self.max_bytes
+            or (not kept and len(body) < PIECEWISE_BYTES)
         ):
             return orjson.loads(body), None
         split = _elements(body, member)
         if split is None:
             return orjson.loads(body), None
         open_at, close_at, offsets, depth = split
-        with self._lock:
-            turns = self._sessions.get(session)
-            previous, reused = self._closest(list(turns or ()), body, offsets)
+        previous: Turn | None = None
+        reused = 0
+        if kept:
+            with self._lock:
+                turns = self._sessions.get(session)
+                previous, reused = self._closest(list(turns or ()), body, offsets)
         request = orjson.loads(body[:open_at] + b"[]" + body[close_at:])
         name = member.decode()
         if type(request) is not dict or request.get(name) != []:
@@ -116,6 +123,8 @@ class PreviousTurns:
         for k in range(reused, len(offsets) // 2):
             messages.append(orjson.loads(body[offsets[2 * k] : offsets[2 * k + 1]]))
         request[name] = messages
+        if not kept:
+            return request, None
         turn = Turn(body, offsets, messages, depth, previous.memo if previous else {}, reused)
         with self._lock:
             self._keep(session, self._sessions.get(session), previous, turn)
