@@ -108,18 +108,13 @@ def run(name: str, size: int, upstream: RawUpstream) -> str:
         sender.start()
         longest = 0.0
         health = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=600)
-        started = time.monotonic()
-        waits = []
         while not done.is_set():
             sent = time.monotonic()
             health.request("GET", "/health")
             health.getresponse().read()
             longest = max(longest, time.monotonic() - sent)
-            waits.append((round(sent - started, 2), round(time.monotonic() - sent, 2)))
             time.sleep(0.01)
         sender.join()
-        if os.environ.get("BIG_BODIES_TRACE"):
-            print(name, round(time.monotonic() - started, 2), [w for w in waits if w[1] > 0.1])
         mb = len(data) / (1 << 20)
         cpu = cpu_seconds(pid) - cpu0
         mem = peak_mb(pid) - mem0

@@ -11,6 +11,7 @@ read -> the ingress's ClientRequest (no I/O) -> the route decision -> each attem
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import logging
 import threading
@@ -22,7 +23,7 @@ from typing import Any
 
 from .. import __version__, tokens
 from ..config import Settings
-from ..config.routes import Attempt, ClientProtocol, RouteDecision
+from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecision
 from ..errors import ProxyError
 from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
 from .exchange import (
@@ -113,9 +114,18 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     exchange.stream = request.stream
     if exchange.member is not None:  # a named key: its rights, limits and budget
         await member_checks.admit(exchange, request.traits)
-    if big:
-        request = await asyncio.to_thread(_without_gc, _planned, request, exchange.decision)
-    await attempts.answer(exchange, request)
+    if not big:
+        await attempts.answer(exchange, request)
+        return
+    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.decision)
+    try:
+        await attempts.answer(exchange, request)
+    finally:
+        # Freeing a big request's millions of objects holds the GIL as long as making them
+        # did: the last references are dropped in a thread, not on the event loop.
+        held: list[object] = [request, exchange.traits]
+        del request
+        exchange.traits = await asyncio.to_thread(_let_go, held)
 
 
 # A body at least this large is parsed, read by its ingress and its first attempt planned
@@ -144,6 +154,16 @@ def _without_gc(work: Callable[..., ClientRequest], *args: Any) -> ClientRequest
             _gc_pauses -= 1
             if _gc_pauses == 0:
                 gc.enable()
+
+
+def _let_go(held: list[Any]) -> RequestTraits:
+    """The traits of `held` (a big request and its traits) without the request behind them,
+    and the request's objects freed (in this thread)."""
+    traits: RequestTraits = held[1]
+    counted = traits.input_tokens  # the usage record may need it (server/accounting.py)
+    light = dataclasses.replace(traits, estimate=lambda: counted, bound=None)
+    held.clear()
+    return light
 
 
 def _read(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: str) -> ClientRequest:
