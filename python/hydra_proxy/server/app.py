@@ -44,7 +44,7 @@ from .limits import (
 )
 from .shutdown import refusal
 from .upstream_kinds import Plan
-from .worker import Worker, start_team, start_usage
+from .worker import Worker, keys_refresh, start_team, start_usage
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
@@ -306,9 +306,31 @@ def _gemini_handler(method: str, path: str) -> Handler:
     return gemini_api.handle
 
 
+async def _first_key(worker: Worker, every: float) -> None:
+    """A worker serving without keys looks for the first named key every `every` seconds
+    (the keyring's refresh): once the store holds one, every request needs a key."""
+    from ..team.service import store_place
+
+    while worker.team is None:
+        await asyncio.sleep(every)
+        try:
+            team = await asyncio.to_thread(start_team, worker)
+        except Exception as exc:  # a store away: the next look may find it
+            log.debug("looking for named keys failed: %s", exc)
+            continue
+        if team is not None:
+            worker.team = team
+            team.start_refresh()
+            log.warning(
+                "named keys found in %s: from now on every request needs a key",
+                store_place(worker.settings.usage_ledger),
+            )
+
+
 class App:
     def __init__(self, settings: Settings) -> None:
         self.worker = Worker.create(settings)
+        self._first_key: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -365,6 +387,8 @@ class App:
                     worker.team = await asyncio.to_thread(start_team, worker)
                     if worker.team is not None:
                         worker.team.start_refresh()
+                    elif not worker.settings.key_passthrough:
+                        self._first_key = asyncio.ensure_future(_first_key(worker, keys_refresh()))
                 except Exception as exc:
                     # Said as a failed startup: an exception out of the lifespan would make
                     # granian serve on "without lifespan", this worker counting nothing.
@@ -376,6 +400,8 @@ class App:
                 )
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self._first_key is not None:
+                    self._first_key.cancel()
                 worker.http.close()
                 if worker.team is not None:
                     await worker.team.close()

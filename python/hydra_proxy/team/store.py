@@ -350,10 +350,18 @@ def open_key_store(ledger_url: str | None) -> KeyStore:
     url = ledger_url or ""
     if url.startswith(("postgresql://", "postgres://")):
         return PostgresKeyStore(url)
+    return SqliteKeyStore(sqlite_path(url))
+
+
+def sqlite_path(ledger_url: str | None) -> Path:
+    """The SQLite file of a ledger URL that is not PostgreSQL's (None or "off": the
+    default file)."""
+    url = ledger_url or ""
     if url.lower() == "off":
         url = ""
-    path = url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
-    return SqliteKeyStore(Path(path).expanduser())
+    return Path(
+        url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
+    ).expanduser()
 
 
 def store_exists(ledger_url: str | None) -> bool:
