@@ -3,9 +3,12 @@
 Every request gets an Exchange (server/exchange.py) and the handler its method and path
 name in `ROUTES`, else the 404/405 fallback; a ProxyError out of a handler is answered in
 the client's protocol, and every request ends with one access-log line (and, for a model
-request, one usage record). A model request runs the same pipeline whatever its protocol:
-read -> the ingress's ClientRequest (no I/O) -> the route decision -> each attempt in order
-(server/attempts.py) -> relay | forward | json (server/reply.py).
+request, one usage record). A model request runs the same pipeline whatever its entry
+(`MODEL_ENTRIES`: every way in, Gemini's path-named models included; tests are
+parametrised over it): authorize -> read and parse (the session's previous turn reused;
+a big body in a thread) -> the ingress's ClientRequest (no I/O) -> the route decision ->
+a named key's checks (server/member_checks.py) -> each attempt in order
+(server/attempts.py) -> relay | forward | json (server/reply.py) -> the settlement.
 """
 
 from __future__ import annotations
