@@ -31,7 +31,7 @@ from ..usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from .exchange import Exchange, Message, Send
+from .exchange import Exchange, Message, Relayed, Send
 
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
 # first event (message_start), every protocol its final counts in the last events.
@@ -186,10 +186,6 @@ def _json_usage_in(
     return None
 
 
-# What the client was sent, kept to count a reply whose counts never came (longer: the
-# rest is counted at the rate of what was kept).
-RELAYED_BYTES = 1 << 20
-
 # Where each client protocol carries generated text: in a stream's events, in a whole reply.
 _STREAM_TEXT: dict[str, frozenset[str]] = {
     "anthropic": frozenset({"text", "thinking", "partial_json"}),
@@ -205,38 +201,22 @@ _REPLY_TEXT: dict[str, frozenset[str]] = {
 }
 
 
-class Relayed:
-    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
-
-    __slots__ = ("kept", "kept_size", "size")
-
-    def __init__(self) -> None:
-        self.kept: list[bytes] = []
-        self.kept_size = 0
-        self.size = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.size += len(chunk)
-        if self.kept_size < RELAYED_BYTES:
-            self.kept.append(chunk)
-            self.kept_size += len(chunk)
-
-    def output_tokens(self, protocol: str, streamed: bool) -> int:
-        """The tokens of the text the client was sent (the proxy's tokenizer, bounded:
-        tokens.Budget), scaled to all of it when only its start was kept."""
-        data = b"".join(self.kept)
-        texts: list[str] = []
-        if streamed:
-            keys = _STREAM_TEXT.get(protocol, frozenset())
-            for line in data.split(b"\n"):
-                if line.startswith(b"data:"):
-                    _texts(_loads(line[5:]), keys, texts)
-        else:
-            _texts(_loads(data), _REPLY_TEXT.get(protocol, frozenset()), texts)
-        count = text_tokens("".join(texts), Budget())
-        if self.size > self.kept_size and self.kept_size:
-            count = count * self.size // self.kept_size
-        return count
+def relayed_tokens(relayed: Relayed, protocol: str, streamed: bool) -> int:
+    """The tokens of the text a client was sent (the proxy's tokenizer, bounded:
+    tokens.Budget), scaled to all of it when only its start was kept."""
+    data = b"".join(relayed.kept)
+    texts: list[str] = []
+    if streamed:
+        keys = _STREAM_TEXT.get(protocol, frozenset())
+        for line in data.split(b"\n"):
+            if line.startswith(b"data:"):
+                _texts(_loads(line[5:]), keys, texts)
+    else:
+        _texts(_loads(data), _REPLY_TEXT.get(protocol, frozenset()), texts)
+    count = text_tokens("".join(texts), Budget())
+    if relayed.size > relayed.kept_size and relayed.kept_size:
+        count = count * relayed.size // relayed.kept_size
+    return count
 
 
 def _loads(data: bytes) -> Any:
@@ -259,20 +239,6 @@ def _texts(value: Any, keys: frozenset[str], out: list[str]) -> None:
     elif isinstance(value, list):
         for item in value:
             _texts(item, keys, out)
-
-
-def watch(exchange: Exchange) -> None:
-    """Keep what the client of a model request is sent (`Relayed`)."""
-    relayed = exchange.relayed = Relayed()
-    send = exchange.send
-
-    def watched(message: Message) -> Awaitable[None]:
-        body = message.get("body")
-        if body:
-            relayed.add(body)
-        return send(message)
-
-    exchange.send = watched
 
 
 def tap(exchange: Exchange, send: Send, strip: Callable[[bytes], bytes] | None = None) -> Send:
@@ -317,7 +283,7 @@ def tokens(exchange: Exchange) -> tuple[Tokens, bool]:
     relayed = exchange.relayed
     protocol = exchange.protocol
     if relayed is not None and relayed.size and protocol is not None:
-        output = relayed.output_tokens(protocol, exchange.stream)
+        output = relayed_tokens(relayed, protocol, exchange.stream)
         if output > counts.output:
             counts = counts._replace(output=output)
     if counts.input == 0 and counts.cache_read == 0 and exchange.traits is not None:

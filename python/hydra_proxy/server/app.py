@@ -95,7 +95,6 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     budget), and answered by its attempts; settled when it ends (`App.http`)."""
     worker = exchange.worker
     exchange.account(entry.protocol)
-    accounting.watch(exchange)
     if worker.shutdown.draining:
         raise refusal()
     exchange.authorize()

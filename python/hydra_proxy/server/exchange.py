@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ..team.service import Member
     from ..transducers import StreamTransducer
     from ..usage.record import Tokens
-    from .accounting import Passthrough, Relayed
+    from .accounting import Passthrough
     from .previous_turn import Turn
     from .upstream_kinds import Plan
     from .worker import Worker
@@ -111,6 +111,28 @@ def is_proxy_key(proxy_keys: Iterable[bytes], presented: bytes) -> bool:
 def request_id() -> str:
     """The id of one request: its response's ``x-request-id`` and its usage record's."""
     return "req_hydra" + os.urandom(12).hex()
+
+
+# What a model request's client was sent, kept to count a reply whose counts never came
+# (server/accounting.py; past this, the rest is counted at the rate of what was kept).
+RELAYED_BYTES = 1 << 20
+
+
+class Relayed:
+    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
+
+    __slots__ = ("kept", "kept_size", "size")
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+        self.kept_size = 0
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.kept_size < RELAYED_BYTES:
+            self.kept.append(chunk)
+            self.kept_size += len(chunk)
 
 
 class UpstreamUnreachable(ProxyError):
@@ -218,15 +240,19 @@ class Exchange:
         """This request as its session's latest turn (None: not kept; server/previous_turn)."""
 
     def account(self, protocol: ClientProtocol) -> None:
-        """A model request: it gets a usage record (server/accounting.py), and the time its
-        first body byte goes out is noted (the same awaitable is returned: relay.py tests
-        it to send from a parser callback)."""
+        """A model request: it gets a usage record (server/accounting.py), the time its
+        first body byte goes out is noted and what it is sent kept (`Relayed`; the same
+        awaitable is returned: relay.py tests it to send from a parser callback)."""
         self.protocol = protocol
         send = self.send
+        relayed = self.relayed = Relayed()
 
         def watched(message: Message) -> Awaitable[None]:
-            if self.first_byte is None and message.get("body"):
-                self.first_byte = time.monotonic()
+            body = message.get("body")
+            if body:
+                if self.first_byte is None:
+                    self.first_byte = time.monotonic()
+                relayed.add(body)
             return send(message)
 
         self.send = watched
