@@ -287,6 +287,9 @@ async def sign_in(exchange: Exchange) -> None:
     except ProxyError as exc:
         if exc.status in (401, 403):
             FAILED_SIGN_INS.failed(client, now)
+            team = exchange.worker.team
+            if exc.status == 401 and team is not None:  # no faster a guess than the admin API
+                await team.admin_refused()
         raise
     value, session = issue(
         _key(exchange), found.role, found.name, found.binding, now, found.until, found.team

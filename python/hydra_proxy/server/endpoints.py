@@ -13,7 +13,7 @@ from ..config import models_listing, request_traits
 from ..errors import ProxyError, invalid_request
 from ..tokens import estimate_input_tokens
 from ..usage.dashboard import PREFIX
-from . import console
+from . import console, member_checks
 from .browser_guard import preflight_answer
 from .exchange import Exchange
 from .limits import (
@@ -65,7 +65,8 @@ async def count_tokens(exchange: Exchange) -> None:
     exchange.authorize()
     body = await read_json(exchange)
     request = require_model(parse_object(body, exchange.worker.settings.max_json_depth))
-    exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    decision = exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    await member_checks.admit_count(exchange, decision)
     if not isinstance(request.get("messages"), list):
         raise invalid_request("messages: a list of messages is required", "messages")
     count = estimate_input_tokens(request)
@@ -78,10 +79,7 @@ async def models(exchange: Exchange) -> None:
     known."""
     exchange.authorize()
     worker = exchange.worker
-    listing = models_listing(worker.settings)
-    member = exchange.member
-    if member is not None and member.key.models:  # a named key: the names it may use
-        listing = [m for m in listing if member.key.may_use(m.id)]
+    listing = member_checks.usable(exchange, models_listing(worker.settings))
     if exchange.header(b"anthropic-version") is not None:
         data: list[dict[str, Any]] = []
         for m in listing:

@@ -75,9 +75,10 @@ def _alert_target(parts: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
-    """The worker's keys and who the admin is (their audit name), or the refusal: the admin
-    key, or the admin's console session (server/console.py)."""
+async def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
+    """The worker's keys and who the admin is (their audit name), or the refusal (after
+    a failed attempt's wait: TeamKeys.admin_refused): the admin key, or the admin's
+    console session (server/console.py)."""
     from ..server.console import console_admin
 
     team = exchange.worker.team
@@ -95,11 +96,12 @@ def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     if actor is not None:
         exchange.log["admin"] = "console"
         return team, actor
+    await team.admin_refused()
     raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
 
 
 async def admin_keys(exchange: Exchange) -> None:
-    team, actor = admin(exchange)
+    team, actor = await admin(exchange)
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
     store = team.store
@@ -174,7 +176,7 @@ async def admin_keys(exchange: Exchange) -> None:
 
 async def admin_audit(exchange: Exchange) -> None:
     """``GET /admin/audit?since=24h&subject=key:alice&limit=100``: the newest entries first."""
-    team, _ = admin(exchange)
+    team, _ = await admin(exchange)
     if exchange.scope["method"] != "GET" or exchange.scope["path"] != AUDIT:
         raise ProxyError(
             405, f"no admin endpoint {exchange.scope['method']} {exchange.scope['path']}",
@@ -205,7 +207,7 @@ async def admin_audit(exchange: Exchange) -> None:
 
 async def admin_config(exchange: Exchange) -> None:
     """``/admin/config``: the live configuration (team.admin_config)."""
-    _, actor = admin(exchange)
+    _, actor = await admin(exchange)
     from .admin_config import admin_config as handle
 
     await handle(exchange, actor)

@@ -15,6 +15,7 @@ import orjson
 
 from ..usage.backends import DEFAULT_SQLITE_PATH
 from ..usage.cli import LEDGER_ENV
+from ..usage.pricing import usd
 from . import alerts, manage
 from .period import PERIODS
 from .store import KeyStore, KeyStoreError, open_key_store
@@ -88,7 +89,7 @@ def _options(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
 
 
 def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.2f}"
+    return "-" if value is None else usd(value)
 
 
 def _table(doc: dict[str, Any]) -> str:
@@ -99,6 +100,8 @@ def _table(doc: dict[str, Any]) -> str:
         spent = _money(k["spent_usd"]) + (
             f" +{k['unpriced_requests']} unpriced" if k["unpriced_requests"] else ""
         )
+        if k.get("refused_requests"):  # refusals are no spend: counted apart
+            spent += f" ({k['refused_requests']} refused)"
         rows.append((
             k["name"], k["team"] or "-", k["state"], _money(k["budget_usd"]), spent, k["period"],
             str(k["rpm"] or "-"), str(k["tpm"] or "-"), str(k["streams"] or "-"),

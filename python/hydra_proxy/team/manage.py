@@ -15,7 +15,7 @@ from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
 from .store import KeyStore
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 DEFAULT_GRACE = 24 * 3600.0
 
 
@@ -28,7 +28,7 @@ class NoSuchKey(KeyChangeError):
 
 
 def check_name(name: str, what: str = "key") -> str:
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):  # whole: "$" would let a trailing newline through
         raise KeyChangeError(
             f"{what} name {name!r}: 1-64 letters, digits, '.', '_', '@' or '-', "
             "starting with a letter or digit"
@@ -250,8 +250,10 @@ def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, A
         spent, unpriced = store.spent("key_name", key.name, start)
         doc = key.public()
         alert = set_alerts.get(alerts.subject("key", key.name))
+        refused = store.refused("key_name", key.name, start)
         doc.update(state=state(key, now), spent_usd=round(spent, 6), unpriced_requests=unpriced,
-                   period_resets=utc_text(end), alert=alert and alert.public())  # fmt: skip
+                   refused_requests=refused, period_resets=utc_text(end),
+                   alert=alert and alert.public())  # fmt: skip
         out_keys.append(doc)
     teams = []
     for team in store.teams() if name is None else ():

@@ -30,7 +30,7 @@ from .identity import Identity, IdentityConfig, IdentityError, looks_like_token
 from .keyring import Keyring
 from .period import utc_text
 from .record import NamedKey, Team
-from .store import KeyStore, open_key_store, store_exists
+from .store import KeyStore, open_key_store, sqlite_path, store_exists
 
 if TYPE_CHECKING:
     from ..config.settings import Settings
@@ -40,6 +40,9 @@ log = logging.getLogger("hydra_proxy.keys")
 ADMIN_KEY_ENV = "HYDRA_ADMIN_KEY"
 UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
 REFRESH_ENV = "HYDRA_KEYS_REFRESH"
+# A failed admin authentication is answered after this long, one at a time per worker:
+# at most one guess a second, and no request but the guesses waits.
+ADMIN_FAILURE_DELAY = 1.0
 WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
 UNPRICED_MODES = ("refuse", "allow")
 ADMIN_KEY_ACTOR = "admin-key"
@@ -76,6 +79,7 @@ class TeamKeys:
         self.alerts = alert_watch
         self.used: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
+        self._admin_failures = asyncio.Lock()
 
     # -- a request -------------------------------------------------------------------------
 
@@ -132,6 +136,13 @@ class TeamKeys:
 
     def is_admin(self, presented: bytes | None) -> bool:
         return self.admin_actor(presented) is not None
+
+    async def admin_refused(self) -> None:
+        """Wait out a failed admin authentication before it is answered: the failures of
+        this worker pass one at a time, ADMIN_FAILURE_DELAY apart (an asyncio sleep: the
+        worker's other requests go on)."""
+        async with self._admin_failures:
+            await asyncio.sleep(ADMIN_FAILURE_DELAY)
 
     async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
         """The request ended: its reservations become what its record costs."""
@@ -221,6 +232,56 @@ def allow_unpriced(environ: Mapping[str, str]) -> bool:
     if mode not in UNPRICED_MODES:
         raise ValueError(f"{UNPRICED_ENV}={mode}: use one of {', '.join(UNPRICED_MODES)}")
     return mode == "allow"
+
+
+def store_place(ledger_url: str | None) -> str:
+    """Where the named keys are kept, for a log line (a PostgreSQL URL without its
+    credentials)."""
+    url = ledger_url or ""
+    if url.startswith(("postgresql://", "postgres://")):
+        return url.split("://", 1)[0] + "://" + url.rsplit("@", 1)[-1].split("://")[-1]
+    return str(sqlite_path(url))
+
+
+def count_keys(ledger_url: str | None) -> int:
+    """The named keys in the store (0: none, or a store that cannot be read)."""
+    if not store_exists(ledger_url):
+        return 0
+    store = open_key_store(ledger_url)
+    try:
+        return len(store.keys())
+    except Exception:
+        return 0
+    finally:
+        store.close()
+
+
+def key_mode(settings: Settings, environ: Mapping[str, str]) -> str:
+    """Which keys a request needs, and why: the first thing a serving proxy logs."""
+    from ..config.loading import PROXY_KEYS_ENV
+
+    if settings.key_passthrough:
+        return "key passthrough: each client sends its own provider key upstream"
+    where = store_place(settings.usage_ledger)
+    ledger_off = (
+        "; HYDRA_USAGE_LEDGER=off turns off usage records, not these keys"
+        if settings.usage_ledger is None
+        else ""
+    )
+    proxy_keys = [k for k in environ.get(PROXY_KEYS_ENV, "").split(",") if k.strip()]
+    named = count_keys(settings.usage_ledger)
+    refresh = environ.get(REFRESH_ENV, "1") or "1"
+    if named:
+        extra = f", and {len(proxy_keys)} {PROXY_KEYS_ENV}" if proxy_keys else ""
+        return f"named keys: {named} in {where}{extra}; every request needs a key{ledger_off}"
+    if admin_key(environ) is not None:
+        return f"named keys: none yet in {where}, {ADMIN_KEY_ENV} is set; every request needs a key"
+    if proxy_keys:
+        return f"proxy keys: {len(proxy_keys)} in {PROXY_KEYS_ENV}; every request needs one"
+    return (
+        f"no keys: any client on {settings.host} is served; the first named key created in "
+        f"{where} turns keys on within {refresh} s"
+    )
 
 
 def configured(settings: Settings, environ: Mapping[str, str]) -> bool:

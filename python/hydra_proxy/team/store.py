@@ -231,6 +231,23 @@ class KeyStore:
             row = cur.fetchone()
         return float(row[0]), int(row[1])
 
+    def refused(self, column: str, name: str, since: float) -> int:
+        """How many of a key's (or team's) requests since `since` the proxy refused (a
+        ledger written before refusals were recorded: 0)."""
+        assert column in ("key_name", "team")
+        sql = (
+            f"SELECT COUNT(*) FROM {self.usage_table} WHERE {column} = {self.mark} "
+            f"AND time >= {self.usage_time} AND refusal IS NOT NULL"
+        )
+        try:
+            with self._tx() as cur:
+                if not self._has_usage(cur):
+                    return 0
+                cur.execute(sql, (name, since))
+                return int(cur.fetchone()[0])
+        except Exception:  # no refusal column yet: the ledger adds it when a proxy opens it
+            return 0
+
     def _has_usage(self, cur: Any) -> bool:
         raise NotImplementedError
 
@@ -362,10 +379,18 @@ def open_key_store(ledger_url: str | None) -> KeyStore:
     url = ledger_url or ""
     if url.startswith(("postgresql://", "postgres://")):
         return PostgresKeyStore(url)
+    return SqliteKeyStore(sqlite_path(url))
+
+
+def sqlite_path(ledger_url: str | None) -> Path:
+    """The SQLite file of a ledger URL that is not PostgreSQL's (None or "off": the
+    default file)."""
+    url = ledger_url or ""
     if url.lower() == "off":
         url = ""
-    path = url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
-    return SqliteKeyStore(Path(path).expanduser())
+    return Path(
+        url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
+    ).expanduser()
 
 
 def store_exists(ledger_url: str | None) -> bool:

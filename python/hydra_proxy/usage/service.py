@@ -111,6 +111,7 @@ class UsageService:
         stream: bool = False,
         key_name: str | None = None,
         team: str | None = None,
+        refusal: str | None = None,
     ) -> UsageRecord:
         """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
 
@@ -118,6 +119,9 @@ class UsageService:
         a cached key id.
         """
         price = self.prices.lookup(target_model)
+        cost = None if price is None else price.cost(tokens)
+        if refusal is not None:  # refused by the proxy: nothing was asked of a model
+            cost = 0.0
         return UsageRecord(
             time,
             request_id,
@@ -132,7 +136,7 @@ class UsageService:
             tokens.cache_write,
             tokens.reasoning,
             estimated,
-            None if price is None else price.cost(tokens),
+            cost,
             latency_ms,
             ttfb_ms,
             status,
@@ -141,6 +145,8 @@ class UsageService:
             stream,
             key_name,
             team,
+            None,
+            refusal,
         )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:
