@@ -3,7 +3,8 @@ rests in, when more than one process serves.
 
 - One `serve` with several workers and no Redis: the host store (`cluster.host`), an
   SQLite file the `serve` creates and names to its workers in `HOST_STORE_ENV`.
-- `[cluster] redis_url`: Redis (`cluster.redis_store`) for every replica, with
+- `[cluster] redis_url`: Redis (`cluster.redis_store`; one server, the primary Sentinel
+  names, or a Redis Cluster, through `cluster.resp`) for every replica, with
   `on_store_failure` saying what the bounds do when it cannot be reached
   (`cluster.failover`), falling back to the host store (several workers) or the
   process's own counters (one).
@@ -55,6 +56,19 @@ def prepare_serve(settings: Settings, environ: Any = os.environ) -> str | None:
     return str(path.parent)
 
 
+def redis_counters(settings: Settings) -> RedisCounters:
+    """The Redis store `[cluster]` names (redis_url set)."""
+    assert settings.redis_url
+    return RedisCounters(
+        settings.redis_url,
+        timeout=settings.redis_timeout,
+        ca_file=settings.redis_ca_file,
+        sentinels=settings.sentinels,
+        service=settings.sentinel_service,
+        cluster=settings.redis_cluster,
+    )
+
+
 @dataclass
 class Cluster:
     """This worker's side of the shared bounds."""
@@ -79,7 +93,7 @@ class Cluster:
         if not settings.redis_url:
             leases = Leases(local, settings.lease_ttl, replica)
             return cls(local, leases, RestSync(local, None), host=host, where="host store")
-        redis = RedisCounters(settings.redis_url)
+        redis = redis_counters(settings)
         holder: list[Leases] = []
         failover = Failover(
             redis,

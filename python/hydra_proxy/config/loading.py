@@ -148,8 +148,22 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     cluster = _layered(CLUSTER, (), given, env, cluster_cfg, check.problems)
     if "on_store_failure" in cluster:
         cluster["on_store_failure"] = str(cluster["on_store_failure"]).lower()
-    if "lease_ttl" in cluster:
-        cluster["lease_ttl"] = float(cluster["lease_ttl"])
+    for key in ("lease_ttl", "redis_timeout"):
+        if key in cluster:
+            cluster[key] = float(cluster[key])
+    if "sentinels" in cluster:
+        cluster["sentinels"] = tuple(str(s) for s in cluster["sentinels"])
+    if cluster.get("sentinels") and not cluster.get("sentinel_service"):
+        check.problems.append(
+            Problem(
+                "[cluster] sentinels: no sentinel_service names the primary",
+                check.file,
+                check.line(("cluster", "sentinels")),
+                'add sentinel_service = "mymaster" (the name in the Sentinels\' monitor line)',
+            )
+        )
+    elif cluster.get("sentinels") and not cluster.get("redis_url"):
+        cluster["redis_url"] = "redis://" + str(cluster["sentinel_service"])
     url = cluster.get("redis_url")
     if url is not None and not str(url).startswith(("redis://", "rediss://")):
         cluster.pop("redis_url")
