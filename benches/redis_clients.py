@@ -84,7 +84,7 @@ async def bench(url: str, checks: int, rounds: int) -> dict[str, dict[str, float
     latency: dict[str, list[float]] = {name: [] for name in clients}
     cpu1: dict[str, list[float]] = {name: [] for name in clients}
     cpu32: dict[str, list[float]] = {name: [] for name in clients}
-    for name, (check, _) in clients.items():  # warm: connections, scripts loaded
+    for check, _ in clients.values():  # warm: connections, scripts loaded
         await one_at_a_time(check, 200, "warm")
         await many_at_once(check, 320, "warm")
     for r in range(rounds):
@@ -121,9 +121,7 @@ def report(results: dict[str, dict[str, float]], checks: int, rounds: int) -> st
         )
     lines.append(
         "  own / redis-py            "
-        + " ".join(
-            f"{own[k] / other[k]:8.2f}x" for k in ("p50_us", "p99_us", "cpu_us", "cpu32_us")
-        )
+        + " ".join(f"{own[k] / other[k]:8.2f}x" for k in ("p50_us", "p99_us", "cpu_us", "cpu32_us"))
     )
     return "\n".join(lines)
 
