@@ -218,7 +218,8 @@ class RedisCounters:
         for answer in answers:
             if isinstance(answer, BaseException):
                 raise answer
-        return int(answers[-1])
+        alive: Any = answers[-1]
+        return int(alive)
 
     async def held(self, name: str) -> list[str]:
         """The holders of `name`'s slots now, lapsed ones included until the next check."""

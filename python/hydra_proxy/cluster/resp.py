@@ -191,6 +191,9 @@ class Node:
         try:
             for command in setup:
                 await self._send(conn, command)
+        except ReplyError as exc:  # a wrong password or user: this store cannot be used
+            conn.close()
+            raise StoreConnectionError(f"{self.address} refused the login: {exc}") from None
         except BaseException:
             conn.close()
             raise
