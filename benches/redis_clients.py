@@ -35,8 +35,8 @@ def own_client(url: str) -> tuple[Check, Callable[[], Awaitable[None]]]:
     resp = Resp(url, timeout=1.0)
 
     async def check(holder: str) -> None:
-        await resp.script(ACQUIRE, ["hydra:s:bench-own"], [1_000_000, holder, 10.0])
-        await resp.execute("ZREM", "hydra:s:bench-own", holder)
+        await resp.script(ACQUIRE, ["hydra:{bench-own}:s"], [1_000_000, holder, 10.0])
+        await resp.execute("ZREM", "hydra:{bench-own}:s", holder)
 
     return check, resp.close
 
@@ -48,8 +48,8 @@ def redis_py(url: str) -> tuple[Check, Callable[[], Awaitable[None]]]:
     script = client.register_script(ACQUIRE)
 
     async def check(holder: str) -> None:
-        await script(keys=["hydra:s:bench-py"], args=[1_000_000, holder, 10.0])
-        await client.zrem("hydra:s:bench-py", holder)
+        await script(keys=["hydra:{bench-py}:s"], args=[1_000_000, holder, 10.0])
+        await client.zrem("hydra:{bench-py}:s", holder)
 
     return check, client.aclose
 
