@@ -94,7 +94,7 @@ def test_a_redis_restarted_empty_mid_run_leaves_every_budget_within_one_request(
             i += 1
             time.sleep(0.1)
             refused_in_a_row = refused_in_a_row + 1 if status == 402 else 0
-        assert refused_in_a_row == 3, statuses
+        assert refused_in_a_row >= 3, statuses
     admitted = statuses.count(200)
     rows = [r for r in ledger_rows(ledger, "alice", admitted) if r.status == 200]
     spent = sum(r.cost_usd or 0 for r in rows)
