@@ -15,6 +15,7 @@ The fair queue stays per worker (`cluster.gate`); docs/DEPLOY.md says what holds
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ __all__ = [
     "Cluster",
     "StoreUnavailable",
     "prepare_serve",
+    "unreachable",
 ]
 
 # Set by `serve` (server/run.py) for its workers: the host store's file, and the id of
@@ -67,6 +69,27 @@ def redis_counters(settings: Settings) -> RedisCounters:
         service=settings.sentinel_service,
         cluster=settings.redis_cluster,
     )
+
+
+def unreachable(settings: Settings) -> str | None:
+    """Why the Redis `[cluster]` names cannot be used now (None: it answers, or none is
+    set): asked once by `serve` before it listens."""
+    if not settings.redis_url:
+        return None
+    from .resp import ReplyError, StoreConnectionError
+
+    async def ping() -> None:
+        store = redis_counters(settings)
+        try:
+            await store.ping()
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(ping())
+    except (StoreConnectionError, ReplyError, OSError, TimeoutError) as exc:
+        return f"the Redis at {mask_url(settings.redis_url)} cannot be reached: {exc}"
+    return None
 
 
 @dataclass
