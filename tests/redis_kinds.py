@@ -137,7 +137,7 @@ def tls_redis() -> Iterator[TlsRedis]:
     port = free_port()
     server = Process(
         folder,
-        _plain(0, folder) + [
+        [*_plain(0, folder),
             "--tls-port", str(port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
             "--tls-ca-cert-file", str(ca), "--tls-auth-clients", "no",
             "--user", "default", "off",
