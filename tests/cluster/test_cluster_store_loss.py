@@ -120,9 +120,7 @@ def test_two_replicas_follow_a_sentinel_failover_during_streams() -> None:
         replicas = [ProxyServer(upstream.url + "/v1", env=env) for _ in range(2)]
         with replicas[0], replicas[1], ThreadPoolExecutor(8) as pool:
             ports = [r.port for r in replicas]
-            running = [
-                pool.submit(stream_chat, ports[i % 2], f"before-{i}", {}) for i in range(8)
-            ]
+            running = [pool.submit(stream_chat, ports[i % 2], f"before-{i}", {}) for i in range(8)]
             time.sleep(0.3)  # streams admitted through the first primary are running
             killed_at = time.monotonic()
             sentinels.kill_primary()

@@ -189,7 +189,11 @@ def test_a_redis_unreachable_at_start_stops_a_closed_serve_and_warns_a_local_one
         CountingUpstream(pieces=2, delay=0.01) as upstream,
         ProxyServer(
             upstream.url + "/v1",
-            env={"HYDRA_REDIS_URL": url, "HYDRA_PROVIDER_STREAMS": "2", "HYDRA_USAGE_LEDGER": "off"},
+            env={
+                "HYDRA_REDIS_URL": url,
+                "HYDRA_PROVIDER_STREAMS": "2",
+                "HYDRA_USAGE_LEDGER": "off",
+            },
         ) as proxy,
     ):
         assert stream_chat(proxy.port, "local", {})["status"] == 200
