@@ -1,5 +1,6 @@
 """The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, run the
-embedded `mock` upstream, print the `usage` report, or manage named client `keys`.
+embedded `mock` upstream, print the `usage` report, manage named client `keys`, or
+read the `audit` log of admin changes.
 
 Each subcommand is one entry of `COMMANDS`: a function adding its parser and one running
 it (returning the exit code). Configuration errors exit with code 2 and a message that
@@ -315,6 +316,22 @@ def _keys(args: argparse.Namespace) -> int:
     return keys_cli.run(args)
 
 
+def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .team import audit_cli
+
+    audit = sub.add_parser(
+        "audit", help="the audit log: who changed which key, team or setting, and when",
+        description=audit_cli.DESCRIPTION,
+    )  # fmt: skip
+    audit_cli.add_arguments(audit)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .team import audit_cli
+
+    return audit_cli.run(args)
+
+
 # Subcommand -> (add its parser, run it). A new subcommand is one more entry.
 COMMANDS: dict[
     str,
@@ -328,6 +345,7 @@ COMMANDS: dict[
     "mock": (_mock_parser, lambda args: _mock(args)),
     "usage": (_usage_parser, lambda args: _usage(args)),
     "keys": (_keys_parser, lambda args: _keys(args)),
+    "audit": (_audit_parser, lambda args: _audit(args)),
 }
 
 
