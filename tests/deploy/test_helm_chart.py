@@ -156,7 +156,9 @@ def test_the_pieces_a_fleet_needs_are_wired_together() -> None:
 def test_the_pod_serves_its_readiness_path_and_drains_within_its_grace(tmp_path: Path) -> None:
     """The rendered container's arguments, environment, ConfigMap and Secret, run as the
     pod would (bound to loopback here), on a real Redis."""
-    from cluster_rig import redis_available, redis_server
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cluster_rig import CountingUpstream, redis_available, redis_server, stream_chat
     from hydra_proxy.config import load
     from hydra_proxy.server.run import kill_timeout
 
@@ -176,7 +178,11 @@ def test_the_pod_serves_its_readiness_path_and_drains_within_its_grace(tmp_path:
         for a in container["args"]
     ]  # fmt: skip
     plain = {e["name"]: e["value"] for e in container["env"] if "value" in e}
-    with redis_server() as redis:
+    with (
+        redis_server() as redis,
+        CountingUpstream(pieces=40, delay=0.05) as upstream,
+        ThreadPoolExecutor(1) as pool,
+    ):
         env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
         env.update(
             plain,
@@ -184,6 +190,7 @@ def test_the_pod_serves_its_readiness_path_and_drains_within_its_grace(tmp_path:
             HYDRA_SIGNING_KEY_FILE=str(tmp_path / "signing-key"),
             HYDRA_REDIS_URL=redis.url,
             HYDRA_USAGE_LEDGER="off",
+            HYDRA_OPENAI_BASE_URL=upstream.url + "/v1",
             OPENAI_API_KEY="sk-upstream",
             HOME=str(tmp_path),
             PYTHONPATH=str(ROOT / "python"),
@@ -191,33 +198,45 @@ def test_the_pod_serves_its_readiness_path_and_drains_within_its_grace(tmp_path:
         settings = load({"config": str(config)}, env)
         # Kubernetes's SIGKILL comes after the proxy's own kill of a busy worker.
         assert pod["terminationGracePeriodSeconds"] > kill_timeout(settings)
+        log = (tmp_path / "pod.log").open("wb")
         process = subprocess.Popen(
             [sys.executable, "-m", "hydra_proxy", *args], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
         try:
             assert _health(port, 200, 60) == 200
+            streaming = pool.submit(stream_chat, port, "in flight at SIGTERM", {})
+            deadline = time.monotonic() + 30
+            while upstream.active == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
             process.send_signal(signal.SIGTERM)
-            assert _health(port, 503, 10) == 503  # readiness takes it out of the Service
+            # Readiness takes the pod out of the Service while its stream runs on (each
+            # worker learns of the signal in its own time; a closed listener says it too).
+            assert _health(port, 503, 10) in (503, None), (tmp_path / "pod.log").read_text()
+            reply = streaming.result(60)
+            assert reply["status"] == 200 and reply["complete"], reply
             assert process.wait(pod["terminationGracePeriodSeconds"]) == 0
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
+            log.close()
 
 
 def _health(port: int, want: int, within: float) -> int | None:
+    """The readiness path's status once it is `want` (None: the listener is closed), or
+    the last one seen when `within` s pass."""
     deadline = time.monotonic() + within
-    status = None
+    status: int | None = None
     while time.monotonic() < deadline:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
             conn.request("GET", "/health")
             status = conn.getresponse().status
             conn.close()
-            if status == want:
-                return status
         except OSError:
-            pass
+            status = None
+        if status == want or (status is None and want != 200):
+            return status
         time.sleep(0.05)
     return status
