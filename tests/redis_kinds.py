@@ -172,6 +172,10 @@ class SentinelSet:
         got = cli(self.sentinel.port, "SENTINEL", "get-master-addr-by-name", SERVICE)
         return int(got.split()[-1])
 
+    def flush(self, port: int) -> None:
+        """The server on `port` loses every key (as one restarted without its data)."""
+        assert cli(port, "FLUSHALL") == "OK"
+
     def kill_primary(self) -> int:
         """Kill the primary's process; the port of the replica Sentinel promotes."""
         old = self.primary_port()

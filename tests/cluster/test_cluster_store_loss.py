@@ -139,3 +139,59 @@ def test_two_replicas_follow_a_sentinel_failover_during_streams() -> None:
             assert all(r["status"] == 200 and r["complete"] for r in after)
             assert upstream.most <= 4
         print(f"failover: promoted {promoted_after:.2f} s after the kill")
+
+
+def test_a_budget_holds_through_a_sentinel_failover_and_a_primary_that_lost_its_data(
+    mock: MockServer, tmp_path: Path
+) -> None:
+    """Two replicas on a Sentinel-watched Redis: the primary is killed while two
+    requests of the key stream (the replica is promoted), then the promoted primary loses
+    its data; the key's budget still ends within one request."""
+    ledger = f"sqlite:{tmp_path / 'usage.sqlite3'}"
+    body = messages()
+    spend = cost("priced-a", 5, 10)
+    need = cost("priced-b", estimate_input_tokens(body), 10)
+    budget = round(8 * spend + need, 4)
+    expected = int((budget - need) / spend + 1e-9) + 1
+    secret = create(ledger, "carol", budget=budget)
+    mock.clear()
+    mock.script([turn(5, 10, ttfb_ms=1500)] * 2 + [turn(5, 10) for _ in range(60)])
+    statuses: list[int] = []
+    with sentinel_set() as sentinels:
+        env = {
+            "HYDRA_REDIS_URL": f"redis://{SERVICE}/0",
+            "HYDRA_REDIS_SENTINELS": ",".join(sentinels.sentinels),
+            "HYDRA_REDIS_SENTINEL_SERVICE": SERVICE,
+            "HYDRA_LEASE_TTL": LEASE_TTL,
+        }
+        with (
+            proxy(mock, ledger, tmp_path, **env) as one,
+            proxy(mock, ledger, tmp_path, **env) as two,
+            ThreadPoolExecutor(2) as pool,
+        ):
+            ports = [one.port, two.port]
+
+            def send(i: int) -> int:
+                status = call(ports[i % 2], "POST", "/v1/messages", body, secret).status
+                statuses.append(status)
+                return status
+
+            slow = [pool.submit(send, i) for i in range(2)]  # the first two turns stream
+            time.sleep(0.5)
+            new_primary = sentinels.kill_primary()
+            assert [f.result() for f in slow] == [200, 200]
+            for i in range(2, 4):
+                send(i)
+            sentinels.flush(new_primary)  # the promoted primary lost its data
+            refused_in_a_row, i, back = 0, 4, time.monotonic()
+            while (refused_in_a_row < 3 or time.monotonic() - back < 6) and i < 60:
+                status = send(i)
+                i += 1
+                time.sleep(0.1)
+                refused_in_a_row = refused_in_a_row + 1 if status == 402 else 0
+            assert refused_in_a_row >= 3, statuses
+    admitted = statuses.count(200)
+    rows = [r for r in ledger_rows(ledger, "carol", admitted) if r.status == 200]
+    assert len(rows) == admitted
+    assert admitted <= expected + 1, statuses
+    assert sum(r.cost_usd or 0 for r in rows) <= budget + spend + 1e-9
