@@ -133,8 +133,23 @@ def test_a_redis_url_of_another_scheme_is_refused_and_check_shows_it_masked(
     with pytest.raises(ConfigError, match=r"\[cluster\] redis_url: not a Redis URL"):
         load({"config": str(cfg)}, {})
     shown = describe(load({}, {"HYDRA_REDIS_URL": "redis://:s3cret-pass@cache:6379/0"}))
-    assert "cluster: redis://***@cache:6379/0, leases of 10 s, Redis unreachable: local" in shown
+    assert (
+        "cluster: redis://***@cache:6379/0, leases of 10 s, "
+        "Redis unreachable after 0.25 s: local" in shown
+    )
     assert "s3cret" not in shown
+    sentinel = {
+        "HYDRA_REDIS_SENTINELS": "s1:26379, s2:26379",
+        "HYDRA_REDIS_SENTINEL_SERVICE": "mymaster",
+        "HYDRA_REDIS_TIMEOUT": "0.1",
+    }
+    shown = describe(load({}, sentinel))
+    assert "cluster: the primary 'mymaster' of Sentinel(s) s1:26379, s2:26379" in shown
+    assert "Redis unreachable after 0.1 s" in shown
+    with pytest.raises(ConfigError, match="no sentinel_service names the primary"):
+        load({}, {"HYDRA_REDIS_SENTINELS": "s1:26379"})
+    with pytest.raises(ConfigError, match="HYDRA_REDIS_TIMEOUT"):
+        load({}, {"HYDRA_REDIS_URL": "redis://r:6379/0", "HYDRA_REDIS_TIMEOUT": "0"})
 
 
 def test_the_host_store_folder_of_a_serve_that_died_is_removed_by_the_next(
