@@ -5,8 +5,8 @@ store's ACQUIRE) and its release, on one redis-server on loopback, uvloop.
     python benches/redis_clients.py [--checks 4000] [--rounds 5] [--out FILE]
 
 Per check: wall time p50 and p99 (one check at a time, as a request's admission does)
-and CPU per check at 1 and at 32 checks at once (a busy worker). Rounds alternate the
-clients, so a shared machine's drift falls on both alike.
+and CPU per check at 1 and at 32 checks at once (a busy worker). The clients take turns
+in blocks of 100 checks, so a shared machine's drift and bursts fall on both alike.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from cluster_rig import redis_server  # noqa: E402
 from hydra_proxy.cluster.redis_store import ACQUIRE  # noqa: E402
 
 Check = Callable[[str], Awaitable[Any]]
+BLOCK = 100  # checks of one client before the other's turn
 
 
 def own_client(url: str) -> tuple[Check, Callable[[], Awaitable[None]]]:
@@ -87,11 +88,16 @@ async def bench(url: str, checks: int, rounds: int) -> dict[str, dict[str, float
     for check, _ in clients.values():  # warm: connections, scripts loaded
         await one_at_a_time(check, 200, "warm")
         await many_at_once(check, 320, "warm")
+    # Small blocks in turn: a burst of load from elsewhere on a shared machine falls on
+    # both clients alike, tails included.
+    blocks = max(1, checks // BLOCK)
     for r in range(rounds):
+        for b in range(blocks):
+            for name, (check, _) in clients.items():
+                samples, cpu = await one_at_a_time(check, BLOCK, f"r{r}:{b}:")
+                latency[name] += samples
+                cpu1[name].append(cpu)
         for name, (check, _) in clients.items():
-            samples, cpu = await one_at_a_time(check, checks, f"r{r}")
-            latency[name] += samples
-            cpu1[name].append(cpu)
             cpu32[name].append(await many_at_once(check, checks, f"m{r}"))
     for _, close in clients.values():
         await close()
@@ -110,7 +116,8 @@ def report(results: dict[str, dict[str, float]], checks: int, rounds: int) -> st
     own, other = results.values()
     lines = [
         f"check = EVALSHA of the slot script + ZREM, {checks} x {rounds} rounds per client,",
-        "alternating; wall per check one at a time (p50, p99), CPU per check at 1 and 32 at once",
+        f"in turns of {BLOCK}; wall per check one at a time (p50, p99), CPU per check at 1 and",
+        "32 at once",
         "",
         f"  {'client':26s} {'p50':>9s} {'p99':>9s} {'CPU c=1':>9s} {'CPU c=32':>9s}",
     ]
