@@ -162,8 +162,10 @@ def _serve(args: argparse.Namespace) -> int:
         k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level", "run")
     }
     env = environment()
+    from .team import live_config
+
     try:
-        settings = load(flags, env)
+        settings = live_config.load_settings(flags, env)  # the file, the live config over it
     except ConfigError as exc:
         return _config_error(exc)
     # Every check a SIGHUP reload runs too: client keys, exposure, signing key, transducers.
@@ -236,9 +238,19 @@ def _config_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _config(args: argparse.Namespace) -> int:
+    from .team import live_config
+
     flags = {"config": args.config, "provider": args.provider}
+    env = environment()
     try:
-        settings = load(flags, environment())
+        settings = load(flags, env)
+        try:  # the live config over the file, as a start reads it
+            stored = live_config.read(settings.usage_ledger)
+        except Exception as exc:  # the store away: the file alone
+            print(f"warning: cannot read the live config: {exc}")
+            stored = None
+        if stored is not None and stored.version:
+            settings = load(flags, env, stored)
         warnings = require_keys(settings)
     except ConfigError as exc:
         return _config_error(exc)

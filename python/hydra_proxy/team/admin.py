@@ -38,8 +38,6 @@ from .store import KeyStoreError
 PREFIX = "/admin/keys"
 AUDIT = "/admin/audit"
 TEAMS = "_teams"
-ADMIN_KEY_ACTOR = "admin-key"
-"""Who the audit log names for a change made with HYDRA_ADMIN_KEY."""
 
 
 async def _body(exchange: Exchange) -> dict[str, Any]:
@@ -61,15 +59,18 @@ def _fields(doc: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
 def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     """The worker's keys and who the admin is (their audit name), or the refusal."""
     team = exchange.worker.team
-    if team is None or team.admin_key is None:
+    if team is None or not team.has_admins:
         raise ProxyError(
-            404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
+            404,
+            "the admin API is off: set HYDRA_ADMIN_KEY (or [identity] admin_claim)",
+            error_type="not_found_error",
         )
-    if not team.is_admin(exchange.presented_key()):
+    actor = team.admin_actor(exchange.presented_key())
+    if actor is None:
         raise ProxyError(
             401, "the admin API needs the admin key", error_type="authentication_error"
         )
-    return team, ADMIN_KEY_ACTOR
+    return team, actor
 
 
 async def admin_keys(exchange: Exchange) -> None:
@@ -173,9 +174,18 @@ async def admin_audit(exchange: Exchange) -> None:
     await exchange.respond(200, orjson.dumps(doc), headers=[(b"cache-control", b"no-store")])
 
 
+async def admin_config(exchange: Exchange) -> None:
+    """``/admin/config``: the live configuration (team.admin_config)."""
+    _, actor = admin(exchange)
+    from .admin_config import admin_config as handle
+
+    await handle(exchange, actor)
+
+
 HANDLERS: dict[str, Callable[[Exchange], Awaitable[None]]] = {
     PREFIX: admin_keys,
     AUDIT: admin_audit,
+    "/admin/config": admin_config,
 }
 """Each admin endpoint by its path (and the paths below it)."""
 

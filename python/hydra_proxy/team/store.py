@@ -162,9 +162,10 @@ class KeyStore:
             "ON CONFLICT (id) DO NOTHING",
             (1, 0),
         )
-        from .audit import create_table  # the audit log is kept in this database too
+        from . import audit, live_config  # the audit log and the live config live here too
 
-        create_table(self, cur)
+        audit.create_table(self, cur)
+        live_config.create_table(self, cur)
         conn.commit()
 
     def close(self) -> None:
