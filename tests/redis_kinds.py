@@ -237,12 +237,16 @@ class RedisCluster:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.ports[0]}/0"
 
+    def kill(self, port: int) -> None:
+        next(n for n in self.nodes if n.port == port).stop()
+
 
 @contextmanager
-def redis_cluster() -> Iterator[RedisCluster]:
-    """Three primaries on loopback (no replicas), the slots spread by redis-cli."""
+def redis_cluster(replicas: int = 0) -> Iterator[RedisCluster]:
+    """Three primaries on loopback (each with `replicas` replicas), the slots spread by
+    redis-cli."""
     folder = Path(tempfile.mkdtemp(prefix="hydra-cluster-"))
-    ports = [free_port() for _ in range(3)]
+    ports = [free_port() for _ in range(3 * (1 + replicas))]
     found = RedisCluster(ports)
     with ExitStack() as stack:
         stack.callback(shutil.rmtree, folder, True)
@@ -264,7 +268,7 @@ def redis_cluster() -> Iterator[RedisCluster]:
             _wait(lambda p=port: cli(p, "PING") == "PONG", "a cluster node answering")
         create = subprocess.run(
             ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
-             "--cluster-yes"],
+             "--cluster-replicas", str(replicas), "--cluster-yes"],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         if create.returncode != 0:
@@ -274,4 +278,11 @@ def redis_cluster() -> Iterator[RedisCluster]:
                 lambda p=port: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"),
                 "the cluster's state ok",
             )
+        if replicas:  # each replica synced: only a replica with the data takes over
+            _wait(
+                lambda: sum(
+                    "master_link_status:up" in cli(p, "INFO", "replication") for p in ports
+                ) == 3 * replicas,
+                "every replica synced",
+            )  # fmt: skip
         yield found

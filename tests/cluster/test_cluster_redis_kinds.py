@@ -190,3 +190,34 @@ def test_a_proxy_over_tls_with_an_acl_user_streams(tls: TlsRedis) -> None:
         assert reply["status"] == 200 and reply["complete"]
         log: Any = proxy.log_text()
         assert "s3cret-pass" not in log and "unreachable" not in log
+
+
+def test_a_redis_cluster_failover_is_followed_even_of_the_urls_node() -> None:
+    """Three primaries with a replica each; the node the URL names is killed. The store
+    is unreachable until the cluster promotes its replica, then answers again (the map
+    read from the nodes still alive), its keyless ping included."""
+    with redis_cluster(replicas=1) as cluster:
+        store = RedisCounters(cluster.url, cluster=True)
+        names = [f"failover-{i}" for i in range(9)]
+
+        async def scenario() -> int:
+            for name in names:
+                assert await store.acquire(name, 5, "before", 60)
+            cluster.kill(cluster.ports[0])
+            failures = 0
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    await store.ping()
+                    for name in names:
+                        await store.acquire(name, 5, "after", 60)
+                    break
+                except (StoreConnectionError, TimeoutError):
+                    failures += 1
+                    await asyncio.sleep(0.2)
+            for name in names:
+                assert "after" in await store.held(name)
+            await store.close()
+            return failures
+
+        assert asyncio.run(scenario()) >= 1  # it was down a while: a real failover

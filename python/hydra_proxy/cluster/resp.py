@@ -318,7 +318,9 @@ class Resp:
         if self.cluster:
             if not self._slots:
                 await self._refresh_slots()
-            node = self._slots[key_slot(key)] if key is not None else None
+            # A command of no key (PING) goes to a primary of the map, not to the URL's
+            # node, which may be the one that failed.
+            node = self._slots[key_slot(key) if key is not None else 0]
             return node if node is not None else self._node(self.host, self.port)
         return self._node(self.host, self.port)
 
