@@ -163,13 +163,18 @@ class SentinelSet:
     servers: list[Process]
     sentinel: Process
     folder: Path
+    password: str | None = None
+
+    def _sentinel(self, *args: str) -> str:
+        auth = ["--pass", self.password, "--no-auth-warning"] if self.password else []
+        return cli(self.sentinel.port, *auth, *args)
 
     @property
     def sentinels(self) -> list[str]:
         return [f"127.0.0.1:{self.sentinel.port}"]
 
     def primary_port(self) -> int:
-        got = cli(self.sentinel.port, "SENTINEL", "get-master-addr-by-name", SERVICE)
+        got = self._sentinel("SENTINEL", "get-master-addr-by-name", SERVICE)
         return int(got.split()[-1])
 
     def flush(self, port: int) -> None:
@@ -187,9 +192,9 @@ class SentinelSet:
 
 
 @contextmanager
-def sentinel_set() -> Iterator[SentinelSet]:
+def sentinel_set(password: str | None = None) -> Iterator[SentinelSet]:
     """A primary and its replica (no persistence), one Sentinel watching them (quorum 1,
-    a primary down after 500 ms is failed over)."""
+    a primary down after 500 ms is failed over), asking `password` of its clients."""
     folder = Path(tempfile.mkdtemp(prefix="hydra-sentinel-"))
     primary_port, replica_port, sentinel_port = free_port(), free_port(), free_port()
     primary = Process(folder, _plain(primary_port, folder), primary_port)
@@ -206,7 +211,7 @@ def sentinel_set() -> Iterator[SentinelSet]:
         f"sentinel monitor {SERVICE} 127.0.0.1 {primary_port} 1\n"
         f"sentinel down-after-milliseconds {SERVICE} 500\n"
         f"sentinel failover-timeout {SERVICE} 5000\n"
-        f"sentinel parallel-syncs {SERVICE} 1\n"
+        f"sentinel parallel-syncs {SERVICE} 1\n" + (f"requirepass {password}\n" if password else "")
     )
     sentinel = Process(folder, [str(conf), "--sentinel"], sentinel_port, "redis-server")
     with ExitStack() as stack:
@@ -218,11 +223,12 @@ def sentinel_set() -> Iterator[SentinelSet]:
             lambda: "master_link_status:up" in cli(replica_port, "INFO", "replication"),
             "the replica's sync",
         )
+        found = SentinelSet([primary, replica], sentinel, folder, password)
         _wait(
-            lambda: cli(sentinel_port, "SENTINEL", "replicas", SERVICE).count("ip") >= 1,
+            lambda: found._sentinel("SENTINEL", "replicas", SERVICE).count("ip") >= 1,
             "the Sentinel finding the replica",
         )
-        yield SentinelSet([primary, replica], sentinel, folder)
+        yield found
 
 
 # -- Redis Cluster ----------------------------------------------------------------------

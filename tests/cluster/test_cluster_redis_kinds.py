@@ -40,9 +40,12 @@ def tls() -> Iterator[TlsRedis]:
         yield server
 
 
+SENTINEL_PASSWORD = "sentinel-pass-0"
+
+
 @pytest.fixture(scope="module")
 def sentinel() -> Iterator[SentinelSet]:
-    with sentinel_set() as found:
+    with sentinel_set(password=SENTINEL_PASSWORD) as found:
         yield found
 
 
@@ -58,7 +61,12 @@ def store_of(kind: str, request: pytest.FixtureRequest) -> RedisCounters:
         return RedisCounters(tls.url, ca_file=tls.ca_file)
     if kind == "sentinel":
         found: SentinelSet = request.getfixturevalue("sentinel")
-        return RedisCounters(f"redis://{SERVICE}/0", sentinels=found.sentinels, service=SERVICE)
+        return RedisCounters(
+            f"redis://{SERVICE}/0",
+            sentinels=found.sentinels,
+            service=SERVICE,
+            sentinel_password=SENTINEL_PASSWORD,
+        )
     cluster: RedisCluster = request.getfixturevalue("cluster")
     return RedisCounters(cluster.url, cluster=True)
 
@@ -140,6 +148,31 @@ def test_a_moved_slot_is_followed_and_the_map_read_again(cluster: RedisCluster) 
         await store.close()
 
     asyncio.run(scenario())
+
+
+def test_sentinels_that_want_a_password_name_no_primary_without_it(
+    sentinel: SentinelSet,
+) -> None:
+    async def ping(password: str | None) -> BaseException | None:
+        store = RedisCounters(
+            f"redis://{SERVICE}/0",
+            sentinels=sentinel.sentinels,
+            service=SERVICE,
+            sentinel_password=password,
+        )
+        try:
+            await store.ping()
+        except Exception as exc:
+            return exc
+        finally:
+            await store.close()
+        return None
+
+    assert asyncio.run(ping(SENTINEL_PASSWORD)) is None
+    refused = asyncio.run(ping(None))
+    assert isinstance(refused, StoreConnectionError) and "no Sentinel named" in str(refused)
+    wrong = asyncio.run(ping("wrong"))
+    assert isinstance(wrong, StoreConnectionError) and "refused the login" in str(wrong)
 
 
 def test_a_login_refused_or_an_untrusted_ca_is_an_unreachable_store(tls: TlsRedis) -> None:

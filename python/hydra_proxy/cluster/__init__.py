@@ -67,6 +67,7 @@ def redis_counters(settings: Settings) -> RedisCounters:
         ca_file=settings.redis_ca_file,
         sentinels=settings.sentinels,
         service=settings.sentinel_service,
+        sentinel_password=settings.sentinel_password,
         cluster=settings.redis_cluster,
     )
 

@@ -259,7 +259,8 @@ def _parse_moved(message: str) -> tuple[int, str, int] | None:
 class Resp:
     """Commands to the Redis of `url` (``redis://[user:password@]host[:port][/db]``, or
     ``rediss://`` for TLS, verified against `ca_file` or the system's CAs): that server,
-    or the primary that `sentinels` (HOST:PORT) name `service`, or, `cluster`, the nodes
+    or the primary that `sentinels` (HOST:PORT, asked with `sentinel_password` when they
+    have one) name `service`, or, `cluster`, the nodes
     of the Redis Cluster that server belongs to.
 
     A command's first key routes it in a cluster (every key of one command is in one
@@ -275,6 +276,7 @@ class Resp:
         ca_file: str | None = None,
         sentinels: Sequence[str] = (),
         service: str | None = None,
+        sentinel_password: str | None = None,
         cluster: bool = False,
     ) -> None:
         parts = urlparse(url)
@@ -295,6 +297,7 @@ class Resp:
         self.timeout = timeout
         self.sentinels = [_address(s) for s in sentinels]
         self.service = service
+        self.sentinel_login = Login(password=sentinel_password)
         self.cluster = cluster
         self._nodes: dict[tuple[str, int], Node] = {}
         self._primary: Node | None = None  # Sentinel's answer, until it fails
@@ -326,10 +329,9 @@ class Resp:
 
     async def _ask_sentinels(self) -> Node:
         """The primary's node, as the first Sentinel to answer names it."""
-        plain = Login()
 
         async def ask(host: str, port: int) -> tuple[str, int]:
-            sentinel = Node(host, port, plain, self.timeout)
+            sentinel = Node(host, port, self.sentinel_login, self.timeout)
             try:
                 got = await sentinel.execute("SENTINEL", "get-master-addr-by-name", self.service)
             finally:

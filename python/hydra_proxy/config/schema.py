@@ -216,6 +216,8 @@ CLUSTER: dict[str, Field] = {
                        env="HYDRA_REDIS_SENTINELS"),
     "sentinel_service": Field((str,), "the primary's name at the Sentinels",
                               env="HYDRA_REDIS_SENTINEL_SERVICE"),
+    "sentinel_password": Field((str,), "the Sentinels' own password (requirepass)",
+                               env="HYDRA_REDIS_SENTINEL_PASSWORD"),
     "redis_cluster": Field((bool,), "redis_url is a node of a Redis Cluster",
                            env="HYDRA_REDIS_CLUSTER"),
 }  # fmt: skip

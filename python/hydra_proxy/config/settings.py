@@ -93,6 +93,7 @@ class Settings:
     # redis_url then gives only the scheme, credentials and database.
     sentinels: tuple[str, ...] = ()
     sentinel_service: str | None = None
+    sentinel_password: str | None = field(default=None, repr=False)
     redis_cluster: bool = False
     # `[identity]` (hydra_proxy.team.identity): the identity provider whose JWTs name
     # members, as checked (no "jwks": none).
