@@ -35,6 +35,7 @@ from ..config import Settings
 from ..errors import ProxyError
 from ..usage.service import UsageService
 from .exchange import ClientGone, Receive, Scope, header
+from .sessions import session_id
 
 # A refusal's retry-after, in seconds: the expected wait for a slot, within these bounds.
 MIN_RETRY_AFTER = 1
@@ -298,16 +299,14 @@ class Admission:
 
 # -- a request's admission --------------------------------------------------------------
 
-_SESSION_HEADERS = (b"x-claude-code-session-id", b"session-id", b"session_id")
 _MAX_SESSION = 128  # longer values are cut: the id is only a queue's key
 
 
 def session_of(scope: Scope, key_id: str | None) -> str:
     """The agent session a request belongs to, for the fair queue."""
-    for name in _SESSION_HEADERS:
-        value = header(scope, name)
-        if value:
-            return "s:" + value[:_MAX_SESSION].decode("latin-1")
+    named = session_id(lambda name: header(scope, name))
+    if named:
+        return "s:" + named[:_MAX_SESSION]
     if key_id is not None:
         return "k:" + key_id
     client = scope.get("client")
