@@ -120,7 +120,7 @@ def test_every_rendering_is_valid_against_the_strict_kubernetes_schemas(
 
 
 def test_the_pieces_a_fleet_needs_are_wired_together() -> None:
-    from hydra_proxy.server.admission import _SESSION_HEADERS
+    from hydra_proxy.server.sessions import SESSION_HEADERS
 
     kinds = documents(render(RENDERINGS["ingress, sentinel, CA, existing secret"]))
     pod = kinds["Deployment"]["spec"]["template"]
@@ -143,7 +143,7 @@ def test_the_pieces_a_fleet_needs_are_wired_together() -> None:
     assert kinds["Service"]["spec"]["selector"] == labels
     # Stickiness: the ingress hashes the header the proxy's fair queue keys sessions by
     # first, as the shipped HAProxy configuration does.
-    header = _SESSION_HEADERS[0].decode()
+    header = SESSION_HEADERS[0].decode()
     hashed = kinds["Ingress"]["metadata"]["annotations"][
         "nginx.ingress.kubernetes.io/upstream-hash-by"
     ]
