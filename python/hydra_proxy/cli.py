@@ -198,6 +198,16 @@ def _serve(args: argparse.Namespace) -> int:
     if busy is not None:
         print(f"hydra-proxy: {busy}", file=sys.stderr)
         return 2
+    from .cluster import unreachable
+
+    store_down = unreachable(settings)
+    if store_down is not None and settings.on_store_failure == "closed":
+        print(
+            f"hydra-proxy: {store_down}; not starting (on_store_failure = closed)", file=sys.stderr
+        )
+        return 1
+    if store_down is not None:
+        log.warning("%s; starting on this replica's own bounds until it answers", store_down)
     log.info(
         "hydra-proxy %s: transducers %s, target provider %s",
         __version__,

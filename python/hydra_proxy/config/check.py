@@ -335,9 +335,16 @@ def describe(settings: Settings) -> str:
     if settings.redis_url:
         from ..cluster.failover import mask_url
 
+        where = mask_url(settings.redis_url)
+        if settings.sentinels:
+            where = f"the primary {settings.sentinel_service!r} of Sentinel(s) " + ", ".join(
+                settings.sentinels
+            )
+        elif settings.redis_cluster:
+            where = f"the Redis Cluster of {where}"
         lines.append(
-            f"cluster: {mask_url(settings.redis_url)}, leases of {settings.lease_ttl:g} s, "
-            f"Redis unreachable: {settings.on_store_failure}"
+            f"cluster: {where}, leases of {settings.lease_ttl:g} s, "
+            f"Redis unreachable after {settings.redis_timeout:g} s: {settings.on_store_failure}"
         )
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):

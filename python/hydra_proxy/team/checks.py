@@ -13,8 +13,8 @@ live is a setting:
    (rpm x window / 60);
 3. budgets, key then team: a reservation of the request's cost (its input's upper bound,
    `RequestTraits.input_bound`, plus its max_tokens, at the dearest price of its attempts)
-   within the budget, less what the period spent (seeded from the ledger once per period)
-   and what is in flight;
+   within the budget, less what the period spent (seeded from the ledger once per period,
+   and again when a shared store lost it) and what is in flight;
 4. concurrent streams of the key: a slot held until the reply ends;
 5. requests per minute, key then team: counted last, so a refused request is not counted.
 
@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..config.routes import Attempt, RequestTraits, RouteDecision
-from ..counters import Counters
+from ..counters import Counters, Unseeded
 from ..errors import ProxyError
 from ..usage.ledger import LedgerError
 from ..usage.pricing import PriceTable
@@ -52,6 +52,9 @@ WINDOW = 60.0
 STREAM_LEASE = 3600.0
 # The output a request without max_tokens is reserved for (its provider's max_output first).
 DEFAULT_OUTPUT_TOKENS = 4096
+# A budget a shared store lost is read from the ledger this long after the loss is seen:
+# every process writes its queued records within a second (the ledger's flush interval).
+LEDGER_CATCH_UP = 1.2
 
 Seed = Callable[[str, str, float], Awaitable[float]]
 """(column, name, period start) -> what the ledger says was spent since."""
@@ -238,8 +241,7 @@ class Checks:
                         raise refusals.unpriced(s.who, model)
                 name = s.budget
                 start, end = bounds(s.limits.period, now)
-                await self._seed(name, s, start, end)
-                if not await counters.reserve(name, cost, budget, holder):
+                if not await self._reserve(name, s, start, end, cost, budget, holder):
                     spent, reserved = await counters.spent(name)
                     raise refusals.over_budget(
                         s.who, budget, s.limits.period, spent, reserved, cost, end
@@ -274,14 +276,28 @@ class Checks:
                 if wait:
                     raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
 
-    async def _seed(self, name: str, subject: Subject, start: float, end: float) -> None:
-        """The period's spend from the ledger, once per period and counter."""
+    async def _reserve(
+        self, name: str, s: Subject, start: float, end: float, cost: float, cap: float, holder: str
+    ) -> bool:
+        await self._seed(name, s, start, end)
+        try:
+            return await self.counters.reserve(name, cost, cap, holder)
+        except Unseeded:  # the store lost the period's spend (emptied, or a new one)
+            self._seeded.pop(name, None)
+            await self._seed(name, s, start, end, catch_up=LEDGER_CATCH_UP)
+            return await self.counters.reserve(name, cost, cap, holder)
+
+    async def _seed(
+        self, name: str, subject: Subject, start: float, end: float, catch_up: float = 0.0
+    ) -> None:
+        """The period's spend from the ledger, once per period and counter (after
+        `catch_up` s: the records every process had queued are written by then)."""
         if self._seeded.get(name) == end:
             return
         pending = self._seeding.get(name)
         if pending is None:
             pending = self._seeding[name] = asyncio.ensure_future(
-                self._read_seed(name, subject, start, end)
+                self._read_seed(name, subject, start, end, catch_up)
             )
         try:
             await asyncio.shield(pending)
@@ -289,7 +305,11 @@ class Checks:
             if pending.done():
                 self._seeding.pop(name, None)
 
-    async def _read_seed(self, name: str, subject: Subject, start: float, end: float) -> None:
+    async def _read_seed(
+        self, name: str, subject: Subject, start: float, end: float, catch_up: float
+    ) -> None:
+        if catch_up:
+            await asyncio.sleep(catch_up)
         column = "key_name" if subject.counter.startswith("key:") else "team"
         try:
             spent = await self.seed_from_ledger(column, subject.counter.split(":", 1)[1], start)
