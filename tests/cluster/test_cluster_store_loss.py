@@ -82,9 +82,15 @@ def test_a_redis_restarted_empty_mid_run_leaves_every_budget_within_one_request(
             assert send(i) == 200
         redis.stop()
         # Each replica finds the store down on its next check: local admits on its share
-        # of what the budget had left, closed refuses with 503.
+        # of what the budget had left when it last asked the store, closed refuses with
+        # 503. A replica's last answer may still count the other's previous request as
+        # reserved (its settlement lands just after its reply reached the client): the
+        # second replica's share then no longer fits a reservation, and it refuses (402).
         during = [send(4), send(5)]
-        assert during == ([200, 200] if mode == "local" else [503, 503])
+        if mode == "local":
+            assert during[0] == 200 and during[1] in (200, 402), during
+        else:
+            assert during == [503, 503]
         redis.start()  # empty: no spend, no seeded budget
         # Until every replica is back on the new Redis (a probe, the rejoin wait, the
         # ledger read) and the budget refuses for good.
