@@ -102,6 +102,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/v1/messages"): partial(model_request, "anthropic", messages.read),
     ("POST", "/v1/chat/completions"): partial(model_request, "chat", chat.read),
     ("POST", "/v1/responses"): partial(model_request, "responses", responses.read),
+    ("POST", "/v1/responses/compact"): partial(model_request, "responses", responses.read_compact),
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},

@@ -114,7 +114,11 @@ class Plan:
     transducer: Callable[[], StreamTransducer] | None = None
     """relay: builds the transducer (called after the upstream request was sent)."""
     convert: Callable[[Any], Any] | None = None
-    """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
+    """json: the upstream's parsed reply -> the client's reply (a JSON-able object, or the
+    bytes of `content_type`)."""
+    content_type: bytes | None = None
+    """json: the client reply's type when it is not JSON (a compaction's events, sent at
+    once to a client that asked for a stream)."""
     stream_headers: list[tuple[bytes, bytes]] | None = None
     """relay: the client response's headers, when not server-sent events'."""
     log: dict[str, object] = field(default_factory=dict)
