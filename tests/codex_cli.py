@@ -89,8 +89,9 @@ def provider_config(
     )
 
 
-def codex_env(home: str, api_key: str) -> dict[str, str]:
-    """The environment Codex runs in: built from scratch, non-interactive."""
+def codex_env(home: str, api_key: str, builtin_provider: bool = False) -> dict[str, str]:
+    """The environment Codex runs in: built from scratch, non-interactive (the built-in
+    provider reads its key from OPENAI_API_KEY)."""
     env = {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": home,
@@ -100,6 +101,8 @@ def codex_env(home: str, api_key: str) -> dict[str, str]:
         "NO_COLOR": "1",
         KEY_ENV: api_key,
     }
+    if builtin_provider:
+        env["OPENAI_API_KEY"] = api_key
     bash = shutil.which("bash")
     if bash:
         env["SHELL"] = bash  # exec_command runs commands in the user's shell
@@ -194,16 +197,26 @@ def run_codex(
     session_dir: Path | None = None,
     resume_last: bool = False,
     remote_compaction: bool = False,
+    builtin_provider: bool = False,
 ) -> CodexRun:
     """``codex exec PROMPT`` against ``base_url`` (e.g. ``http://127.0.0.1:PORT/v1``) in a
     throwaway HOME/CODEX_HOME and working directory. ``extra_config`` are more ``-c
     key=value`` overrides (TOML values). With ``session_dir`` the HOME and the working
     directory are kept there and the session is recorded, so a later run with
-    ``resume_last`` (``codex exec resume --last PROMPT``) continues it."""
+    ``resume_last`` (``codex exec resume --last PROMPT``) continues it. With
+    ``builtin_provider`` Codex uses its own ``openai`` provider pointed at ``base_url``
+    (``openai_base_url``), as a user who only changes the URL does."""
+    provider = (
+        [f'openai_base_url="{base_url}"']
+        if builtin_provider
+        else [
+            f"model_provider={PROVIDER}",
+            f"model_providers.{PROVIDER}="
+            + provider_config(base_url, retries=retries, remote_compaction=remote_compaction),
+        ]
+    )
     config = [
-        f"model_provider={PROVIDER}",
-        f"model_providers.{PROVIDER}="
-        + provider_config(base_url, retries=retries, remote_compaction=remote_compaction),
+        *provider,
         f'model="{model}"',
         'approval_policy="never"',
         *extra_config,
@@ -226,7 +239,7 @@ def run_codex(
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,
-            env=codex_env(home, api_key),
+            env=codex_env(home, api_key, builtin_provider),
             cwd=work,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

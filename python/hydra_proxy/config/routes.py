@@ -252,10 +252,13 @@ class Route:
     context_window: int | None = None
     max_output: int | None = None
     vision: bool | None = None
+    # More names clients may ask for by name: listed by GET /v1/models, matched like
+    # `match` (Claude Code's model picker keeps only names with "claude" in them).
+    aliases: tuple[str, ...] = ()
 
     def matches(self, model: str) -> bool:
-        """The glob alone (the model name)."""
-        return fnmatch.fnmatchcase(model, self.match)
+        """The glob or an alias (the model name)."""
+        return fnmatch.fnmatchcase(model, self.match) or model in self.aliases
 
     def applies(self, traits: RequestTraits) -> bool:
         if not self.matches(traits.model):

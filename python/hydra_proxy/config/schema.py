@@ -149,6 +149,7 @@ ROUTE: dict[str, Field] = {
     "context_window": Field((int,), "context window reported by GET /v1/models", minimum=1),
     "max_output": Field((int,), "max output reported by GET /v1/models", minimum=1),
     "vision": Field((bool,), "the upstream reads images (default: the provider's vision)"),
+    "aliases": Field((list,), "more names clients may ask for (listed by GET /v1/models)"),
 }  # fmt: skip
 
 FALLBACK_ENTRY: dict[str, Field] = {

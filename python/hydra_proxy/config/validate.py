@@ -385,7 +385,17 @@ class Validator:
             context_window=raw.get("context_window"),
             max_output=raw.get("max_output"),
             vision=raw.get("vision"),
+            aliases=self.aliases(raw.get("aliases"), (*path, "aliases"), where),
         )
+
+    def aliases(self, value: Any, path: Path, where: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        names = [v for v in value if isinstance(v, str) and v and not any(c in v for c in "*?[")]
+        if len(names) != len(value):
+            self.add(path, f"{where} aliases must be model names (strings without wildcards)",
+                     'e.g. aliases = ["claude-sonnet-4-5", "claude-haiku-4-5"]')  # fmt: skip
+        return tuple(names)
 
     def pricing(self, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         prices: dict[str, dict[str, Any]] = {}

@@ -116,6 +116,10 @@ def handler_for(method: str, path: str) -> Handler:
     handler = ROUTES.get((method, path))
     if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
         return gemini_api.handle
+    if handler is None and method in ("GET", "HEAD") and path.startswith(endpoints.MODELS_PREFIX):
+        return endpoints.model
+    if handler is None and (method, "/v1" + path) in ROUTES:
+        return endpoints.missing_v1
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
     if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):
@@ -133,6 +137,8 @@ class App:
         kind = scope["type"]
         if kind == "http":
             await self.http(scope, receive, send)
+        elif kind == "websocket":
+            await self.websocket(scope, receive, send)
         elif kind == "lifespan":
             await self.lifespan(receive, send)
 
@@ -167,6 +173,34 @@ class App:
                     exchange.request_id,
                     "".join(f" {k}={v}" for k, v in details.items()) if details else "",
                 )
+
+    async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade (Codex tries its Responses transport first): refused with 426
+        Upgrade Required, which clients take as "use HTTP" at once, where a bare refusal
+        makes them retry for seconds; logged like any request."""
+        started = time.monotonic()
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        body = (
+            b'{"error":{"message":"this proxy serves the Responses API over HTTP (server-sent '
+            b'events), not WebSocket","type":"invalid_request_error","param":null,'
+            b'"code":"upgrade_required"}}'
+        )
+        if "websocket.http.response" in scope.get("extensions", {}):
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
+            await send({"type": "websocket.http.response.body", "body": body})
+            status = 426
+        else:  # the server cannot answer with a status: it refuses the upgrade (403)
+            await send({"type": "websocket.close", "code": 1008})
+            status = 403
+        access_log.info(
+            "GET %s %d %.1fms websocket=refused",
+            scope["path"],
+            status,
+            (time.monotonic() - started) * 1000,
+        )
 
     async def lifespan(self, receive: Receive, send: Send) -> None:
         worker = self.worker
