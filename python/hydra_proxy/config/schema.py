@@ -9,6 +9,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..canonical.effort import EFFORT_FORMS
 from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
 from .routes import CLIENT_PROTOCOLS, EFFORTS
 
@@ -118,6 +119,8 @@ PROVIDER: dict[str, Field] = {
     "api_keys_env": Field((list,), "more variables for the key pool"),
     "api_key_optional": Field((bool,), "the upstream needs no key (a local server)"),
     "reasoning": Field((bool,), "takes reasoning_effort"),
+    "effort_form": Field((str,), "how it takes a reasoning level", EFFORT_FORMS),
+    "effort_levels": Field((list,), "the levels its reasoning_effort names (default OpenAI's)"),
     "reasoning_field": Field((str,), "where reasoning text streams and is replayed",
                            REASONING_FIELDS),
     "replay_reasoning": Field((bool,), "needs reasoning back on assistant tool-call turns"),

@@ -281,6 +281,10 @@ class Validator:
                     self.add(path, f"{where} needs {column}",
                              f'add {column} = {_example(PROVIDER[column])}, or preset = "openai" '
                              f"(shipped presets: {', '.join(presets())})")  # fmt: skip
+            levels = raw.get("effort_levels")
+            if isinstance(levels, list) and not all(v in EFFORTS for v in levels):
+                self.add((*path, "effort_levels"),
+                         f"{where} effort_levels must list efforts: {', '.join(EFFORTS)}")  # fmt: skip
             for column in ("api_key_env", "api_keys_env"):
                 value = raw.get(column)
                 if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):

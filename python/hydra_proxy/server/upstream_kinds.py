@@ -291,6 +291,8 @@ def _chat(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
     provider = to.attempt.provider
     target = ChatTarget(
         **to.target_fields(canonical),
+        effort_form=provider.effort_form,
+        effort_levels=provider.effort_levels,
         max_tokens_field=provider.max_tokens_field,
         replay_reasoning=provider.replay_reasoning,
         cache_control=provider.cache_hints == "cache_control",
