@@ -255,7 +255,9 @@ def models_listing(settings: Settings) -> list[ModelInfo]:
             or provider.max_tokens_limit,
             model=route.model or (None if name == route.spoof_model else name),
             kind=provider.kind,
-            reasoning=provider.reasoning or provider.kind != "openai",
+            reasoning=provider.reasoning
+            or provider.kind != "openai"
+            or provider.effort_form not in (None, "none"),
             vision=route.vision if route.vision is not None else provider.vision,
         )
 

@@ -299,8 +299,15 @@ class Attempt:
 
     @property
     def max_tokens_limit(self) -> int | None:
-        """The clamp: the route's, else the provider's."""
-        return self.options.max_tokens_limit or self.provider.max_tokens_limit
+        """The clamp: the model's output limit, the route's (its `max_tokens_limit`, else
+        its `max_output`), else the provider's (the same two)."""
+        options, provider = self.options, self.provider
+        return (
+            options.max_tokens_limit
+            or options.max_output
+            or provider.max_tokens_limit
+            or provider.max_output
+        )
 
     @property
     def vision(self) -> bool:

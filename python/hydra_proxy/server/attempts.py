@@ -280,12 +280,16 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
                 plan.body = without(plan.body, refused) or plan.body
         left_out = plan.log.get("images_left_out")
         searches_left_out = "web_search_left_out" in plan.log
-        if isinstance(left_out, int) or searches_left_out:
+        lowered = plan.log.get("max_tokens_lowered")
+        if isinstance(left_out, int) or searches_left_out or isinstance(lowered, str):
             session = session_of(exchange.scope, client_key_id(exchange.client_key))
             if isinstance(left_out, int):
                 NOTICES.images(session, name, left_out)
             if searches_left_out:
                 NOTICES.web_search(session, name)
+            if isinstance(lowered, str):
+                asked, _, limit = lowered.partition("->")
+                NOTICES.output_limit(session, name, int(asked), int(limit))
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key

@@ -213,6 +213,10 @@ def translated(
         canonical, left_out = without_images(canonical)
         if left_out:
             log["images_left_out"] = left_out
+    limit = attempt.max_tokens_limit
+    asked = canonical.get("max_tokens")
+    if limit is not None and isinstance(asked, int) and asked > limit:
+        log["max_tokens_lowered"] = f"{asked}->{limit}"  # each writer clamps to it
     cache_key = (
         session_key() if session_key is not None and provider.cache_hints != "none" else None
     )
