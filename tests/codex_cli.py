@@ -77,11 +77,15 @@ def provider_config(
     retries: int = 0,
     idle_timeout_ms: int = 30_000,
     remote_compaction: bool = False,
+    catalog: bool = False,
 ) -> str:
     """The ``model_providers.<PROVIDER>`` table (TOML inline) pointing Codex at
     ``base_url`` (which ends in ``/v1``); `remote_compaction`: Codex asks the provider to
-    compact (compaction v2, as its built-in provider does)."""
+    compact (compaction v2, as its built-in provider does); `catalog`: Codex reads its
+    model catalog at ``base_url/models``."""
     capabilities = ',capabilities={remote_compaction="v2"}' if remote_compaction else ""
+    if catalog:
+        capabilities += f',model_catalog_url="{base_url}/models"'
     return (
         f'{{name="{PROVIDER}",base_url="{base_url}",wire_api="responses",'
         f'env_key="{KEY_ENV}",request_max_retries={retries},stream_max_retries={retries},'
@@ -198,6 +202,7 @@ def run_codex(
     resume_last: bool = False,
     remote_compaction: bool = False,
     builtin_provider: bool = False,
+    catalog: bool = False,
 ) -> CodexRun:
     """``codex exec PROMPT`` against ``base_url`` (e.g. ``http://127.0.0.1:PORT/v1``) in a
     throwaway HOME/CODEX_HOME and working directory. ``extra_config`` are more ``-c
@@ -212,7 +217,9 @@ def run_codex(
         else [
             f"model_provider={PROVIDER}",
             f"model_providers.{PROVIDER}="
-            + provider_config(base_url, retries=retries, remote_compaction=remote_compaction),
+            + provider_config(
+                base_url, retries=retries, remote_compaction=remote_compaction, catalog=catalog
+            ),
         ]
     )
     config = [

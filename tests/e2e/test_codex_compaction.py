@@ -1,11 +1,15 @@
-"""Codex's remote compaction (v2) through the proxy onto a Chat upstream, end to end: a
-session that compacts twice in one turn, then ``codex exec resume --last``, with no error.
+"""Codex's remote compaction (v2) through the proxy onto a DeepSeek-like Chat upstream
+(128k window, 16k output limit, refusing ``reasoning_effort`` with OpenAI's real 400), end
+to end: a session that compacts twice in one turn, then ``codex exec resume --last``, with
+no error reaching the user.
 
-Codex compacts when the usage the upstream reports passes ``model_auto_compact_token_limit``:
-its request then ends with a ``compaction_trigger`` and it needs exactly one ``compaction``
-item back. The proxy asks the Chat model for a summary (a request of its own, not
-streamed), and the item carries it signed; every later request, the resumed session's
-too, carries the item, which the proxy turns back into the summary the model reads.
+Codex reads the model's window from the proxy's catalog (``model_catalog_url``) and
+compacts at 90% of it: its request then ends with a ``compaction_trigger`` and it needs
+exactly one ``compaction`` item back. The proxy asks the Chat model for a summary (a
+request of its own, not streamed), and the item carries it signed; every later request,
+the resumed session's too, carries the item, which the proxy turns back into the summary
+the model reads. Codex's reasoning level is refused once by the model, sent again without
+and left out from then on.
 """
 
 from __future__ import annotations
@@ -31,7 +35,22 @@ SUMMARIES = [f"SUMMARY-ONE-{secrets.token_hex(3)}", f"SUMMARY-TWO-{secrets.token
 FINAL = "FINAL: both commands ran."
 RESUMED = f"RESUMED-{secrets.token_hex(3)}"
 AFTER_RESUME = "FINAL: resumed with the summary."
-LIMIT = 20_000  # Codex compacts once the reported input passes it
+WINDOW = 131072
+OUTPUT_LIMIT = 16384
+LIMIT = WINDOW * 9 // 10  # Codex compacts once the reported input passes 90% of the window
+MODEL = "deepseek-chat"
+CONFIG = """
+[providers.ds]
+preset = "openai"
+base_url = "{base}"
+api_key_env = "OPENAI_API_KEY"
+context_window = {window}
+max_output = {limit}
+
+[[routes]]
+match = "deepseek-chat"
+provider = "ds"
+"""
 ASK = SUMMARY_REQUEST[:60]  # only the proxy's compaction requests contain it
 
 
@@ -40,7 +59,7 @@ def command(n: int) -> str:
 
 
 def script() -> list[dict[str, Any]]:
-    big = {"prompt_tokens": LIMIT + 5000, "completion_tokens": 12}
+    big = {"prompt_tokens": LIMIT + 2000, "completion_tokens": 12}  # below Codex's own 258k
     small = {"prompt_tokens": 3000, "completion_tokens": 12}
 
     def call(n: int) -> dict[str, Any]:
@@ -63,7 +82,8 @@ def codex() -> Path:
 
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockServer]:
-    with MockServer() as server:
+    args = ("--refuse-param", "reasoning_effort", "--max-output", str(OUTPUT_LIMIT))
+    with MockServer(*args) as server:
         yield server
 
 
@@ -84,30 +104,38 @@ def test_two_compactions_and_a_resume_on_a_chat_upstream(
 ) -> None:
     mock.clear()
     mock.script(script())
-    config = ['web_search="disabled"', f"model_auto_compact_token_limit={LIMIT}"]
-    with ProxyServer(mock.url + "/v1", "--log-level", "info") as proxy:
+    hydra = tmp_path / "hydra.toml"
+    hydra.write_text(CONFIG.format(base=mock.url + "/v1", window=WINDOW, limit=OUTPUT_LIMIT))
+    config = ['web_search="disabled"']
+    options: dict[str, Any] = {
+        "extra_config": config, "session_dir": tmp_path, "remote_compaction": True,
+        "catalog": True, "model": MODEL,
+    }  # fmt: skip
+    with ProxyServer(mock.url + "/v1", "--config", str(hydra), "--log-level", "info") as proxy:
         base = proxy.url + "/v1"
-        first = run_codex(
-            codex, f"{TAG} run two commands", base, extra_config=config,
-            session_dir=tmp_path, remote_compaction=True,
-        )  # fmt: skip
+        first = run_codex(codex, f"{TAG} run two commands", base, **options)
         with explained(first, mock):
             assert first.returncode == 0 and first.failure() is None
+            assert first.items("error") == []  # the catalog knew the model: no warning
             assert [i["aggregated_output"] for i in first.items("command_execution")] == [
                 "step-1-6\n",
                 "step-2-12\n",
             ]
             assert first.messages() == [FINAL]
-        resumed = run_codex(
-            codex, f"{RESUMED} go on", base, extra_config=config,
-            session_dir=tmp_path, remote_compaction=True, resume_last=True,
-        )  # fmt: skip
+        resumed = run_codex(codex, f"{RESUMED} go on", base, resume_last=True, **options)
         with explained(resumed, mock):
             assert resumed.returncode == 0 and resumed.failure() is None
             assert resumed.messages() == [AFTER_RESUME]
             assert mock.pending() == 0
         log = proxy.log_text()
 
+    every = [r for r in mock.requests() if r["path"] == "/v1/chat/completions"]
+    # Codex's level refused once, then left out; every request within the output limit
+    assert [r.get("reply") for r in every].count("refused") == 1
+    assert all("reasoning_effort" not in r["body"] for r in every if r.get("reply") != "refused")
+    assert log.count("refuses 'reasoning_effort'") == 1
+    assert all(r["body"]["max_tokens"] <= OUTPUT_LIMIT for r in every)
+    assert "catalog=codex" in log
     requests = chat_requests(mock)
     assert len(requests) == 6
     compactions = [requests[1], requests[3]]
