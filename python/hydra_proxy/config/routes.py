@@ -11,7 +11,9 @@ and ``cc_is_subagent=true;`` in the ``x-anthropic-billing-header`` first system 
 lead's own requests carry neither. The header is the signal that survives
 ``CLAUDE_CODE_ATTRIBUTION_HEADER=false`` (which removes the billing block); either one
 marks a subagent. A subagent whose definition names a model (``model: sonnet``) also
-arrives with that model name, which a `match` glob can route on.
+arrives with that model name, which a `match` glob can route on. The teammate trait is
+the header alone: an agent team's teammates send it (the lead does not), so a route can
+send the teammates of a team to another provider.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class RequestTraits:
     effort: str | None = None
     images: bool = False
     subagent: bool = False
+    teammate: bool = False  # the request carries an agent id (x-claude-code-agent-id)
     # Web search, a server tool only some upstreams run (canonical.web_search).
     server_tools: bool = False
     estimate: Callable[[], int] | None = field(default=None, repr=False, compare=False)
@@ -215,13 +218,21 @@ def request_traits(
         effort=effort if isinstance(effort, str) else None,
         images=images,
         subagent=marker or _has_header(headers, SUBAGENT_HEADER),
+        teammate=_has_header(headers, SUBAGENT_HEADER),
         server_tools=web_search_tool(request.get("tools")) is not None,
         estimate=estimate,
     )
 
 
 # The conditions a route states as true or false, each a field of RequestTraits too.
-_YES_NO_CONDITIONS = ("background", "thinking", "images", "subagent", "server_tools")
+_YES_NO_CONDITIONS = (
+    "background",
+    "thinking",
+    "images",
+    "subagent",
+    "teammate",
+    "server_tools",
+)
 
 
 @dataclass(frozen=True)
@@ -243,6 +254,7 @@ class Route:
     thinking: bool | None = None
     images: bool | None = None
     subagent: bool | None = None
+    teammate: bool | None = None
     long_context: int | None = None  # estimated input tokens above this
     client: str | None = None
     server_tools: bool | None = None

@@ -143,6 +143,7 @@ ROUTE: dict[str, Field] = {
     "thinking": Field((bool,), "the request asks for thinking"),
     "images": Field((bool,), "the request carries images"),
     "subagent": Field((bool,), "a Claude Code subagent's request"),
+    "teammate": Field((bool,), "a request with an agent id (x-claude-code-agent-id): a teammate's"),
     "server_tools": Field((bool,), "the request carries web search (a server tool)"),
     "long_context": Field((int,), "estimated input tokens above this", minimum=1),
     "client": Field((str,), "the client's protocol", CLIENT_PROTOCOLS),

@@ -381,6 +381,7 @@ class Validator:
             thinking=raw.get("thinking"),
             images=raw.get("images"),
             subagent=raw.get("subagent"),
+            teammate=raw.get("teammate"),
             server_tools=raw.get("server_tools"),
             long_context=raw.get("long_context"),
             client=raw.get("client"),

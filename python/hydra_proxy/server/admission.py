@@ -305,11 +305,14 @@ _MAX_SESSION = 128  # longer values are cut: the id is only a queue's key
 
 
 def session_of(scope: Scope, key_id: str | None) -> str:
-    """The agent session a request belongs to, for the fair queue."""
+    """The agent session a request belongs to, for the fair queue: a teammate's requests
+    (Claude Code's agent id) queue apart from their lead's."""
     for name in _SESSION_HEADERS:
         value = header(scope, name)
         if value:
-            return "s:" + value[:_MAX_SESSION].decode("latin-1")
+            session = "s:" + value[:_MAX_SESSION].decode("latin-1")
+            agent = header(scope, b"x-claude-code-agent-id")
+            return session + "/" + agent[:_MAX_SESSION].decode("latin-1") if agent else session
     if key_id is not None:
         return "k:" + key_id
     client = scope.get("client")

@@ -111,6 +111,7 @@ class UsageService:
         stream: bool = False,
         key_name: str | None = None,
         team: str | None = None,
+        agent: str | None = None,
     ) -> UsageRecord:
         """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
 
@@ -141,6 +142,7 @@ class UsageService:
             stream,
             key_name,
             team,
+            agent,
         )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:
