@@ -1,8 +1,13 @@
-"""The nine stream compositions, on either implementation, with the checker of their
-client protocol's output: what tests over every decoder x encoder pair iterate."""
+"""Every stream composition, on either implementation, with the checker of its client
+protocol's output: what tests over every decoder x encoder pair iterate.
+
+The table is the code's own (`hydra_proxy.transducers.COMPOSITIONS`, made from the same
+list as rust/src/transducers.rs), so a composition added there is tested here with no
+edit; only each client protocol's constructor arguments are written below."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,24 +15,41 @@ import pytest
 
 import anthropic_grammar
 import chat_grammar
+import gemini_grammar
 import responses_grammar
 from hydra_proxy import transducers
 from implementations import NATIVE_MISSING, _native
 
 KEY = b"compositions-key"
 
+# A protocol as the tests name it, from the word a composition's class name gives it.
+PROTOCOL = {"Messages": "anthropic", "Chat": "chat", "Responses": "responses", "Gemini": "gemini"}
+# client protocol -> the encoder's leading arguments and the options that add output (every
+# composition signs its upstream's replay state; Chat clients carry the continuation).
+CLIENT_ARGUMENTS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "anthropic": (("msg_c", "claude-c", 42), {"signing_key": KEY}),
+    "chat": (
+        ("chatcmpl-c", "claude-c", 1764547200),
+        {"include_usage": True, "continuation_key": KEY, "signing_key": KEY},
+    ),
+    "responses": (("resp_c", "gpt-c", 1764547200, 42), {"signing_key": KEY}),
+    "gemini": (("resp_c", "gemini-c"), {"signing_key": KEY}),
+}
+
+
+def _entry(class_name: str) -> tuple[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]]:
+    found = re.fullmatch(r"([A-Z][a-z]+)Via([A-Z][a-z]+)Stream", class_name)
+    assert found is not None, f"a composition is named ClientViaUpstreamStream: {class_name}"
+    client, upstream = PROTOCOL[found[1]], PROTOCOL[found[2]]
+    args, options = CLIENT_ARGUMENTS[client]
+    name = f"{found[1].lower()}_via_{found[2].lower()}"
+    return name, (upstream, client, class_name, args, options)
+
+
 # name -> (upstream protocol, client protocol, class name, leading arguments, options)
-COMPOSITIONS: dict[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]] = {
-    "messages_via_chat": ("chat", "anthropic", "MessagesViaChatStream", ("msg_c", "claude-c", 42), {"signing_key": KEY}),
-    "chat_via_messages": ("anthropic", "chat", "ChatViaMessagesStream", ("chatcmpl-c", "claude-c", 1764547200), {"include_usage": True, "continuation_key": KEY}),
-    "responses_via_chat": ("chat", "responses", "ResponsesViaChatStream", ("resp_c", "gpt-c", 1764547200, 42), {"signing_key": KEY}),
-    "responses_via_messages": ("anthropic", "responses", "ResponsesViaMessagesStream", ("resp_c", "gpt-c", 1764547200, 42), {"signing_key": KEY}),
-    "responses_via_gemini": ("gemini", "responses", "ResponsesViaGeminiStream", ("resp_c", "gpt-c", 1764547200, 42), {"signing_key": KEY}),
-    "messages_via_responses": ("responses", "anthropic", "MessagesViaResponsesStream", ("msg_c", "claude-c", 42), {"signing_key": KEY}),
-    "chat_via_responses": ("responses", "chat", "ChatViaResponsesStream", ("chatcmpl-c", "claude-c", 1764547200), {"include_usage": True, "signing_key": KEY}),
-    "messages_via_gemini": ("gemini", "anthropic", "MessagesViaGeminiStream", ("msg_c", "claude-c", 42), {"signing_key": KEY}),
-    "chat_via_gemini": ("gemini", "chat", "ChatViaGeminiStream", ("chatcmpl-c", "gemini-c", 1764547200), {"include_usage": True, "message_id": "msg_c"}),
-}  # fmt: skip
+COMPOSITIONS: dict[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]] = dict(
+    _entry(cls.__name__) for cls in transducers.COMPOSITIONS.values()
+)
 
 
 def make(name: str, impl: str, **options: Any) -> Any:
@@ -56,6 +78,12 @@ def client_error(name: str, out: bytes, *, tool_json: bool = True) -> tuple[str,
         chat = chat_grammar.check(out, tool_json=tool_json)
         if chat["error"] is not None:
             return chat["error"]["type"], chat["error"]["message"]
+        return None
+    if client == "gemini":
+        gemini = gemini_grammar.check(out, tool_json=tool_json)
+        if gemini["error"] is not None:
+            return gemini["error"]["status"], gemini["error"]["message"]
+        assert gemini["finish"] is not None, "a Gemini output ends in a finish reason or an error"
         return None
     response = responses_grammar.check(out)
     if response["status"] == "failed":

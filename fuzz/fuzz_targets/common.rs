@@ -4,6 +4,7 @@
 
 use _native::anthropic::AnthropicEncoder;
 use _native::chat::ChatEncoder;
+use _native::gemini::GeminiEncoder;
 use _native::responses::{ResponsesEncoder, ResponsesOptions};
 use _native::stream::{Encoder, Transducer, DEFAULT_MAX_EVENT_BYTES};
 use _native::transducers::Upstream;
@@ -57,6 +58,12 @@ impl Client for ResponsesEncoder {
             ..ResponsesOptions::default()
         };
         ResponsesEncoder::new("r", "m", 1, 1, options)
+    }
+}
+
+impl Client for GeminiEncoder {
+    fn client() -> Self {
+        GeminiEncoder::new("r", "m", true, Some(KEY))
     }
 }
 

@@ -1,5 +1,6 @@
 """The `hydra-proxy` command: `serve` the proxy, `config check` a configuration, run the
-embedded `mock` upstream, print the `usage` report, or manage named client `keys`.
+embedded `mock` upstream, print the `usage` report, manage named client `keys`, or
+read the `audit` log of admin changes.
 
 Each subcommand is one entry of `COMMANDS`: a function adding its parser and one running
 it (returning the exit code). Configuration errors exit with code 2 and a message that
@@ -161,8 +162,10 @@ def _serve(args: argparse.Namespace) -> int:
         k: v for k, v in vars(args).items() if k not in ("command", "no_mock", "log_level", "run")
     }
     env = environment()
+    from .team import live_config
+
     try:
-        settings = load(flags, env)
+        settings = live_config.load_settings(flags, env)  # the file, the live config over it
     except ConfigError as exc:
         return _config_error(exc)
     # Every check a SIGHUP reload runs too: client keys, exposure, signing key, transducers.
@@ -225,9 +228,19 @@ def _config_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def _config(args: argparse.Namespace) -> int:
+    from .team import live_config
+
     flags = {"config": args.config, "provider": args.provider}
+    env = environment()
     try:
-        settings = load(flags, environment())
+        settings = load(flags, env)
+        try:  # the live config over the file, as a start reads it
+            stored = live_config.read(settings.usage_ledger)
+        except Exception as exc:  # the store away: the file alone
+            print(f"warning: cannot read the live config: {exc}")
+            stored = None
+        if stored is not None and stored.version:
+            settings = load(flags, env, stored)
         warnings = require_keys(settings)
     except ConfigError as exc:
         return _config_error(exc)
@@ -305,6 +318,22 @@ def _keys(args: argparse.Namespace) -> int:
     return keys_cli.run(args)
 
 
+def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .team import audit_cli
+
+    audit = sub.add_parser(
+        "audit", help="the audit log: who changed which key, team or setting, and when",
+        description=audit_cli.DESCRIPTION,
+    )  # fmt: skip
+    audit_cli.add_arguments(audit)
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from .team import audit_cli
+
+    return audit_cli.run(args)
+
+
 # Subcommand -> (add its parser, run it). A new subcommand is one more entry.
 COMMANDS: dict[
     str,
@@ -318,6 +347,7 @@ COMMANDS: dict[
     "mock": (_mock_parser, lambda args: _mock(args)),
     "usage": (_usage_parser, lambda args: _usage(args)),
     "keys": (_keys_parser, lambda args: _keys(args)),
+    "audit": (_audit_parser, lambda args: _audit(args)),
 }
 
 

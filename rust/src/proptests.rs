@@ -1,7 +1,7 @@
-//! Property tests (bounded, part of `cargo test`) over the SSE parser and the nine
+//! Property tests (bounded, part of `cargo test`) over the SSE parser and the
 //! transducers: arbitrary bytes split anywhere never panic, the parser never holds more
 //! than the event bound, and upstream EOF always ends the client's stream. Byte-identity
-//! with Python and the client grammars are checked by tests/test_fuzz_streams.py; longer
+//! with Python and the client grammars are checked by tests/property/test_fuzz_streams.py; longer
 //! runs are the cargo-fuzz targets in fuzz/.
 
 use proptest::prelude::*;

@@ -13,6 +13,9 @@ use crate::stream::{Decoder, Transducer};
 
 /// Hands `$then!` every composition as `Name: Decoder => Encoder,` (a composition of an
 /// upstream with a client of the same protocol is passed through, not transduced).
+/// Exported for the fuzz targets, which read the same table.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! compositions {
     ($then:ident) => {
         $then! {
@@ -31,8 +34,7 @@ macro_rules! compositions {
         }
     };
 }
-#[cfg(any(test, feature = "python"))]
-pub(crate) use compositions;
+pub use compositions;
 
 macro_rules! aliases {
     ($($name:ident: $decoder:ident => $encoder:ident,)*) => {

@@ -1,4 +1,4 @@
-"""A bounded fuzz run over the SSE parser and all nine compositions, on both implementations.
+"""A bounded fuzz run over the SSE parser and every composition (the code's own table, tests/compositions.py), on both implementations.
 
 Arbitrary bytes and mutated recordings (tests/fixtures), split at arbitrary offsets and read
 under small and default event bounds: nothing raises; native and Python emit the same

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .errors import ConfigError, Problem
 from .keys import mask
 from .loading import PROXY_KEYS_ENV
+from .overlay import Overlay, from_overlay
 from .providers import Provider
 from .routes import Route
 from .settings import Settings
@@ -67,6 +68,10 @@ def require_keys(settings: Settings) -> list[str]:
             continue
         line = lines.get(("providers", name)) or lines.get(path) or lines.get(path[:-1])
         file = settings.config_file if line is not None else None
+        if settings.overlay_version and any(
+            from_overlay(settings.overlay, p) for p in (("providers", name), path)
+        ):
+            file, line = Overlay(settings.overlay_version).where, None
         optional = f"if it needs no key, set api_key_optional = true in [providers.{name}]"
         if not provider.api_key_envs:
             problems.append(
@@ -169,6 +174,19 @@ def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Pro
                 hint="set client keys, or pass --insecure-no-auth",
             )
         )
+    if settings.identity.get("jwks"):
+        try:
+            import jwt.algorithms
+
+            if not jwt.algorithms.has_crypto:
+                raise ImportError("cryptography is missing")
+        except ImportError as exc:
+            problems.append(
+                Problem(
+                    f"[identity] needs PyJWT with cryptography ({exc})",
+                    hint="pip install 'hydra-proxy[identity]'",
+                )
+            )
     try:
         load_signing_key(settings.signing_key_file)
     except SigningKeyError as exc:
@@ -305,6 +323,11 @@ def describe_keys(provider: Provider) -> str:
 def describe(settings: Settings) -> str:
     """The resolved routes and providers, keys masked, as `config check` prints them."""
     lines = [f"config: {settings.config_file or '(no file)'}"]
+    if settings.overlay_version:
+        lines.append(
+            f"live config: v{settings.overlay_version} over the file "
+            f"({', '.join(sorted(settings.overlay)) or 'empty'}; GET /admin/config)"
+        )
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
     lines.append("admission: " + _admission_text(settings))
     if settings.redis_url:

@@ -20,11 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import Problem
+from .errors import ConfigError, Problem
+from .overlay import Overlay, merge, shape_problems
 from .presets import preset_row, presets
 from .providers import Provider, build_provider
 from .routes import Route
-from .schema import ADMISSION, CLUSTER, SERVER, USAGE, Field, did_you_mean
+from .schema import ADMISSION, CLUSTER, IDENTITY, SERVER, USAGE, Field, did_you_mean
 from .settings import DEFAULT_LEDGER, DEFAULT_PORT, Settings
 from .source import SourceMap
 from .validate import Validator, list_problem, read_config, type_ok
@@ -107,9 +108,14 @@ def _convert(text: str, spec: Field) -> Any:
     return text
 
 
-def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+def load(
+    flags: dict[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    overlay: Overlay | None = None,
+) -> Settings:
     """Build Settings from CLI flags (None = not given), the variables (default:
-    `environment()`, the process environment over ~/.hydramcp/.env) and the config file.
+    `environment()`, the process environment over ~/.hydramcp/.env) and the config file,
+    with the live config's `overlay` over the file (config.overlay).
 
     Raises ConfigError listing every problem, each with its file and line (or the
     variable or flag it came from) and what to do.
@@ -124,6 +130,12 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
     if config_path:
         document, source = read_config(str(config_path))
     check = Validator(str(config_path) if config_path else None, source)
+    if overlay is not None and overlay.document:
+        shape = shape_problems(overlay.document)
+        if shape:
+            raise ConfigError(shape)
+        document = merge(document, overlay.document)
+        check.overlay = overlay
     check.top_level(document)
     server_cfg = document.get("server", {})
     server_cfg = server_cfg if isinstance(server_cfg, dict) else {}
@@ -162,6 +174,12 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
                 "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
             )
         )
+    identity_cfg = document.get("identity", {})
+    identity = dict(identity_cfg) if isinstance(identity_cfg, dict) else {}
+    jwks = env.get(IDENTITY["jwks"].env or "") or identity.get("jwks")
+    check.identity(identity, jwks if isinstance(jwks, str) else None)
+    if jwks:
+        identity["jwks"] = jwks
 
     values: dict[str, Any] = {}
     for key, spec in SERVER.items():
@@ -236,6 +254,9 @@ def load(flags: dict[str, Any] | None = None, env: Mapping[str, str] | None = No
         provider_stream_overrides=tuple(sorted(stream_overrides.items())),
         **admission,
         **cluster,
+        identity=identity,
+        overlay=overlay.document if overlay is not None else {},
+        overlay_version=overlay.version if overlay is not None else 0,
         config_file=str(config_path) if config_path else None,
         lines=tuple(source.lines.items()) if source is not None else (),
         flags=tuple(sorted((k, v) for k, v in given.items() if k != "config")),
@@ -333,9 +354,23 @@ def _flag_problem(
     )
 
 
+def _stored_overlay(new: Settings, current: Settings) -> Overlay:
+    """The live config in the key store of `new` (team.live_config); the one in force when
+    the store cannot be read, so that a store away does not drop it."""
+    from ..team import live_config
+
+    try:
+        found = live_config.read(new.usage_ledger)
+    except Exception as exc:  # the store away
+        log.warning("config reload: cannot read the live config (%s): keeping v%d", exc,
+                    current.overlay_version)  # fmt: skip
+        return Overlay(current.overlay_version, current.overlay)
+    return found if found is not None else Overlay()
+
+
 def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = None) -> Settings:
     """The settings from a new config file (and the current variables and the CLI flags
-    the server started with), validated fully and through every startup check
+    the server started with) with the stored live config over it, validated fully and through every startup check
     (`check.startup_problems`); ConfigError with the same messages as at start when
     anything is wrong, and then `current` stays in force.
 
@@ -350,6 +385,9 @@ def reload(path: str | None, current: Settings, env: Mapping[str, str] | None = 
     elif current.config_file is not None:
         flags["config"] = current.config_file
     new = load(flags, env)
+    overlay = _stored_overlay(new, current)
+    if overlay.version:
+        new = load(flags, env, overlay)
     for warning in require_keys(new):
         log.warning("config reload: %s", warning)
     kept = {k: getattr(current, k) for k in RESTART_ONLY if getattr(new, k) != getattr(current, k)}

@@ -213,6 +213,24 @@ CLUSTER: dict[str, Field] = {
                               env="HYDRA_ON_STORE_FAILURE"),
 }  # fmt: skip
 
+# `[identity]`: members from the team's identity provider, by the JWTs it signs
+# (hydra_proxy.team.identity, docs/CONFIG.md).
+IDENTITY: dict[str, Field] = {
+    "jwks": Field((str,), "the provider's key set: a JWKS file or an https:// URL",
+                  env="HYDRA_IDENTITY_JWKS"),
+    "issuer": Field((str,), "the tokens' iss (required)"),
+    "audience": Field((str,), "the tokens' aud: this proxy's name at the provider (required)"),
+    "member_claim": Field((str,), "the claim naming the member (default sub; a.b: nested)"),
+    "team_claim": Field((str,), "the claim naming the member's team"),
+    "admin_claim": Field((str,), "the claim that makes an admin when it holds admin_value"),
+    "admin_value": Field((str,), "the value of admin_claim (or one of its list) of an admin"),
+    "leeway": Field((float, int), "seconds of clock difference allowed on exp and nbf",
+                    minimum=0, maximum=600),
+    "jwks_refresh": Field((float, int), "seconds between reads of the key set (default 300)",
+                          minimum=10, maximum=86400),
+}  # fmt: skip
+IDENTITY_REQUIRED = ("issuer", "audience")
+
 TOP_LEVEL = {
     "server": "a table",
     "providers": "a table of tables",
@@ -221,6 +239,7 @@ TOP_LEVEL = {
     "usage": "a table",
     "admission": "a table",
     "cluster": "a table",
+    "identity": "a table",
 }
 
 

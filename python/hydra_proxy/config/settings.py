@@ -85,6 +85,13 @@ class Settings:
     redis_url: str | None = None
     lease_ttl: float = 10.0
     on_store_failure: str = "local"
+    # `[identity]` (hydra_proxy.team.identity): the identity provider whose JWTs name
+    # members, as checked (no "jwks": none).
+    identity: dict[str, Any] = field(default_factory=dict)
+    # The live config (config.overlay) merged over the file, and its stored version (0:
+    # none): every worker and replica sharing the key store converges on the newest.
+    overlay: dict[str, Any] = field(default_factory=dict)
+    overlay_version: int = 0
     # Where the settings came from: the config file, the lines of its tables (for errors
     # found after loading) and the CLI flags (for `reload`).
     config_file: str | None = None

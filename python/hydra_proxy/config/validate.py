@@ -15,6 +15,7 @@ from pathlib import Path as FilePath
 from typing import Any
 
 from .errors import ConfigError, Problem
+from .overlay import Overlay, from_overlay
 from .presets import preset_row, presets
 from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
@@ -22,6 +23,8 @@ from .schema import (
     ADMISSION,
     CLUSTER,
     FALLBACK_ENTRY,
+    IDENTITY,
+    IDENTITY_REQUIRED,
     PRICE,
     PRICE_REQUIRED,
     PROVIDER,
@@ -109,10 +112,19 @@ class Validator:
         # has a problem gets no second, misleading "unknown provider" error).
         self.declared: set[str] = set()
 
+    overlay: Overlay | None = None
+    """The live config merged over the file: what it set is reported against it."""
+
     def line(self, path: Path) -> int | None:
+        if self.overlay is not None and from_overlay(self.overlay.document, path):
+            return None
         return self.source.line(path) if self.source is not None else None
 
     def add(self, path: Path, message: str, hint: str | None = None) -> None:
+        if self.overlay is not None and from_overlay(self.overlay.document, path):
+            where = ".".join(str(p) for p in path)
+            self.problems.append(Problem(f"{message} (at {where})", self.overlay.where, None, hint))
+            return
         self.problems.append(Problem(message, self.file, self.line(path), hint))
 
     def raise_if_any(self) -> None:
@@ -167,7 +179,7 @@ class Validator:
             if key in TOP_LEVEL:
                 wanted = {
                     "server": dict, "providers": dict, "routes": list, "pricing": dict,
-                    "usage": dict, "admission": dict, "cluster": dict,
+                    "usage": dict, "admission": dict, "cluster": dict, "identity": dict,
                 }[key]  # fmt: skip
                 if not isinstance(value, wanted):
                     self.add((key,), f"{key} must be {TOP_LEVEL[key]}", _top_hint(key))
@@ -209,6 +221,29 @@ class Validator:
 
     def cluster(self, table: Mapping[str, Any]) -> None:
         self.check_table(("cluster",), table, CLUSTER, "[cluster]")
+
+    def identity(self, table: Mapping[str, Any], jwks: str | None) -> None:
+        """[identity] checked, with `jwks` (the file's, or its variable's): the issuer and
+        audience every token must name, an admin claim with its value."""
+        from ..team.identity import source_problem
+
+        self.check_table(("identity",), table, IDENTITY, "[identity]")
+        if not jwks:
+            return
+        for key in IDENTITY_REQUIRED:
+            if not table.get(key):
+                self.add(
+                    ("identity",),
+                    f"[identity] needs {key}: tokens are accepted only when they name it",
+                    f'e.g. {key} = "{"https://login.example.com/" if key == "issuer" else "hydra-proxy"}"',
+                )
+        if ("admin_claim" in table) != ("admin_value" in table):
+            self.add(("identity",), "[identity] admin_claim and admin_value go together",
+                     'e.g. admin_claim = "groups" and admin_value = "proxy-admins"')  # fmt: skip
+        problem = source_problem(jwks)
+        if problem is not None:
+            where = "[identity] " if table.get("jwks") == jwks else "HYDRA_IDENTITY_JWKS: "
+            self.add(("identity", "jwks"), where + problem)
 
     def admission(
         self, table: Mapping[str, Any], providers: Mapping[str, Provider]

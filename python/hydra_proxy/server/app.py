@@ -107,7 +107,7 @@ ROUTES: dict[tuple[str, str], Handler] = {
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
 }
-ADMIN_KEYS = "/admin/keys"
+ADMIN = "/admin/"
 
 
 def handler_for(method: str, path: str) -> Handler:
@@ -122,10 +122,10 @@ def handler_for(method: str, path: str) -> Handler:
         return endpoints.missing_v1
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
-    if handler is None and (path == ADMIN_KEYS or path.startswith(ADMIN_KEYS + "/")):
-        from ..team.admin import admin_keys
+    if handler is None and path.startswith(ADMIN):
+        from ..team import admin
 
-        handler = admin_keys
+        handler = admin.handler_for(path)
     return handler or endpoints.not_found
 
 

@@ -148,7 +148,12 @@ async def dashboard(exchange: Exchange) -> None:
             (bool(worker.proxy_keys) and is_proxy_key(worker.proxy_keys, presented))
             or (team is not None and team.is_admin(presented))
         )
-        if not allowed and team is not None and presented is not None and presented[:3] == b"hk-":
+        if (
+            not allowed
+            and team is not None
+            and presented is not None
+            and team.recognizes(presented)
+        ):
             only = team.authenticate(presented, exchange.started_wall).key.name
             allowed = True
         if not allowed:

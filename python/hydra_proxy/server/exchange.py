@@ -260,7 +260,7 @@ class Exchange:
         team = worker.team
         if not worker.proxy_keys and team is None:
             return
-        if team is not None and presented is not None and presented[:3] == b"hk-":
+        if team is not None and presented is not None and team.recognizes(presented):
             self.member = member = team.authenticate(presented, self.started_wall)
             self.client_key = presented
             # Derived from the name, not the secret: a rotation breaks no session.

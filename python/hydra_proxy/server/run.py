@@ -53,6 +53,18 @@ class SettingsHolder:
         log.warning("config reloaded from %s", new.config_file or "flags and environment")
 
 
+def _watch_live_config(holder: SettingsHolder) -> None:
+    """With an admin API (or a live config stored already), reload when the live config
+    in the key store moves (team.live_config), as SIGHUP does."""
+    import os
+
+    from ..team import live_config, service
+
+    settings = holder.settings
+    if settings.overlay_version or service.configured(settings, os.environ):
+        live_config.watch(lambda: holder.settings, service.refresh_interval(os.environ))
+
+
 def _load_app(holder: SettingsHolder) -> App:
     return App(holder.settings)
 
@@ -91,6 +103,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
     )
     holder = SettingsHolder(settings)
     server.on_reload(holder.reload)
+    _watch_live_config(holder)
     # The workers' shared counters (hydra_proxy.cluster), named to them in the environment.
     from ..cluster import prepare_serve
 

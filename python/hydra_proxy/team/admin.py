@@ -10,6 +10,9 @@
   valid for the grace period;
 - ``PUT /admin/keys/_teams/TEAM`` ``{"budget", "period", "rpm", "tpm"}``: a team's limits.
 
+Every change is written to the audit log, read with ``GET /admin/audit`` (``since``:
+``24h`` or a date, ``subject``: ``key:NAME`` or ``team:NAME``, ``limit``), newest first.
+
 A change is applied to this worker's keys at once; other workers see it within their
 refresh interval. No answer but a creation's or a rotation's holds a secret.
 """
@@ -18,18 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 
 from ..errors import ProxyError, invalid_request
 from ..server.exchange import Exchange
 from ..server.limits import check_content_type, parse_object, read_json_body
-from . import manage
+from ..usage.report import parse_since
+from . import audit, manage
+from .service import TeamKeys
 from .store import KeyStoreError
 
 PREFIX = "/admin/keys"
+AUDIT = "/admin/audit"
 TEAMS = "_teams"
 
 
@@ -49,16 +56,25 @@ def _fields(doc: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
-async def admin_keys(exchange: Exchange) -> None:
+def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
+    """The worker's keys and who the admin is (their audit name), or the refusal."""
     team = exchange.worker.team
-    if team is None or team.admin_key is None:
+    if team is None or not team.has_admins:
         raise ProxyError(
-            404, "the admin API is off: set HYDRA_ADMIN_KEY", error_type="not_found_error"
+            404,
+            "the admin API is off: set HYDRA_ADMIN_KEY (or [identity] admin_claim)",
+            error_type="not_found_error",
         )
-    if not team.is_admin(exchange.presented_key()):
+    actor = team.admin_actor(exchange.presented_key())
+    if actor is None:
         raise ProxyError(
             401, "the admin API needs the admin key", error_type="authentication_error"
         )
+    return team, actor
+
+
+async def admin_keys(exchange: Exchange) -> None:
+    team, actor = admin(exchange)
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
     store = team.store
@@ -110,7 +126,8 @@ async def admin_keys(exchange: Exchange) -> None:
         )
 
     def run() -> Any:
-        result = call()
+        with audit.acting_as(actor):
+            result = call()
         if method != "GET":
             team.reload()  # this worker: at once
         return result
@@ -124,3 +141,57 @@ async def admin_keys(exchange: Exchange) -> None:
     except KeyStoreError as exc:
         raise ProxyError(503, str(exc), error_type="api_error") from None
     await exchange.respond(status, orjson.dumps(doc), headers=[(b"cache-control", b"no-store")])
+
+
+async def admin_audit(exchange: Exchange) -> None:
+    """``GET /admin/audit?since=24h&subject=key:alice&limit=100``: the newest entries first."""
+    team, _ = admin(exchange)
+    if exchange.scope["method"] != "GET" or exchange.scope["path"] != AUDIT:
+        raise ProxyError(
+            405, f"no admin endpoint {exchange.scope['method']} {exchange.scope['path']}",
+            error_type="invalid_request_error",
+        )  # fmt: skip
+    query = parse_qs(exchange.scope.get("query_string", b"").decode("latin-1"))
+    unknown = set(query) - {"since", "subject", "limit"}
+    if unknown:
+        raise invalid_request(f"unknown parameters: {', '.join(sorted(unknown))}")
+    since = None
+    if "since" in query:
+        try:
+            since = parse_since(query["since"][-1], time.time())
+        except ValueError as exc:
+            raise invalid_request(str(exc).replace("--since", "since"), "since") from None
+    limit = query.get("limit", [str(audit.DEFAULT_LIMIT)])[-1]
+    if not limit.isdigit() or not 1 <= int(limit) <= audit.MAX_LIMIT:
+        raise invalid_request(f"limit: a whole number from 1 to {audit.MAX_LIMIT}", "limit")
+    subject = query["subject"][-1] if "subject" in query else None
+    store = team.store
+    try:
+        found = await asyncio.to_thread(audit.entries, store, since, subject, int(limit))
+    except KeyStoreError as exc:
+        raise ProxyError(503, str(exc), error_type="api_error") from None
+    doc = {"entries": [e.public() for e in found]}
+    await exchange.respond(200, orjson.dumps(doc), headers=[(b"cache-control", b"no-store")])
+
+
+async def admin_config(exchange: Exchange) -> None:
+    """``/admin/config``: the live configuration (team.admin_config)."""
+    _, actor = admin(exchange)
+    from .admin_config import admin_config as handle
+
+    await handle(exchange, actor)
+
+
+HANDLERS: dict[str, Callable[[Exchange], Awaitable[None]]] = {
+    PREFIX: admin_keys,
+    AUDIT: admin_audit,
+    "/admin/config": admin_config,
+}
+"""Each admin endpoint by its path (and the paths below it)."""
+
+
+def handler_for(path: str) -> Callable[[Exchange], Awaitable[None]] | None:
+    for prefix, handler in HANDLERS.items():
+        if path == prefix or path.startswith(prefix + "/"):
+            return handler
+    return None

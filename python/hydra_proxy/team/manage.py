@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from . import audit
 from .period import PERIODS, bounds, utc_text
 from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
@@ -73,6 +74,9 @@ def _period(value: str | None) -> str:
     return period
 
 
+ACTIONS = ("key.create", "key.set", "key.revoke", "key.rotate", "team.set")
+"""Every change made here, as the audit log names it."""
+
 CHANGES = ("team", "budget", "period", "rpm", "tpm", "streams", "models", "expires")
 """What `set` may change ("" or "none" clears a limit)."""
 
@@ -86,9 +90,11 @@ def create(store: KeyStore, name: str, now: float, **options: Any) -> tuple[Name
     check_name(name)
     secret = new_secret()
     key = apply(NamedKey(name=name, secret_hash=secret_hash(secret), created=now), options)
-    if store.key(name) is not None:
-        raise KeyChangeError(f"a key named {name!r} exists already (rotate it, or revoke it)")
-    store.add(key)
+    with store.transaction():
+        if store.key(name) is not None:
+            raise KeyChangeError(f"a key named {name!r} exists already (rotate it, or revoke it)")
+        store.add(key)
+        audit.record(store, "key.create", subject(key), None, key.public(), now)
     return key, secret
 
 
@@ -128,17 +134,28 @@ def existing(store: KeyStore, name: str) -> NamedKey:
     return key
 
 
+def subject(key: NamedKey) -> str:
+    """What the audit log calls a key."""
+    return f"key:{key.name}"
+
+
 def update(store: KeyStore, name: str, **options: Any) -> NamedKey:
-    key = apply(existing(store, name), options)
-    store.replace(key)
+    with store.transaction():
+        before = existing(store, name)
+        key = apply(before, options)
+        if key != before:
+            store.replace(key)
+            audit.record(store, "key.set", subject(key), before.public(), key.public())
     return key
 
 
 def revoke(store: KeyStore, name: str, now: float) -> NamedKey:
-    key = existing(store, name)
-    if key.revoked is None:
-        key = dataclasses.replace(key, revoked=now)
-        store.replace(key)
+    with store.transaction():
+        key = before = existing(store, name)
+        if key.revoked is None:
+            key = dataclasses.replace(key, revoked=now)
+            store.replace(key)
+            audit.record(store, "key.revoke", subject(key), before.public(), key.public(), now)
     return key
 
 
@@ -146,26 +163,33 @@ def rotate(
     store: KeyStore, name: str, now: float, grace: float = DEFAULT_GRACE
 ) -> tuple[NamedKey, str]:
     """A new secret; the current one keeps working for `grace` seconds."""
-    key = existing(store, name)
-    if key.revoked is not None:
-        raise KeyChangeError(f"key {name!r} is revoked: create a new one")
     secret = new_secret()
-    key = dataclasses.replace(
-        key,
-        secret_hash=secret_hash(secret),
-        previous_hash=key.secret_hash if grace > 0 else None,
-        previous_until=now + grace if grace > 0 else None,
-    )
-    store.replace(key)
+    with store.transaction():
+        before = existing(store, name)
+        if before.revoked is not None:
+            raise KeyChangeError(f"key {name!r} is revoked: create a new one")
+        key = dataclasses.replace(
+            before,
+            secret_hash=secret_hash(secret),
+            previous_hash=before.secret_hash if grace > 0 else None,
+            previous_until=now + grace if grace > 0 else None,
+        )
+        store.replace(key)
+        audit.record(store, "key.rotate", subject(key), before.public(), key.public(), now)
     return key, secret
 
 
 def set_team(store: KeyStore, name: str, **options: Any) -> Team:
     check_name(name, "team")
-    current = next((t for t in store.teams() if t.name == name), Team(name))
-    probe = apply(NamedKey("team", "", 0.0, limits=current.limits), options)
-    team = Team(name, probe.limits)
-    store.set_team(team)
+    with store.transaction():
+        current = next((t for t in store.teams() if t.name == name), None)
+        limits = current.limits if current is not None else Team(name).limits
+        probe = apply(NamedKey("team", "", 0.0, limits=limits), options)
+        team = Team(name, probe.limits)
+        if team != current:
+            store.set_team(team)
+            before = None if current is None else current.public()
+            audit.record(store, "team.set", f"team:{name}", before, team.public())
     return team
 
 

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..counters import Counters, LocalCounters
+from ..errors import ProxyError
 from ..usage.pricing import PriceTable, default_table
 from ..usage.record import Tokens
 from . import refusals
 from .checks import Checks, Pass
+from .identity import Identity, IdentityConfig, IdentityError, looks_like_token
 from .keyring import Keyring
 from .period import utc_text
 from .record import NamedKey, Team
@@ -39,6 +41,8 @@ UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
 REFRESH_ENV = "HYDRA_KEYS_REFRESH"
 WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
 UNPRICED_MODES = ("refuse", "allow")
+ADMIN_KEY_ACTOR = "admin-key"
+"""Who the audit log names for a change made with HYDRA_ADMIN_KEY."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,11 @@ class TeamKeys:
         *,
         admin_key: bytes | None,
         refresh: float = 1.0,
+        identity: Identity | None = None,
     ) -> None:
         self.store = store
+        self.identity = identity
+        """The identity provider whose tokens name members too (None: keys only)."""
         self.keyring = keyring
         self.checks = checks
         self.admin_key = admin_key
@@ -69,16 +76,27 @@ class TeamKeys:
 
     # -- a request -------------------------------------------------------------------------
 
+    def recognizes(self, presented: bytes) -> bool:
+        """Whether `presented` is a member's credential: a named key, or a token of the
+        identity provider (checked by `authenticate`)."""
+        return presented[:3] == b"hk-" or (
+            self.identity is not None and looks_like_token(presented)
+        )
+
     def authenticate(self, presented: bytes, now: float) -> Member:
-        """The member a named key belongs to; a 401 naming why it is refused."""
+        """The member a named key (or an identity token) belongs to; a 401 naming why it
+        is refused."""
+        if self.identity is not None and presented[:3] != b"hk-":
+            claims = self.identity.verify(presented, now)
+            key, team = self.identity.member(claims, self.keyring)
+            usable(key, now)
+            self.used[key.name] = now
+            return Member(key, team)
         found = self.keyring.find(presented)
         if found is None:
             raise refusals.unauthorized("unknown key (no key with this secret exists)")
         key = found.key
-        if key.revoked is not None:
-            raise refusals.unauthorized(f"key {key.name!r} was revoked at {utc_text(key.revoked)}")
-        if key.expires is not None and key.expires <= now:
-            raise refusals.unauthorized(f"key {key.name!r} expired at {utc_text(key.expires)}")
+        usable(key, now)
         if found.previous and (key.previous_until is None or key.previous_until <= now):
             until = utc_text(key.previous_until or 0)
             raise refusals.unauthorized(
@@ -88,12 +106,29 @@ class TeamKeys:
         team = self.keyring.teams.get(key.team) if key.team is not None else None
         return Member(key, team)
 
-    def is_admin(self, presented: bytes | None) -> bool:
-        return (
-            self.admin_key is not None
-            and presented is not None
-            and hmac.compare_digest(presented, self.admin_key)
+    @property
+    def has_admins(self) -> bool:
+        """An admin key is set, or identity tokens can make admins."""
+        return self.admin_key is not None or (
+            self.identity is not None and self.identity.config.admin_claim is not None
         )
+
+    def admin_actor(self, presented: bytes | None) -> str | None:
+        """Who an admin credential is, as the audit log names them (None: no admin's)."""
+        if presented is None:
+            return None
+        if self.admin_key is not None and hmac.compare_digest(presented, self.admin_key):
+            return ADMIN_KEY_ACTOR
+        if self.identity is not None and looks_like_token(presented):
+            try:
+                claims = self.identity.verify(presented, time.time())
+            except ProxyError:
+                return None
+            return f"jwt:{claims.member}" if claims.admin else None
+        return None
+
+    def is_admin(self, presented: bytes | None) -> bool:
+        return self.admin_actor(presented) is not None
 
     async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
         """The request ended: its reservations become what its record costs."""
@@ -117,6 +152,8 @@ class TeamKeys:
     def _tick(self) -> None:
         used, self.used = self.used, {}
         try:
+            if self.identity is not None:
+                self.identity.refresh(time.time())
             self.store.touch(used)
             if self.store.version() != self.keyring.version:
                 self.reload()
@@ -140,6 +177,19 @@ class TeamKeys:
         self.store.close()
 
 
+def usable(key: NamedKey, now: float) -> None:
+    """A 401 when the key's record is revoked or expired."""
+    if key.revoked is not None:
+        raise refusals.unauthorized(f"key {key.name!r} was revoked at {utc_text(key.revoked)}")
+    if key.expires is not None and key.expires <= now:
+        raise refusals.unauthorized(f"key {key.name!r} expired at {utc_text(key.expires)}")
+
+
+def refresh_interval(environ: Mapping[str, str]) -> float:
+    """Seconds between looks at the key store (and at the live config's version)."""
+    return float(environ.get(REFRESH_ENV, "1") or 1)
+
+
 def admin_key(environ: Mapping[str, str]) -> bytes | None:
     value = environ.get(ADMIN_KEY_ENV, "").strip()
     return value.encode() if value else None
@@ -155,7 +205,7 @@ def allow_unpriced(environ: Mapping[str, str]) -> bool:
 def configured(settings: Settings, environ: Mapping[str, str]) -> bool:
     """Whether workers will require named keys: an admin key is set, or the store holds a
     key (a store that cannot be read holds none: its workers would say so at start)."""
-    if admin_key(environ) is not None:
+    if admin_key(environ) is not None or IdentityConfig.of(settings.identity) is not None:
         return True
     if not store_exists(settings.usage_ledger):
         return False
@@ -174,15 +224,25 @@ def start(
     counters: Counters | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> TeamKeys | None:
-    """The worker's named keys (None: the store holds none and no admin key is set)."""
+    """The worker's named keys (None: the store holds none, no admin key is set and no
+    identity provider)."""
     admin = admin_key(environ)
-    if admin is None and not store_exists(settings.usage_ledger):
+    identity_config = IdentityConfig.of(settings.identity)
+    wanted = admin is not None or identity_config is not None
+    if not wanted and not store_exists(settings.usage_ledger):
         return None
     store = open_key_store(settings.usage_ledger)
     keys = store.keys()
-    if admin is None and not keys:
+    if not wanted and not keys:
         store.close()
         return None
+    identity = None
+    if identity_config is not None:
+        identity = Identity(identity_config)
+        try:
+            identity.load()
+        except IdentityError as exc:  # tokens wait (503) while the tick tries again
+            log.warning("%s: identity tokens are refused until it can be read", exc)
     if prices is None:
         prices = default_table()
         if settings.pricing:
@@ -204,5 +264,5 @@ def start(
         window=float(environ.get(WINDOW_ENV, "60") or 60),
     )
     keyring = Keyring(keys, store.teams(), store.version())
-    refresh = float(environ.get(REFRESH_ENV, "1") or 1)
-    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh)
+    refresh = refresh_interval(environ)
+    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh, identity=identity)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,9 @@ class KeyStore:
     """How a Unix time compares with the ledger's `time` column."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._conn: Any = None
+        self._cursor: Any = None
 
     # -- a backend ------------------------------------------------------------------------
 
@@ -115,22 +116,32 @@ class KeyStore:
     def _duplicate(self, exc: BaseException) -> bool:
         raise NotImplementedError
 
+    def transaction(self) -> AbstractContextManager[Any]:
+        """A cursor in one transaction; the store's own calls made inside it join it (a
+        change and its audit entry are written together or not at all)."""
+        return self._tx()
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         """A cursor in one transaction; the connection is dropped after an error."""
         with self._lock:
+            if self._cursor is not None:  # within transaction(): the outer one commits
+                yield self._cursor
+                return
             try:
                 if self._conn is None:
                     self._conn = self._connect()
                     self._create(self._conn)
                 conn = self._conn
-                cur = conn.cursor()
+                cur = self._cursor = conn.cursor()
                 try:
                     yield cur
                     conn.commit()
                 except BaseException:
                     conn.rollback()
                     raise
+                finally:
+                    self._cursor = None
             except self._errors() as exc:
                 if self._conn is not None:
                     self._conn.close()
@@ -151,6 +162,10 @@ class KeyStore:
             "ON CONFLICT (id) DO NOTHING",
             (1, 0),
         )
+        from . import audit, live_config  # the audit log and the live config live here too
+
+        audit.create_table(self, cur)
+        live_config.create_table(self, cur)
         conn.commit()
 
     def close(self) -> None:

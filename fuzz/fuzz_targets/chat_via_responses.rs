@@ -1,9 +1,0 @@
-//! chat_via_responses: arbitrary upstream bytes, split anywhere, under a drawn bound (common::check).
-#![no_main]
-
-#[path = "common.rs"]
-mod common;
-
-use _native::transducers::ChatViaResponsesStream;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| common::check::<ChatViaResponsesStream>(data));

@@ -1,9 +1,0 @@
-//! messages_via_chat: arbitrary upstream bytes, split anywhere, under a drawn bound (common::check).
-#![no_main]
-
-#[path = "common.rs"]
-mod common;
-
-use _native::transducers::MessagesViaChatStream;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| common::check::<MessagesViaChatStream>(data));
