@@ -33,6 +33,7 @@ from ...config.routes import Attempt, RouteDecision, request_traits
 from ...errors import ProxyError, invalid_request
 from ...ids import response_id as new_response_id
 from ...responses.compaction import (
+    COMPACTION_PREFIX,
     compact_history,
     compaction_item,
     compaction_stream,
@@ -128,9 +129,6 @@ def _read(
     return ClientRequest(traits, first.stream, plan)
 
 
-COMPACTION_MARK = b'"compaction"'
-
-
 def _summary_message(item: Any, key: bytes) -> Any:
     """A compaction item of the proxy's as the user message of its summary (any other item,
     OpenAI's compaction included, as it is)."""
@@ -222,15 +220,12 @@ def _compaction(
     client_stream = translation.stream
 
     def write_reply(message: dict[str, Any]) -> Any:
-        response = response_from_message(
-            message, context, response_id=response_id, created_at=created_at, key=signing_key
-        )
         summary = "".join(
-            part.get("text", "")
-            for item in response["output"]
-            if item.get("type") == "message"
-            for part in item.get("content", ())
-            if isinstance(part, dict) and part.get("type") == "output_text"
+            block["text"]
+            for block in message.get("content") or ()
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
         ).strip()
         if not summary:
             raise ProxyError(
@@ -242,8 +237,11 @@ def _compaction(
         item = compaction_item(summary, signing_key, "cmp_" + response_id.removeprefix("resp_"))
         if compact_input is not None:
             return compact_history(compact_input, item)
-        response = {**response, "status": "completed", "incomplete_details": None}
-        response["output"] = [item]
+        response = response_from_message(
+            message, context, response_id=response_id, created_at=created_at, key=signing_key
+        )
+        # Complete even when the summary hit the output limit: what it holds is the summary.
+        response.update(status="completed", incomplete_details=None, output=[item])
         return compaction_stream(response) if client_stream else response
 
     def unused_build(factory: Factory) -> StreamTransducer:
@@ -294,7 +292,7 @@ def _passthrough(
             request["input"], "reasoning", "encrypted_content", is_carrier
         )
         reencode = True
-    if COMPACTION_MARK in body and isinstance(request.get("input"), list):
+    if COMPACTION_PREFIX.encode() in body and isinstance(request.get("input"), list):
         request["input"] = [_summary_message(i, signing_key) for i in request["input"]]
         reencode = True
     left_out = 0
