@@ -108,7 +108,9 @@ async def model(exchange: Exchange) -> None:
     found = next((m for m in _listing(exchange) if m.id == name), None)
     if found is None:
         message = not_found_message(exchange.worker.settings, name).removeprefix("model: ")
-        raise ProxyError(404, message, error_type="not_found_error", param="model")
+        raise ProxyError(
+            404, message, error_type="not_found_error", param="model", code="model_not_found"
+        )
     if exchange.header(b"anthropic-version") is not None:
         body = model_listing.anthropic_entry(found)
     else:
