@@ -16,7 +16,7 @@ BODY = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "
 
 def headers(agent: bytes | None) -> list[tuple[bytes, bytes]]:
     out = [(b"x-claude-code-session-id", SESSION)]
-    return out + [(b"x-claude-code-agent-id", agent)] if agent else out
+    return [*out, (b"x-claude-code-agent-id", agent)] if agent else out
 
 
 def reader(agent: bytes | None) -> Callable[[bytes], bytes | None]:
