@@ -25,8 +25,9 @@ A prompt longer than the model's window, said in any provider's words (OpenAI's
 ``context_length_exceeded``, Anthropic's "prompt is too long", DeepSeek's "maximum context
 length", Gemini's "input token count... exceeds"), becomes one error every client knows
 how to recover from (by compacting): a 400 ``invalid_request_error`` whose message starts
-with Anthropic's "prompt is too long" (Claude Code's check) and whose OpenAI code is
-``context_length_exceeded`` (Codex's and the Chat SDKs').
+with Anthropic's "prompt is too long" (Claude Code's check) and goes on in Gemini's words
+("the input token count exceeds the maximum number of tokens allowed"), and whose OpenAI
+code is ``context_length_exceeded`` (Codex's and the Chat SDKs').
 
 A body is read once (`read_error_body`): the same reading gives the client's error, the
 retry-after a Gemini body carries, and whether a same-protocol body may be passed on as it
@@ -50,6 +51,7 @@ from .redaction import SCRUB
 
 __all__ = [
     "CONTEXT_LENGTH_EXCEEDED",
+    "GEMINI_TOO_LONG",
     "MAX_MESSAGE",
     "PROMPT_TOO_LONG",
     "ErrorBody",
@@ -68,6 +70,7 @@ Form = Literal["json", "html", "text", "empty", "other"]
 
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 PROMPT_TOO_LONG = "prompt is too long"
+GEMINI_TOO_LONG = "the input token count exceeds the maximum number of tokens allowed"
 _OVERFLOW = re.compile(
     r"prompt is too long|context[_ ]length|maximum context|context window|"
     r"input token count.{0,40}exceeds|too many (?:input )?tokens",
@@ -204,10 +207,10 @@ def upstream_http_error(
     names the upstream in messages; `redact` takes the keys out of the message."""
     read = body if isinstance(body, ErrorBody) else read_error_body(body)
     if is_context_overflow(status, read):
-        text = redact(_message(status, read, provider))[: MAX_MESSAGE - 40]
+        text = redact(_message(status, read, provider))[: MAX_MESSAGE - 120]
         return ProxyError(
             400,
-            f"{PROMPT_TOO_LONG}: {text}",
+            f"{PROMPT_TOO_LONG}: {GEMINI_TOO_LONG}; {text}",
             error_type="invalid_request_error",
             param=read.param,
             code=CONTEXT_LENGTH_EXCEEDED,

@@ -16,7 +16,7 @@ import pytest
 
 from hydra_proxy.config.routes import CLIENT_PROTOCOLS
 from hydra_proxy.mock import MockServer
-from hydra_proxy.upstream_errors import CONTEXT_LENGTH_EXCEEDED, PROMPT_TOO_LONG
+from hydra_proxy.upstream_errors import CONTEXT_LENGTH_EXCEEDED, GEMINI_TOO_LONG, PROMPT_TOO_LONG
 from servers import ProxyServer
 
 OUTPUT_LIMIT = 16384
@@ -144,7 +144,7 @@ def openai_check(error: dict[str, Any]) -> None:
 
 def gemini_check(error: dict[str, Any]) -> None:
     assert error["error"]["status"] == "INVALID_ARGUMENT"
-    assert PROMPT_TOO_LONG in error["error"]["message"]
+    assert GEMINI_TOO_LONG in error["error"]["message"]  # Gemini's own words
 
 
 CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
