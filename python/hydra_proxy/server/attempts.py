@@ -275,7 +275,7 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             continue
         plan = request.plan(decision, attempt)
         if plan.reply != "forward":  # translated: what this model refused stays out
-            refused = REFUSALS.remembered(name, attempt.model)
+            refused = REFUSALS.by_model.get((name, attempt.model))
             if refused:
                 plan.body = without(plan.body, refused) or plan.body
         left_out = plan.log.get("images_left_out")

@@ -7,7 +7,7 @@ parameter"; others say "unrecognized", "unknown", "not supported" with the name)
 whole session would die on it. So, before any byte of the reply reaches the client: read
 the refusal (`refused_param`), remember it for the provider and model (logged once), and
 send the request once more without it (`without`); later requests leave it out from the
-start (`Refusals.remembered`). A client's own fields on a same-protocol passthrough are
+start (`Refusals.by_model`). A client's own fields on a same-protocol passthrough are
 never touched: there the upstream's 400 is the client's.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
 from typing import Any
 
 import orjson
@@ -83,29 +82,22 @@ def without(body: bytes, names: frozenset[str] | set[str]) -> bytes | None:
 
 
 class Refusals:
-    """What each provider's model refused, per worker (the least recently used pairs go)."""
+    """What each provider's model refused, per worker: `by_model` is read on every
+    translated attempt (a dict lookup, nothing more), written by `learn`."""
 
     def __init__(self) -> None:
-        self._refused: OrderedDict[tuple[str, str], frozenset[str]] = OrderedDict()
-
-    def remembered(self, provider: str, model: str) -> frozenset[str]:
-        key = (provider, model)
-        found = self._refused.get(key)
-        if found is None:
-            return frozenset()
-        self._refused.move_to_end(key)
-        return found
+        self.by_model: dict[tuple[str, str], frozenset[str]] = {}
 
     def learn(self, provider: str, model: str, name: str, message: str | None) -> None:
-        """Remember a refusal; said once per provider, model and field."""
+        """Remember a refusal; said once per provider, model and field. At most
+        `MAX_MODELS` pairs: the first learnt go first."""
         key = (provider, model)
-        known = self._refused.get(key, frozenset())
+        known = self.by_model.get(key, frozenset())
         if name in known:
             return
-        self._refused[key] = known | {name}
-        self._refused.move_to_end(key)
-        while len(self._refused) > MAX_MODELS:
-            self._refused.popitem(last=False)
+        self.by_model[key] = known | {name}
+        while len(self.by_model) > MAX_MODELS:
+            del self.by_model[next(iter(self.by_model))]
         log.warning(
             "provider %r refuses %r for model %r (%s); it is left out of this model's "
             "requests from now on",

@@ -65,8 +65,12 @@ def read_compact(exchange: Exchange, request: dict[str, Any], body: bytes) -> Cl
     gets it as a ``compaction_trigger`` request of today's form too, so every upstream
     answers through the same path."""
     items = request.get("input")
+    if isinstance(items, str):  # as /v1/responses takes it: one user message
+        items = [{"type": "message", "role": "user", "content": items}]
     if not isinstance(items, list):
-        raise invalid_request("input: the history to compact, an array of items", "input")
+        raise invalid_request(
+            "input: the history to compact, a string or an array of items", "input"
+        )
     request = {
         **{k: v for k, v in request.items() if k not in ("stream", "store")},
         "input": [*items, {"type": "compaction_trigger"}],
