@@ -10,10 +10,29 @@ import orjson
 from hydra_proxy import continuation
 
 
+def sealed(reasoning: str, key: Any) -> list[continuation.Block]:
+    """The blocks every continuation suffix in `reasoning` restores, in order (each thinking
+    block carries its own suffix); a suffix that does not verify fails the test."""
+    blocks: list[continuation.Block] = []
+    for found in continuation.scan(reasoning, key):
+        assert isinstance(found, continuation.Found), "a suffix that does not verify"
+        blocks.extend(found.blocks)
+    return blocks
+
+
+def _step(order: list[str], kind: str) -> None:
+    """Add `kind` to a delta order, runs of one kind counted once."""
+    if not order or order[-1] != kind:
+        order.append(kind)
+
+
 def check_chunks(out: bytes) -> dict[str, Any]:
-    """Parse Chat SSE output strictly (what Zed's parser needs) and rebuild the message."""
+    """Parse Chat SSE output strictly (what Zed's parser needs) and rebuild the message.
+    ``order``: the kinds of its deltas in order (reasoning, suffix, text, tool), a run of
+    one kind counted once."""
     assert out.endswith(b"\n\n")
     text, reasoning, tools, finish, usage, error, done = [], [], {}, None, None, None, False
+    order: list[str] = []
     first = True
     for block in out.split(b"\n\n")[:-1]:
         assert not done, "nothing after [DONE]"
@@ -40,6 +59,12 @@ def check_chunks(out: bytes) -> dict[str, Any]:
             first = False
         text.append(delta.get("content") or "")
         reasoning.append(delta.get("reasoning_content") or "")
+        if reasoning[-1]:
+            _step(order, "suffix" if reasoning[-1].startswith(continuation.PREFIX) else "reasoning")
+        if text[-1]:
+            _step(order, "text")
+        if delta.get("tool_calls"):
+            _step(order, "tool")
         for call in delta.get("tool_calls") or []:
             if call["index"] not in tools:
                 assert call["index"] == len(tools), "tool call indices count tool calls"
@@ -61,12 +86,16 @@ def check_chunks(out: bytes) -> dict[str, Any]:
         "usage": usage,
         "error": error,
         "done": done,
+        "order": order,
     }
 
 
 def anthropic_truth(data: bytes) -> dict[str, Any]:
-    """What an Anthropic client would rebuild from the recording (the reference)."""
+    """What an Anthropic client would rebuild from the recording (the reference). ``order``:
+    the delta order a Chat client with the continuation suffix must see (`check_chunks`):
+    each thinking block's reasoning, then its suffix, before whatever block follows."""
     text, reasoning, tools, blocks, usage, stop = [], [], {}, [], {}, None
+    order: list[str] = []
     current: dict[int, dict[str, Any]] = {}
     for line in data.replace(b"\r\n", b"\n").split(b"\n"):
         if not line.startswith(b"data:"):
@@ -78,13 +107,18 @@ def anthropic_truth(data: bytes) -> dict[str, Any]:
             current[ev["index"]] = dict(ev["content_block"])
             if ev["content_block"]["type"] == "tool_use":
                 tools[ev["index"]] = [ev["content_block"]["id"], ev["content_block"]["name"], ""]
+                _step(order, "tool")
         elif ev["type"] == "content_block_delta":
             d = ev["delta"]
             block = current[ev["index"]]
             if d["type"] == "text_delta":
                 text.append(d["text"])
+                if d["text"] and block["type"] == "text":
+                    _step(order, "text")
             elif d["type"] == "thinking_delta":
                 reasoning.append(d["thinking"])
+                if d["thinking"]:
+                    _step(order, "reasoning")
                 block["thinking"] = block.get("thinking", "") + d["thinking"]
             elif d["type"] == "signature_delta":
                 block["signature"] = d["signature"]
@@ -94,8 +128,10 @@ def anthropic_truth(data: bytes) -> dict[str, Any]:
             block = current.pop(ev["index"])
             if block["type"] == "thinking":
                 blocks.append(continuation.Thinking(block["thinking"], block["signature"]))
+                _step(order, "suffix")
             elif block["type"] == "redacted_thinking":
                 blocks.append(continuation.Redacted(block["data"]))
+                _step(order, "suffix")
         elif ev["type"] == "message_delta":
             stop = ev["delta"]["stop_reason"]
             usage.update({k: v for k, v in ev["usage"].items() if isinstance(v, int)})
@@ -108,6 +144,7 @@ def anthropic_truth(data: bytes) -> dict[str, Any]:
         "tools": [(i, n, orjson.loads(a or "{}")) for i, n, a in tools.values()],
         "blocks": blocks,
         "finish": finish,
+        "order": order,
         "prompt": usage["input_tokens"]
         + usage.get("cache_read_input_tokens", 0)
         + usage.get("cache_creation_input_tokens", 0),

@@ -141,3 +141,31 @@ def codex_session(turns: int) -> list[tuple[dict[str, str], dict[str, Any]]]:
              "content": [{"type": "input_text", "text": f"and step {n + 1}?"}]},
         ]  # fmt: skip
     return session
+
+
+def opencode_request() -> tuple[dict[str, str], dict[str, Any]]:
+    """(headers, body) of opencode's recorded second request (a bash tool loop on a
+    ``claude-*`` model: system message, prompt, assistant with reasoning and a tool call,
+    the tool message)."""
+    recorded = _load(FIXTURES / "opencode" / "request-after-tool-result.json")
+    return dict(recorded["headers"]), recorded["body"]
+
+
+def opencode_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as opencode sends them to a ``claude-*`` model: ``cache_control`` on
+    the system messages and on the last two messages (on its last tool call when an
+    assistant message has tool calls), on no other."""
+    out = copy.deepcopy(messages)
+    for message in out:
+        message.pop("cache_control", None)
+        for call in message.get("tool_calls") or ():
+            call.pop("cache_control", None)
+    mark = {"type": "ephemeral"}
+    last_two = {id(m) for m in out[-2:]}
+    for message in out:
+        if message["role"] == "system" or id(message) in last_two:
+            if message.get("tool_calls"):
+                message["tool_calls"][-1]["cache_control"] = dict(mark)
+            else:
+                message["cache_control"] = dict(mark)
+    return out

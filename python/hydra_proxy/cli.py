@@ -90,7 +90,7 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--continuation",
         choices=("auto", "always", "never"),
         help="continuation suffix for Chat clients (env HYDRA_CONTINUATION; default auto: Zed, "
-        "or requests with x-hydra-continuation: 1)",
+        "opencode, Qwen Code, or requests with x-hydra-continuation: 1)",
     )
     p.add_argument(
         "--provider-streams",

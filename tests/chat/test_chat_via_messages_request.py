@@ -150,6 +150,7 @@ def anth_tool(name: str = "get_weather", schema: Any = WEATHER_SCHEMA, **extra: 
 
 USER = u("hi")
 USER_T = ut(text("hi"))
+EPH = {"type": "ephemeral"}
 
 
 # ------------------------------------------------------------------ validity checks
@@ -679,7 +680,6 @@ MAPPING: list[Any] = [
             store=True,
             metadata={"k": "v"},
             service_tier="auto",
-            prompt_cache_key="thread-1",
             prompt_cache_retention="24h",
             verbosity="low",
             prediction={"type": "content", "content": "x"},
@@ -814,6 +814,148 @@ MAPPING: list[Any] = [
         req(sys_("Be brief."), USER, response_format={"type": "json_object"}),
         anth(USER_T, system="Be brief.\n" + JSON_OBJECT_INSTRUCTION),
         id="response-format-json-object",
+    ),
+    # --- thinking, however it is asked
+    pytest.param(
+        req(USER, reasoning={"effort": "high"}),
+        anth(USER_T, max_tokens=24576, thinking={"type": "enabled", "budget_tokens": 16384}),
+        id="openrouter-reasoning-effort",
+    ),
+    pytest.param(
+        req(USER, reasoning={"effort": "low"}, reasoning_effort="high"),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 2048}),
+        id="openrouter-reasoning-wins-over-reasoning-effort",
+    ),
+    pytest.param(
+        req(USER, reasoning={"max_tokens": 3000}),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 3000}),
+        id="openrouter-reasoning-max-tokens",
+    ),
+    pytest.param(
+        req(USER, reasoning={"max_tokens": 10}),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 1024}),
+        id="openrouter-reasoning-max-tokens-raised-to-the-minimum",
+    ),
+    pytest.param(
+        req(USER, reasoning={"enabled": True}),
+        anth(USER_T, max_tokens=16384, thinking={"type": "enabled", "budget_tokens": 8192}),
+        id="openrouter-reasoning-enabled",
+    ),
+    pytest.param(
+        req(USER, reasoning={}),
+        anth(USER_T, max_tokens=16384, thinking={"type": "enabled", "budget_tokens": 8192}),
+        id="openrouter-reasoning-empty-object-turns-it-on",
+    ),
+    pytest.param(
+        req(USER, reasoning={"enabled": False}, reasoning_effort="high"),
+        anth(USER_T, thinking={"type": "disabled"}),
+        id="openrouter-reasoning-disabled",
+    ),
+    pytest.param(
+        req(USER, reasoning={"effort": "none"}),
+        anth(USER_T, thinking={"type": "disabled"}),
+        id="openrouter-reasoning-effort-none",
+    ),
+    pytest.param(
+        req(USER, reasoning={"effort": "low", "exclude": True}),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 2048, "display": "omitted"}),
+        id="openrouter-reasoning-exclude-omits-the-reasoning",
+    ),
+    pytest.param(
+        req(USER, enable_thinking=True),
+        anth(USER_T, max_tokens=16384, thinking={"type": "enabled", "budget_tokens": 8192}),
+        id="qwen-enable-thinking",
+    ),
+    pytest.param(
+        req(USER, chat_template_kwargs={"enable_thinking": True}),
+        anth(USER_T, max_tokens=16384, thinking={"type": "enabled", "budget_tokens": 8192}),
+        id="qwen-enable-thinking-in-chat-template-kwargs",
+    ),
+    pytest.param(
+        req(USER, enable_thinking=False),
+        anth(USER_T, thinking={"type": "disabled"}),
+        id="qwen-enable-thinking-false",
+    ),
+    pytest.param(
+        req(USER, enable_thinking=True, reasoning_effort="low"),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 2048}),
+        id="qwen-enable-thinking-with-an-effort",
+    ),
+    pytest.param(
+        req(
+            USER, thinking={"type": "enabled", "budget_tokens": 1500}, reasoning={"effort": "high"}
+        ),
+        anth(USER_T, thinking={"type": "enabled", "budget_tokens": 1500}),
+        id="anthropic-thinking-wins-over-openrouter-reasoning",
+    ),
+    # --- prompt-cache breakpoints
+    pytest.param(
+        req(
+            sys_("Be brief.") | {"cache_control": EPH},
+            u("one"),
+            a(None, tool_calls=[call("toolu_01") | {"cache_control": EPH}]),
+            tool("toolu_01") | {"cache_control": EPH},
+        ),
+        anth(
+            ut(text("one")),
+            at(use("toolu_01") | {"cache_control": EPH}),
+            ut(result("toolu_01") | {"cache_control": EPH}),
+            system=[{"type": "text", "text": "Be brief.", "cache_control": EPH}],
+        ),
+        id="cache-control-opencode-on-messages-and-tool-calls",
+    ),
+    pytest.param(
+        req(u([part("a"), part("b") | {"cache_control": EPH}, part("c")])),
+        anth(ut(text("a"), text("b") | {"cache_control": EPH}, text("c"))),
+        id="cache-control-on-a-part",
+    ),
+    pytest.param(
+        req(u([part("a"), part("b")], cache_control={"type": "ephemeral", "ttl": "1h"})),
+        anth(ut(text("a"), text("b") | {"cache_control": {"type": "ephemeral", "ttl": "1h"}})),
+        id="cache-control-on-a-user-message-marks-its-last-block",
+    ),
+    pytest.param(
+        req(u("q"), a("Sure.", tool_calls=[call("toolu_01")], cache_control=EPH), tool("toolu_01")),
+        anth(
+            ut(text("q")),
+            at(text("Sure."), use("toolu_01") | {"cache_control": EPH}),
+            ut(result("toolu_01")),
+        ),
+        id="cache-control-on-an-assistant-message-with-tool-calls",
+    ),
+    pytest.param(
+        req(
+            u("q"),
+            a(None, tool_calls=[call("toolu_01")]),
+            tool("toolu_01", [part("out") | {"cache_control": EPH}]),
+        ),
+        anth(
+            ut(text("q")),
+            at(use("toolu_01")),
+            ut(result("toolu_01", [text("out")]) | {"cache_control": EPH}),
+        ),
+        id="cache-control-inside-a-tool-result-is-the-results",
+    ),
+    pytest.param(
+        req(*[u(f"m{i}", cache_control=EPH) for i in range(6)]),
+        anth(ut(*[text(f"m{i}") | ({"cache_control": EPH} if i >= 2 else {}) for i in range(6)])),
+        id="cache-control-at-most-four-the-last-kept",
+    ),
+    pytest.param(
+        req(sys_("Be brief."), u("q"), a("A."), u("next"), prompt_cache_key="thread-1"),
+        anth(
+            ut(text("q")),
+            at(text("A.")),
+            ut(text("next")),
+            cache_control=EPH,
+            system=[{"type": "text", "text": "Be brief.", "cache_control": EPH}],
+        ),
+        id="prompt-cache-key-gives-automatic-breakpoints",
+    ),
+    pytest.param(
+        req(sys_("Be brief."), u("q", cache_control=EPH), prompt_cache_key="thread-1"),
+        anth(ut(text("q") | {"cache_control": EPH}), system="Be brief."),
+        id="prompt-cache-key-with-the-clients-own-breakpoints-adds-none",
     ),
 ]
 
@@ -1530,7 +1672,36 @@ ERRORS: list[Any] = [
         "must be a string",
         id="json-schema-name-int",
     ),
-]
+    pytest.param(req(USER, reasoning="high"), "reasoning", "must be an object", id="reasoning-string"),
+    pytest.param(
+        req(USER, reasoning={"effort": "huge"}), "reasoning.effort", "must be one of",
+        id="reasoning-effort-unknown",
+    ),
+    pytest.param(
+        req(USER, reasoning={"max_tokens": -1}), "reasoning.max_tokens", "non-negative",
+        id="reasoning-max-tokens-negative",
+    ),
+    pytest.param(
+        req(USER, reasoning={"exclude": "yes"}), "reasoning.exclude", "must be a boolean",
+        id="reasoning-exclude-string",
+    ),
+    pytest.param(
+        req(USER, enable_thinking="yes"), "enable_thinking", "must be a boolean",
+        id="enable-thinking-string",
+    ),
+    pytest.param(
+        req(u("q", cache_control={"type": "persistent"})), "messages[0].cache_control.type",
+        "ephemeral", id="cache-control-type",
+    ),
+    pytest.param(
+        req(u([part("q") | {"cache_control": {"type": "ephemeral", "ttl": "2d"}}])),
+        "messages[0].content[0].cache_control.ttl", "'5m' or '1h'", id="cache-control-ttl",
+    ),
+    pytest.param(
+        req(USER, prompt_cache_key=3), "prompt_cache_key", "must be a string",
+        id="prompt-cache-key-number",
+    ),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("chat", "param", "fragment"), ERRORS)
@@ -1901,7 +2072,8 @@ def test_zed_shaped_request() -> None:
         ut(text("Take a screenshot")),
         at(*RESTORED, text(VISIBLE), use("toolu_01", "screenshot", {})),
         ut(result("toolu_01", [b64_image("image/png", PNG)])),
-        system="You are a coding agent.",
+        system=[{"type": "text", "text": "You are a coding agent.", "cache_control": EPH}],
+        cache_control=EPH,  # its prompt_cache_key: automatic breakpoints
         max_tokens=64000,
         thinking={"type": "enabled", "budget_tokens": 16384},
         tools=[anth_tool("screenshot", {"type": "object", "properties": {}})],

@@ -9,6 +9,7 @@ the request translation, where it must come back byte for byte.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -297,11 +298,34 @@ def test_usage(usage: Any, expected: tuple[int, int, int]) -> None:
     }
 
 
-def test_thinking_with_key_appends_the_suffix() -> None:
+def test_each_thinking_block_is_followed_by_its_suffix() -> None:
     blocks = [thinking("A. ", "sigA"), redacted("X"), thinking("B.", "sigB")]
     completion = complete(message(*blocks, text("Answer.")), KEY)
     reasoning = completion["choices"][0]["message"]["reasoning_content"]
-    expected_suffix = continuation.encode(
+    seal = continuation.encode
+    assert reasoning == (
+        "A. "
+        + seal([continuation.Thinking("A. ", "sigA")], KEY)
+        + seal([continuation.Redacted("X")], KEY)
+        + "B."
+        + seal([continuation.Thinking("B.", "sigB")], KEY)
+    ), "as the stream sends it: each block's suffix right after its reasoning"
+    assert completion["choices"][0]["message"]["content"] == "Answer."
+    assert "hydra-continuation" not in completion["choices"][0]["message"]["content"]
+    found = continuation.scan(reasoning, KEY)
+    assert all(isinstance(f, continuation.Found) for f in found) and len(found) == 3
+    assert found[-1].end == len(reasoning)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("zed_default", [False, True], ids=["interleaved", "zed-default"])
+def test_replay_reads_the_suffix_in_either_order(zed_default: bool) -> None:
+    """Replies written before each block had its own suffix (one suffix at the end of all the
+    reasoning) restore the same blocks as today's."""
+    blocks = [thinking("A. ", "sigA"), redacted("X"), thinking("B.", "sigB")]
+    msg = message(*blocks, text("Answer."), tool_use("toolu_01", "tool_x", {"a": 1}))
+    completion = complete(msg, KEY)
+    old = copy.deepcopy(completion)
+    old["choices"][0]["message"]["reasoning_content"] = "A. B." + continuation.encode(
         [
             continuation.Thinking("A. ", "sigA"),
             continuation.Redacted("X"),
@@ -309,12 +333,9 @@ def test_thinking_with_key_appends_the_suffix() -> None:
         ],
         KEY,
     )
-    assert reasoning == "A. B." + expected_suffix
-    assert completion["choices"][0]["message"]["content"] == "Answer."
-    assert "hydra-continuation" not in completion["choices"][0]["message"]["content"]
-    found = continuation.find(reasoning, KEY)
-    assert isinstance(found, continuation.Found)
-    assert (found.start, found.end) == (0, len(reasoning))
+    expected = _expected_blocks(msg, zed_default=zed_default)
+    assert replay(msg, completion, zed_default=zed_default) == expected
+    assert replay(msg, old, zed_default=zed_default) == expected
 
 
 def test_redacted_only_with_key_is_just_the_suffix() -> None:
@@ -436,8 +457,9 @@ def test_recorded_streams_round_trip(name: str, zed_default: bool) -> None:
     assert any(b["type"] in ("thinking", "redacted_thinking") for b in msg["content"])
     completion = complete(msg, KEY)
     reply = completion["choices"][0]["message"]
-    thinking_text = "".join(b["thinking"] for b in msg["content"] if b["type"] == "thinking")
-    assert reply["reasoning_content"].startswith(thinking_text + continuation.PREFIX)
+    first = msg["content"][0]
+    if first["type"] == "thinking":
+        assert reply["reasoning_content"].startswith(first["thinking"] + continuation.PREFIX)
     restored = replay(msg, completion, zed_default=zed_default)
     expected = _expected_blocks(msg, zed_default=zed_default)
     assert restored == expected

@@ -60,6 +60,20 @@ def openai_sdk_message(sse: bytes) -> tuple[list[Any], Any]:
     return chunks, client
 
 
+def sealed_blocks(reasoning: str) -> list[continuation.Block]:
+    """The blocks the suffixes in `reasoning` restore, each suffix sealing exactly the one
+    block whose reasoning comes right before it; nothing outside them."""
+    blocks: list[continuation.Block] = []
+    pos = 0
+    for found in continuation.scan(reasoning, KEY):
+        assert isinstance(found, continuation.Found), "every suffix verifies"
+        assert found.start == pos and len(found.blocks) == 1
+        blocks.extend(found.blocks)
+        pos = found.end
+    assert pos == len(reasoning), "no reasoning after the last suffix"
+    return blocks
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_differential_fixture(name: str) -> None:
     data = ANTHROPIC_STREAMS[name]
@@ -84,15 +98,10 @@ def test_openai_sdk_rebuilds_every_recording(impl: str, name: str) -> None:
     chunks, _ = openai_sdk_message(out)
     sdk_text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert sdk_text == truth["text"] == rebuilt["text"]
-    reasoning = rebuilt["reasoning"]
-    if truth["blocks"]:
-        found = continuation.find(reasoning, KEY)
-        assert isinstance(found, continuation.Found)
-        assert found.blocks == truth["blocks"], "signed and redacted thinking survive byte for byte"
-        assert (found.start, found.end) == (0, len(reasoning)), "the suffix spans all the reasoning"
-        assert reasoning.startswith(truth["reasoning"] + continuation.PREFIX)
-    else:
-        assert reasoning == truth["reasoning"]
+    assert sealed_blocks(rebuilt["reasoning"]) == truth["blocks"], (
+        "signed and redacted thinking survive byte for byte, each block sealed by its suffix"
+    )
+    assert rebuilt["order"] == truth["order"], "each suffix right after its block's reasoning"
     assert rebuilt["tools"] == truth["tools"]
     assert rebuilt["finish"] == truth["finish"] == t.stop_reason
     assert chunks[-1].usage is not None
@@ -131,13 +140,10 @@ def test_generated_streams(stream: Stream, data: st.DataObject) -> None:
         continuation.Thinking(b[0], b[1]) if isinstance(b, tuple) else continuation.Redacted(b)
         for b in stream.expected.thinking_blocks
     ]
-    found = continuation.find(rebuilt["reasoning"], KEY)
-    if expected_blocks:
-        assert isinstance(found, continuation.Found) and found.blocks == expected_blocks
-        assert rebuilt["reasoning"].startswith(stream.expected.reasoning + continuation.PREFIX)
-        assert (found.start, found.end) == (0, len(rebuilt["reasoning"]))
-    else:
-        assert found is None and rebuilt["reasoning"] == stream.expected.reasoning
+    assert sealed_blocks(rebuilt["reasoning"]) == expected_blocks
+    if not expected_blocks:
+        assert rebuilt["reasoning"] == stream.expected.reasoning
+    assert rebuilt["order"] == anthropic_truth(raw)["order"]
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,7 +13,7 @@ from typing import Any
 import openai
 import pytest
 
-from chat_chunks import anthropic_truth
+from chat_chunks import anthropic_truth, sealed
 from hydra_proxy import continuation
 from hydra_proxy.mock import MockServer
 from implementations import ANTHROPIC_STREAMS, IMPLEMENTATIONS, NATIVE_MISSING, _native
@@ -96,8 +96,7 @@ def test_openai_sdk_streams_every_recording(
         and got["usage"].completion_tokens == truth["completion"]
     )
     if truth["blocks"]:
-        found = continuation.find(got["reasoning"], _signing_key(proxy))
-        assert isinstance(found, continuation.Found) and found.blocks == truth["blocks"]
+        assert sealed(got["reasoning"], _signing_key(proxy)) == truth["blocks"]
     else:
         assert got["reasoning"] == truth["reasoning"]
     sent = mock.requests()[-1]
@@ -125,9 +124,7 @@ def test_non_streamed_redacted_thinking(proxy: ProxyServer, mock: MockServer) ->
     texts = [b["text"] for b in recorded["content"] if b["type"] == "text"]
     assert message.content == "".join(texts) or message.content == "\n".join(texts)
     reasoning = (message.model_extra or {})["reasoning_content"]
-    found = continuation.find(reasoning, _signing_key(proxy))
-    assert isinstance(found, continuation.Found)
-    assert found.blocks == [
+    assert sealed(reasoning, _signing_key(proxy)) == [
         continuation.Redacted(b["data"])
         for b in recorded["content"]
         if b["type"] == "redacted_thinking"

@@ -24,7 +24,11 @@ the rules that tie them together, the same for every client protocol:
   keep theirs (Anthropic accepts and ignores them).
 - Prompt caching asked for (`Requested.cache`) -> Anthropic's top-level ``cache_control:
   {"type": "ephemeral"}`` (automatic caching: the breakpoint goes on the last cacheable
-  block), since Anthropic, unlike OpenAI, caches nothing unasked.
+  block), since Anthropic, unlike OpenAI, caches nothing unasked. A breakpoint the reader
+  put on the system text (`TurnBuilder.system_breakpoint`) makes ``system`` one text
+  block that carries it. Anthropic takes at most `MAX_BREAKPOINTS` (the top-level one
+  counts): past that the earliest are dropped, since the last ones cover the longest
+  prefix.
 - A JSON object asked for (Anthropic has no "any JSON object" mode) ->
   `JSON_OBJECT_INSTRUCTION` after the system texts.
 - No user or assistant message with content left -> a 400 naming the client's
@@ -44,7 +48,9 @@ from .target import MessagesTarget
 from .thinking import fit_budget, loop_starts_with_thinking, strip_final_thinking
 from .turns import Turn, TurnBuilder, finish_turns, strip_final_whitespace
 
-__all__ = ["CanonicalRequest", "Requested", "canonical_request"]
+__all__ = ["MAX_BREAKPOINTS", "CanonicalRequest", "Requested", "canonical_request"]
+
+MAX_BREAKPOINTS = 4
 
 log = logging.getLogger(__name__)
 trace = logging.getLogger("hydra_proxy.continuation")
@@ -97,7 +103,11 @@ def canonical_request(
 
     out: dict[str, Any] = {"model": target.model, "max_tokens": max_tokens}
     system = _system(asked, conversation)
-    if system:
+    if system and conversation.system_breakpoint is not None:
+        out["system"] = [
+            {"type": "text", "text": system, "cache_control": conversation.system_breakpoint}
+        ]
+    elif system:
         out["system"] = system
     out["messages"] = messages
     if asked.tools:
@@ -116,6 +126,9 @@ def canonical_request(
         out["metadata"] = {"user_id": asked.user_id}
     if asked.cache:
         out["cache_control"] = {"type": "ephemeral"}
+    marked = conversation.breakpoints + (conversation.system_breakpoint is not None) + asked.cache
+    if marked > MAX_BREAKPOINTS:
+        _keep_last_breakpoints(out)
     out["stream"] = asked.stream
 
     restored = sum(
@@ -125,6 +138,21 @@ def canonical_request(
         for block in message["content"]
     )
     return CanonicalRequest(out, restored, thinking_disabled)
+
+
+def _keep_last_breakpoints(out: dict[str, Any]) -> None:
+    """At most `MAX_BREAKPOINTS` breakpoints (the top-level one counts): the earliest go."""
+    marked: list[tuple[list[Any], int]] = []  # (the list holding a marked block, its index)
+    for field_name in ("tools", "system"):
+        items = out.get(field_name)
+        if isinstance(items, list):
+            marked.extend((items, i) for i, b in enumerate(items) if "cache_control" in b)
+    for message in out["messages"]:
+        content = message["content"]
+        marked.extend((content, i) for i, b in enumerate(content) if "cache_control" in b)
+    extra = len(marked) + ("cache_control" in out) - MAX_BREAKPOINTS
+    for items, i in marked[: max(extra, 0)]:
+        items[i] = {k: v for k, v in items[i].items() if k != "cache_control"}
 
 
 def _system(asked: Requested, conversation: TurnBuilder) -> str:

@@ -81,6 +81,10 @@ class TurnBuilder:
     def __init__(self, words: CallWords) -> None:
         self.words = words
         self.system: list[str] = []
+        # The client's breakpoint on its system text (a prompt-cache prefix up to it), and
+        # how many it put on blocks of the turns.
+        self.system_breakpoint: dict[str, Any] | None = None
+        self.breakpoints = 0
         self.turns: list[Turn] = []
         # Calls of the latest assistant turn not answered yet: id -> (path of its id, sent id).
         self.pending: dict[str, tuple[str, str]] = {}

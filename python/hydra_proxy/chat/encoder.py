@@ -4,16 +4,18 @@ Output grammar (what Zed and the OpenAI SDKs require): a role chunk first; text 
 `delta.content`; thinking -> `delta.reasoning_content`; each tool call -> a Chat tool call
 whose `index` counts tool calls (not content blocks), with `id` and `name` on its first
 chunk only and its input as `arguments` fragments ("{}" for a tool without arguments); then,
-at the end, the continuation suffix (when enabled and there was thinking), the finish chunk,
-the usage chunk (`choices: []`, when asked) and `data: [DONE]`. Every chunk has
+at the end, the finish chunk, the usage chunk (`choices: []`, when asked) and `data: [DONE]`. Every chunk has
 `choices[].index`. A ping becomes an SSE comment. An error ends the output with an error
 chunk (`{"error": {...}}`) and no [DONE]. A text block's citations that carry a URL (web
 search results) become one `delta.annotations` chunk of `url_citation`s when the block
 ends, each spanning the block's text in `content` (offsets in code points, as the
 non-streamed reply has them); server-tool blocks (web search and the like, run by the
 provider) and other citations have no Chat form and are not sent; their text answer is.
-The continuation suffix carries the thinking blocks' replay state (signatures, redacted
-data) through Chat clients inside `reasoning_content` (continuation.py).
+The continuation suffix carries a thinking block's replay state (signature, redacted data)
+through Chat clients inside `reasoning_content` (continuation.py). When enabled, each
+thinking or redacted block's suffix is the last `reasoning_content` delta of that block,
+sent as the block ends: before the text or tool call that follows it, so a client that takes
+a turn's last delta as its result never ends on reasoning.
 """
 
 from __future__ import annotations
@@ -87,7 +89,6 @@ class ChatEncoder(Ending):
         self._started = False
         self._blocks: dict[int, _Block] = {}  # open blocks by decoder id
         self._tools = 0
-        self._thinking: list[Block] = []  # finished thinking/redacted blocks, for the suffix
         self._finish_reason: str | None = None
         self._length = 0  # code points of content sent
 
@@ -168,14 +169,17 @@ class ChatEncoder(Ending):
         elif state.kind == _TOOL and not state.sent_arguments:
             parts.append(self._out.tool_arguments(state.tool, "{}"))  # a tool without arguments
         elif state.kind == _THINKING:
-            self._thinking.append(ThinkingBlock("".join(state.text), state.signature))
+            self._seal(parts, ThinkingBlock("".join(state.text), state.signature))
         elif state.kind == _REDACTED:
-            self._thinking.append(Redacted(state.data))
+            self._seal(parts, Redacted(state.data))
+
+    def _seal(self, parts: list[bytes], block: Block) -> None:
+        """The block's continuation suffix, right after its reasoning."""
+        if self._continuation_key is not None:
+            parts.append(self._out.reasoning(encode([block], self._continuation_key)))
 
     def _end(self, parts: list[bytes]) -> None:
         self._start(parts)
-        if self._continuation_key is not None and self._thinking:
-            parts.append(self._out.reasoning(encode(self._thinking, self._continuation_key)))
         self._finish_reason = mapping.finish_reason(self._stop_reason)
         parts.append(self._out.finish(self._finish_reason))
         if self._include_usage:

@@ -247,6 +247,7 @@ def load(
         allowed_hosts=tuple(values.get("allowed_hosts", ())),
         allowed_origins=tuple(values.get("allowed_origins", ())),
         continuation=str(values.get("continuation", "auto")).lower(),
+        session_headers=tuple(h.strip().lower() for h in values.get("session_headers", ())),
         pricing=pricing,
         usage_ledger=None if str(ledger).lower() == "off" else str(ledger),
         usage_metrics=bool(usage_cfg.get("metrics", True)),

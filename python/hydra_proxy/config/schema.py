@@ -90,6 +90,8 @@ SERVER: dict[str, Field] = {
                            env="HYDRA_ALLOWED_ORIGINS"),
     "continuation": Field((str,), "continuation suffix for Chat clients", CONTINUATION_MODES,
                         env="HYDRA_CONTINUATION"),
+    "session_headers": Field((list,), "more request headers that name a client's session",
+                           env="HYDRA_SESSION_HEADERS"),
     "key_passthrough": Field((bool,), "forward the client's key upstream (no proxy keys)",
                              env="HYDRA_KEY_PASSTHROUGH"),
     "max_body_bytes": _num("largest request body", "HYDRA_MAX_BODY_BYTES", int, 1),

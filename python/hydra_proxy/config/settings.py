@@ -64,6 +64,9 @@ class Settings:
     # Continuation suffix for Chat clients: auto (clients known to replay reasoning, or the
     # x-hydra-continuation request header), always, never.
     continuation: str = "auto"
+    # Request headers that name a client's session besides the known ones
+    # (server/sessions.py SESSION_HEADERS), lower case.
+    session_headers: tuple[str, ...] = ()
     # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
     # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
     pricing: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -211,7 +211,7 @@ class Validator:
 
     def server(self, table: Mapping[str, Any]) -> None:
         self.check_table(("server",), table, SERVER, "[server]")
-        for key in ("allowed_hosts", "allowed_origins", "signing_key_file"):
+        for key in ("allowed_hosts", "allowed_origins", "signing_key_file", "session_headers"):
             problem = list_problem(key, table.get(key))
             if problem is not None:
                 self.add(("server", key), f"[server] {problem}")

@@ -29,12 +29,14 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol
 
 from ..config import Settings
 from ..errors import ProxyError
 from ..usage.service import UsageService
 from .exchange import ClientGone, Receive, Scope, header
+from .sessions import agent_id, session_id
 
 # A refusal's retry-after, in seconds: the expected wait for a slot, within these bounds.
 MIN_RETRY_AFTER = 1
@@ -300,19 +302,18 @@ class Admission:
 
 # -- a request's admission --------------------------------------------------------------
 
-_SESSION_HEADERS = (b"x-claude-code-session-id", b"session-id", b"session_id")
 _MAX_SESSION = 128  # longer values are cut: the id is only a queue's key
 
 
 def session_of(scope: Scope, key_id: str | None) -> str:
     """The agent session a request belongs to, for the fair queue: a teammate's requests
     (Claude Code's agent id) queue apart from their lead's."""
-    for name in _SESSION_HEADERS:
-        value = header(scope, name)
-        if value:
-            session = "s:" + value[:_MAX_SESSION].decode("latin-1")
-            agent = header(scope, b"x-claude-code-agent-id")
-            return session + "/" + agent[:_MAX_SESSION].decode("latin-1") if agent else session
+    read = partial(header, scope)
+    named = session_id(read)
+    if named:
+        agent = agent_id(read)
+        session = "s:" + named[:_MAX_SESSION]
+        return session + "/" + agent if agent is not None else session
     if key_id is not None:
         return "k:" + key_id
     client = scope.get("client")

@@ -15,8 +15,9 @@ MAX_SESSIONS = 4096  # sessions remembered per worker (the least recently seen g
 
 class LeftOutNotices:
     """Logs, once per session and provider, what was left out of its requests: images a
-    text-only provider cannot read, a web search tool it cannot run, output tokens above
-    the model's limit."""
+    text-only provider cannot read, a web search tool it cannot run, thinking on a tool
+    turn whose signed thinking the client did not bring back, output tokens above the
+    model's limit."""
 
     def __init__(self) -> None:
         self._told: OrderedDict[tuple[str, str, str], None] = OrderedDict()
@@ -68,6 +69,19 @@ class LeftOutNotices:
             "`server_tools = true` route to an Anthropic, OpenAI Responses, Gemini or "
             "OpenRouter provider to keep it.",
             provider,
+        )
+        return True
+
+    def thinking_off(self, session: str, provider: str, why: str) -> bool:
+        """Log, once per session and provider, that a tool turn went without thinking."""
+        if not self._first("thinking", session, provider):
+            return False
+        log.warning(
+            "thinking turned off for a tool turn to provider %r: Anthropic requires the "
+            "turn that called the tool to start with its signed thinking, and %s (said once "
+            "per session).",
+            provider,
+            why,
         )
         return True
 

@@ -5,7 +5,8 @@ Providers that cache by prefix route a request to a cache by a key (OpenAI's
 ``prompt_cache_key``): one key per client session keeps a session's turns on the cache that
 holds its history. The key is the client's own ``prompt_cache_key`` when it sends one
 (Codex does, its session id; Chat clients may), else its session header (Claude Code's
-``x-claude-code-session-id``, Codex's ``session-id``). A value of up to 64 characters of
+``x-claude-code-session-id``, Codex's ``session-id``, opencode's ``x-session-id`` and
+``x-session-affinity``, and the ``session_headers`` setting's). A value of up to 64 characters of
 ``[A-Za-z0-9_.:-]`` is sent as it is (a UUID); any other becomes ``hydra-`` and 40 hex
 digits of its SHA-256 (OpenAI bounds the key's length).
 
@@ -20,18 +21,40 @@ import hashlib
 import re
 from collections.abc import Callable
 
-__all__ = ["AGENT_HEADER", "SESSION_HEADERS", "agent_id", "session_cache_key", "session_id"]
+__all__ = [
+    "AGENT_HEADER",
+    "SESSION_HEADERS",
+    "agent_id",
+    "session_cache_key",
+    "session_id",
+    "use_session_headers",
+]
 
-SESSION_HEADERS = (b"x-claude-code-session-id", b"session-id", b"session_id")
+SESSION_HEADERS = (
+    b"x-claude-code-session-id",
+    b"session-id",
+    b"session_id",
+    b"x-session-id",
+    b"x-session-affinity",
+)
+# SESSION_HEADERS and the ones the settings add (set once as a worker starts).
+_names: tuple[bytes, ...] = SESSION_HEADERS
 AGENT_HEADER = b"x-claude-code-agent-id"
 _MAX_AGENT = 128  # longer ids are cut: an id is a label, not a payload
 _PLAIN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _MAX_INPUT = 1024  # longer values are hashed from their first bytes: a key, not a payload
 
 
+def use_session_headers(extra: tuple[str, ...]) -> None:
+    """Read these headers too, after the known ones (the ``session_headers`` setting)."""
+    global _names
+    more = tuple(name.lower().encode("latin-1") for name in extra)
+    _names = SESSION_HEADERS + tuple(name for name in more if name not in SESSION_HEADERS)
+
+
 def session_id(header: Callable[[bytes], bytes | None]) -> str | None:
     """The session a client names in its headers (None: none; bounded)."""
-    for name in SESSION_HEADERS:
+    for name in _names:
         raw = header(name)
         if raw:
             return raw[:_MAX_INPUT].decode("latin-1")

@@ -25,6 +25,7 @@ from . import browser_guard
 from .admission import Admission, limits_of, local_gate
 from .http1 import H1Client
 from .previous_turn import PreviousTurns
+from .sessions import use_session_headers
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ class Worker:
         from ..cluster import Cluster
 
         cluster = Cluster.for_worker(settings)
+        use_session_headers(settings.session_headers)
         limits = limits_of(settings)
         admission = Admission(limits, cluster.gate if cluster is not None else local_gate)
         providers = settings.providers.values()

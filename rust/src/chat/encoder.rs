@@ -5,8 +5,9 @@
 //! tool calls, not blocks), "{}" for a tool without arguments; a text block's URL citations
 //! as one `annotations` chunk at its end; no form for server-tool blocks and other
 //! citations (their text answer is sent); and the continuation suffix, which
-//! carries the thinking blocks' replay state through Chat clients inside
-//! `reasoning_content` (continuation.rs).
+//! carries a thinking block's replay state through Chat clients inside
+//! `reasoning_content` (continuation.rs), sent as the block ends so that it comes before
+//! the text or tool call that follows.
 
 use std::collections::BTreeMap;
 
@@ -45,8 +46,6 @@ pub struct ChatEncoder {
     /// Open blocks by decoder id.
     blocks: BTreeMap<u64, Kind>,
     tools: u64,
-    /// Finished thinking / redacted blocks, for the continuation suffix.
-    thinking: Vec<Block>,
     finish_reason: Option<&'static str>,
     /// Code points of content sent.
     length: u64,
@@ -100,7 +99,6 @@ impl ChatEncoder {
             ending: EndState::default(),
             blocks: BTreeMap::new(),
             tools: 0,
-            thinking: Vec::new(),
             finish_reason: None,
             length: 0,
         }
@@ -156,10 +154,18 @@ impl ChatEncoder {
                 self.writer.tool_arguments(out, index, "{}"); // a tool without arguments
             }
             Some(Kind::Thinking { text, signature }) => {
-                self.thinking.push(Block::Thinking { text, signature });
+                self.seal(out, &Block::Thinking { text, signature });
             }
-            Some(Kind::Redacted { data }) => self.thinking.push(Block::Redacted { data }),
+            Some(Kind::Redacted { data }) => self.seal(out, &Block::Redacted { data }),
             _ => {}
+        }
+    }
+
+    /// The block's continuation suffix, right after its reasoning.
+    fn seal(&mut self, out: &mut Vec<u8>, block: &Block) {
+        if let Some(key) = &self.continuation_key {
+            let suffix = continuation::encode(std::slice::from_ref(block), key);
+            self.writer.reasoning(out, &suffix);
         }
     }
 }
@@ -171,12 +177,6 @@ impl Ending for ChatEncoder {
 
     fn end(&mut self, out: &mut Vec<u8>) {
         self.start(out);
-        if let Some(key) = &self.continuation_key {
-            if !self.thinking.is_empty() {
-                let suffix = continuation::encode(&self.thinking, key);
-                self.writer.reasoning(out, &suffix);
-            }
-        }
         let reason = mapping::finish_reason(self.ending.stop_reason.as_deref());
         self.finish_reason = Some(reason);
         self.writer.finish(out, reason);

@@ -23,10 +23,10 @@ a test):
   ``container_upload``...) ran at Anthropic; they are not calls for the client to make
   and are omitted (their findings reach the client through Claude's text and its
   citations). Unknown block types are ignored.
-- ``reasoning_content``: the ``thinking`` texts joined with nothing in between (the
-  continuation suffix covers exactly this concatenation); when ``continuation_key`` is
-  set and there is any ``thinking`` or ``redacted_thinking`` block, followed by
-  `continuation.encode` of all of them in order. Omitted when that is empty.
+- ``reasoning_content``: the ``thinking`` texts joined with nothing in between; when
+  ``continuation_key`` is set, each ``thinking`` text is followed by its own
+  `continuation.encode`, and each ``redacted_thinking`` block is one, in block order (as
+  the stream sends them). Omitted when that is empty.
 - ``finish_reason`` via `mapping.FINISH_REASONS`; an unknown or missing stop reason ->
   ``"stop"``.
 - ``usage``: ``prompt_tokens = input + cache_read + cache_creation``,
@@ -60,7 +60,6 @@ def chat_completion_from_message(
     annotations: list[dict[str, Any]] = []
     offset = 0
     reasoning: list[str] = []
-    carried: list[continuation.Block] = []
     tool_calls: list[dict[str, Any]] = []
     for btype, block in typed_objects(message.get("content")):
         if btype == "text":
@@ -86,13 +85,17 @@ def chat_completion_from_message(
             signature = block.get("signature")
             thinking = thinking if isinstance(thinking, str) else ""
             reasoning.append(thinking)
-            carried.append(
-                continuation.Thinking(thinking, signature if isinstance(signature, str) else "")
-            )
+            if continuation_key is not None:
+                sealed = continuation.Thinking(
+                    thinking, signature if isinstance(signature, str) else ""
+                )
+                reasoning.append(continuation.encode([sealed], continuation_key))
         elif btype == "redacted_thinking":
             data = block.get("data")
-            if isinstance(data, str):
-                carried.append(continuation.Redacted(data))
+            if isinstance(data, str) and continuation_key is not None:
+                reasoning.append(
+                    continuation.encode([continuation.Redacted(data)], continuation_key)
+                )
         elif btype == "tool_use":
             tool_calls.append(
                 {
@@ -112,8 +115,6 @@ def chat_completion_from_message(
         "annotations": annotations,
     }
     reasoning_content = "".join(reasoning)
-    if continuation_key is not None and carried:
-        reasoning_content += continuation.encode(carried, continuation_key)
     if reasoning_content:
         out_message["reasoning_content"] = reasoning_content
     if tool_calls:

@@ -19,20 +19,33 @@ from ...canonical.web_search import (
     runs_chat_web_search,
 )
 from ...canonical.web_search import refusal as web_search_refusal
-from ...chat.request.reader import messages_request_from_chat
+from ...chat.request.reader import Translation, messages_request_from_chat
+from ...chat.request.reader.thinking import read_thinking
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
+from ...errors import ProxyError
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
+from ...usage.record import client_key_id
+from ..admission import session_of
 from ..exchange import ClientRequest, Exchange
+from ..left_out import NOTICES
 from ..sessions import session_cache_key
 from ..upstream_kinds import Factory, Plan, passthrough, route_effort
 from ..upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
 
-# Clients known to replay reasoning_content (and so to carry the continuation suffix).
-_REPLAYING_CLIENTS = (b"zed",)
+# Agents known to replay reasoning_content (and so to carry the continuation suffix), by
+# their User-Agent: Zed, opencode ("opencode/1.18.33 ai-sdk/..."), Qwen Code
+# ("QwenCode/0.24.4 (linux; x64)"). Each resends its whole conversation every turn.
+REPLAYING_CLIENTS = (b"zed", b"opencode", b"qwencode")
+
+
+def known_agent(exchange: Exchange) -> bool:
+    """Whether the client is one of `REPLAYING_CLIENTS`."""
+    agent = (exchange.header(b"user-agent") or b"").lower()
+    return any(name in agent for name in REPLAYING_CLIENTS)
 
 
 def wants_continuation(exchange: Exchange) -> bool:
@@ -43,15 +56,13 @@ def wants_continuation(exchange: Exchange) -> bool:
     opt_in = exchange.header(b"x-hydra-continuation")
     if opt_in is not None:
         return opt_in.strip().lower() in (b"1", b"true", b"yes", b"on")
-    agent = (exchange.header(b"user-agent") or b"").lower()
-    return any(name in agent for name in _REPLAYING_CLIENTS)
+    return known_agent(exchange)
 
 
 def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
     """The routing traits of a Chat request, read from the fields routing looks at (the
     full translation waits for the attempt; the token estimate translates only if a route
     asks for it)."""
-    effort = request.get("reasoning_effort")
     max_tokens = request.get("max_completion_tokens", request.get("max_tokens"))
     messages = request.get("messages")  # a malformed one gets its 400 from the reader
     images = any(
@@ -69,10 +80,15 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
         "max_tokens": max_tokens,
         "messages": [{"role": "user", "content": [{"type": "image"}]}] if images else [],
     }
-    if isinstance(effort, str):
+    try:
+        thinking, effort = read_thinking(request, MessagesTarget(model=request["model"]))
+    except ProxyError:
+        thinking, effort = None, None  # its 400 comes from the reader, in the attempt
+    effort = effort or _asked_effort(request)  # "none" too: a route may match it
+    if effort is not None:
         view["output_config"] = {"effort": effort}
-        if effort not in ("none", "minimal"):
-            view["thinking"] = {"type": "enabled"}
+    if thinking is not None:
+        view["thinking"] = thinking
 
     def estimate() -> int:
         translated = messages_request_from_chat(
@@ -104,7 +120,13 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
         continuation_key=key,
     )
     stream = request.get("stream") is True
-    translation = messages_request_from_chat(request, target, stream=stream)
+
+    def session_key() -> str | None:
+        return session_cache_key(request.get("prompt_cache_key"), exchange.header)
+
+    # An agent's session resends the same prefix every turn: worth caching.
+    cache = known_agent(exchange) or session_key() is not None
+    translation = messages_request_from_chat(request, target, stream=stream, cache=cache)
     if translation.skipped_reasoning or translation.thinking_disabled:
         log.debug(
             "continuation: %d restored, %d plain reasoning turns skipped, thinking disabled=%s",
@@ -112,6 +134,9 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             translation.skipped_reasoning,
             translation.thinking_disabled,
         )
+    if translation.thinking_disabled:
+        session = session_of(exchange.scope, client_key_id(exchange.client_key))
+        NOTICES.thinking_off(session, provider.name, _why_thinking_off(exchange, translation))
     completion_id = ids.completion_id()
     created = int(time.time())
     stream_options = request.get("stream_options")
@@ -135,12 +160,25 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             **decoder_args,
         )
 
-    def session_key() -> str | None:
-        return session_cache_key(request.get("prompt_cache_key"), exchange.header)
-
     return translated_plan(
         exchange, translation.body, attempt, "chat", stream, model, write_reply, build, session_key
     )
+
+
+def _why_thinking_off(exchange: Exchange, translation: Translation) -> str:
+    """Why a tool turn's thinking could not be restored, in words a user can act on."""
+    if not wants_continuation(exchange):
+        return (
+            "the client is not known to replay reasoning, so its reasoning carries no "
+            "signature (send the header x-hydra-continuation: 1 if it replays "
+            "reasoning_content, or set continuation = always)"
+        )
+    if translation.skipped_reasoning:
+        return (
+            "the reasoning it replayed did not verify (edited, cut, or signed with "
+            "another signing key)"
+        )
+    return "the client did not replay the reasoning of the turn that called the tool"
 
 
 def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
@@ -154,6 +192,15 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
     return {"signing_key": signing_key}
 
 
+def _asked_effort(request: dict[str, Any]) -> str | None:
+    """The effort a Chat request names (OpenRouter's ``reasoning.effort`` first)."""
+    reasoning = request.get("reasoning")
+    asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
+    if not isinstance(asked, str):
+        asked = request.get("reasoning_effort")
+    return asked if isinstance(asked, str) else None
+
+
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
     attempt renames the model, its route sets the effort, a text-only upstream gets
@@ -163,8 +210,7 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
     search = isinstance(request.get("web_search_options"), dict)
     if search and not runs_chat_web_search(provider.base_url):
         raise web_search_refusal("chat", provider.name, provider.kind)
-    asked = request.get("reasoning_effort")
-    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
+    effort = route_effort(attempt, lambda: _asked_effort(request))
     changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
     plugin = search and is_openrouter(provider.base_url) and "plugins" not in request
     if attempt.model != request["model"] or effort is not None or left_out or plugin:

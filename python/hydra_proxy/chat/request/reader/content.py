@@ -5,7 +5,8 @@ object with ``url``; a bare string is accepted too) -> an image (`canonical.medi
 ``data:`` URL as base64, an ``http(s)`` URL as a URL source); ``file`` (``file_data``,
 ``filename``) -> a document or an image (`canonical.media.file_block`). Whitespace-only
 text parts are dropped (Anthropic rejects whitespace-only text blocks). ``input_audio``
-and ``file_id`` are refused (see `validation`).
+and ``file_id`` are refused (see `validation`). A part's ``cache_control`` goes on its
+block (`caching`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ from typing import Any
 from ....canonical.content import Block
 from ....canonical.fields import bad, part_text, part_type
 from ....canonical.media import file_block, image_block_from_url
+from .caching import read_breakpoint
 
 __all__ = ["content_block"]
 
 
 def content_block(part: Any, path: str) -> Block | None:
     """A user (or tool) content part as a canonical block; None for whitespace-only text."""
+    block = _block(part, path)
+    if "cache_control" in part:  # (a part is an object once `_block` has read it)
+        marker = read_breakpoint(part["cache_control"], f"{path}.cache_control")
+        if block is not None and marker is not None:
+            block["cache_control"] = marker
+    return block
+
+
+def _block(part: Any, path: str) -> Block | None:
     ptype = part_type(part, path)
     if ptype == "text":
         text = part_text(part, path, "text")

@@ -15,6 +15,8 @@ text block, then ``tool_calls`` -> ``tool_use`` blocks (``arguments``:
 same id twice in one message is a 400). An assistant message left with no content is
 dropped.
 
+Cache breakpoints (``cache_control`` on a message, a part or a tool call): `caching`.
+
 Sequence: consecutive ``tool`` messages -> one user turn of ``tool_result`` blocks
 (content: the string, or text/image/file parts as blocks; empty content omitted); user
 messages that follow join the same turn. A ``tool`` message must answer a call of the
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.content import Block
+from ....canonical.content import Block, breakpoint_of
 from ....canonical.fields import (
     bad,
     each_object,
@@ -40,6 +42,7 @@ from ....canonical.fields import (
 )
 from ....canonical.tools import read_arguments
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from .caching import count_marked, mark_last, read_breakpoint
 from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning
 
@@ -100,6 +103,9 @@ class MessageReader(TurnBuilder):
     # -- roles
 
     def _system(self, message: dict[str, Any], path: str) -> None:
+        marker = _message_breakpoint(message, path)
+        if marker is not None:
+            self.system_breakpoint = marker
         content = message.get("content")
         if isinstance(content, str):
             texts = [content]
@@ -124,11 +130,28 @@ class MessageReader(TurnBuilder):
 
     def _user(self, message: dict[str, Any], path: str) -> None:
         blocks = read_content(message.get("content"), path, "content", content_block)
+        mark_last(blocks, _message_breakpoint(message, path))
+        self.breakpoints += count_marked(blocks)
         if blocks:
             self.user_turn().blocks.extend(blocks)
 
     def _tool(self, message: dict[str, Any], path: str) -> None:
         self.add_result(message, path, "tool_call_id", "content", content_block, required=False)
+        results = self.user_turn().results
+        result = results[-1]
+        # A breakpoint inside the result's content is the result's (as Anthropic caches a
+        # prefix up to a block of the message, never inside one).
+        content = result.get("content")
+        parts: list[Block] = content if isinstance(content, list) else []
+        inner = breakpoint_of(parts)
+        if inner is not None:
+            result["content"] = [
+                {k: v for k, v in part.items() if k != "cache_control"} for part in parts
+            ]
+        marker = _message_breakpoint(message, path) or inner
+        if marker is not None:
+            mark_last(results, marker)
+            self.breakpoints += 1
 
     def _assistant(self, message: dict[str, Any], path: str) -> None:
         self.begin_assistant_turn()
@@ -166,6 +189,8 @@ class MessageReader(TurnBuilder):
             blocks.append({"type": "text", "text": refusal})
 
         blocks.extend(self._tool_calls(message.get("tool_calls"), path))
+        mark_last(blocks, _message_breakpoint(message, path))
+        self.breakpoints += count_marked(blocks)
         if replay.skipped:
             self.skipped += 1
         if blocks:
@@ -219,5 +244,26 @@ class MessageReader(TurnBuilder):
             )
             arguments = read_arguments(function.get("arguments"), f"{call_path}.function.arguments")
             sent_id = self.open_call(call_id, f"{call_path}.id", call_path)
-            blocks.append({"type": "tool_use", "id": sent_id, "name": name, "input": arguments})
+            block: Block = {"type": "tool_use", "id": sent_id, "name": name, "input": arguments}
+            marker = read_breakpoint(call.get("cache_control"), f"{call_path}.cache_control")
+            if marker is not None:
+                block["cache_control"] = marker
+            blocks.append(block)
         return blocks
+
+
+def _message_breakpoint(message: dict[str, Any], path: str) -> dict[str, Any] | None:
+    """A message's own ``cache_control``, or the last of its content parts' (assistant and
+    system parts are read as texts: their breakpoint counts as the message's)."""
+    marker = None
+    if "cache_control" in message:
+        marker = read_breakpoint(message["cache_control"], f"{path}.cache_control")
+    content = message.get("content")
+    if marker is None and message.get("role") != "user" and isinstance(content, list):
+        for j, part in enumerate(content):
+            if isinstance(part, dict) and "cache_control" in part:
+                found = read_breakpoint(
+                    part.get("cache_control"), f"{path}.content[{j}].cache_control"
+                )
+                marker = found or marker
+    return marker

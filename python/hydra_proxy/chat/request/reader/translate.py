@@ -17,6 +17,12 @@ together (max_tokens and the thinking budget, sampling while thinking, thinking 
 off for a forced tool choice or an unrestorable tool loop) are `canonical.request`'s,
 the same for every client protocol. Here: ``body["stream"]`` is set from the ``stream``
 argument.
+
+Caching: the breakpoints the client marks (`caching`) are used as they are. A client that
+marks none but asks for caching in another way (``prompt_cache_key``, or ``cache=True``:
+the server recognised its session) gets automatic ones: on the system text and at the
+end of the conversation (Anthropic's automatic caching), the prefix every next turn of an
+agent's session repeats.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ....canonical.fields import bad, type_name
 from ....canonical.params import read_number, read_output_format, read_user_id
 from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
@@ -48,9 +55,10 @@ class Translation:
 
 
 def messages_request_from_chat(
-    body: dict[str, Any], target: MessagesTarget, *, stream: bool
+    body: dict[str, Any], target: MessagesTarget, *, stream: bool, cache: bool = False
 ) -> Translation:
-    """Translate an OpenAI Chat Completions request body into an Anthropic Messages request."""
+    """Translate an OpenAI Chat Completions request body into an Anthropic Messages request
+    (`cache`: the client's session is known, so its prompt prefix is worth caching)."""
     if not isinstance(body, dict):
         raise invalid_request("request body must be a JSON object")
     refuse_unsupported(body)
@@ -71,6 +79,12 @@ def messages_request_from_chat(
 
     reader = MessageReader(target.continuation_key)
     reader.add_messages(body.get("messages"))
+    cache_key = body.get("prompt_cache_key")
+    if cache_key is not None and not isinstance(cache_key, str):
+        raise bad("prompt_cache_key", f"must be a string, got {type_name(cache_key)}")
+    if (cache or cache_key) and not reader.breakpoints and reader.system_breakpoint is None:
+        asked.cache = True
+        reader.system_breakpoint = {"type": "ephemeral"}
     request = canonical_request(asked, reader, target)
     search = web_search_from_options(body.get("web_search_options"))
     if search is not None:

@@ -11,7 +11,8 @@ deprecated ``functions``/``function_call`` request fields, ``function_call`` on 
 messages and ``role: "function"`` messages (use ``tools``/``tool_calls``).
 
 Accepted and dropped (harmless OpenAI-only knobs): ``seed``, ``store``, ``metadata``,
-``service_tier``, ``prompt_cache_key``, ``prompt_cache_retention``, ``verbosity``,
+``service_tier``, ``prompt_cache_key`` (it asks for caching: `translate`),
+``prompt_cache_retention``, ``verbosity``,
 ``prediction`` (a latency hint; the answer is the same without it),
 ``stream_options.include_obfuscation``, the neutral values of the refused knobs above
 (``n: 1``, ``logprobs: false``, ``top_logprobs: 0``, penalties ``0``, ``logit_bias: {}``,
@@ -75,7 +76,10 @@ _KNOWN_FIELDS = _DROPPED_FIELDS | {
     "tool_choice",
     "parallel_tool_calls",
     "reasoning_effort",
+    "reasoning",
     "thinking",
+    "enable_thinking",
+    "chat_template_kwargs",
     "response_format",
 }
 
