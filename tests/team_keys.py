@@ -74,7 +74,9 @@ def create(ledger: str, name: str, **options: Any) -> str:
         store.close()
 
 
-def proxy(mock: MockServer, ledger: str, directory: Path, **env: str) -> ProxyServer:
+def proxy(
+    mock: MockServer, ledger: str, directory: Path, impl: str = "auto", **env: str
+) -> ProxyServer:
     environ = {
         "HYDRA_USAGE_LEDGER": ledger,
         "HYDRA_CONFIG": str(config(mock, directory)),
@@ -83,7 +85,7 @@ def proxy(mock: MockServer, ledger: str, directory: Path, **env: str) -> ProxySe
         "HYDRA_RETRIES": "0",
         **env,
     }
-    return ProxyServer(mock.url + "/v1", "--log-level", "info", env=environ)
+    return ProxyServer(mock.url + "/v1", "--log-level", "info", impl=impl, env=environ)
 
 
 def turn(prompt: int = 5, completion: int = 10, **extra: Any) -> dict[str, Any]:
@@ -121,6 +123,8 @@ def call(
         sent["x-api-key"] = key
     if path.startswith("/v1/messages"):
         sent["anthropic-version"] = "2023-06-01"
+    elif path.startswith("/v1beta/") and key is not None:  # a Gemini client's own header
+        sent["x-goog-api-key"] = sent.pop("x-api-key")
     conn.request(method, path, None if body is None else orjson.dumps(body), sent)
     response = conn.getresponse()
     data = response.read()

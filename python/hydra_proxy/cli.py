@@ -28,6 +28,8 @@ from .config import (
     load,
     require_keys,
 )
+from .config.check import admin_key_problems
+from .config.extras import missing_extras
 from .transducers import select
 
 log = logging.getLogger("hydra_proxy")
@@ -127,14 +129,32 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
 
 
+def _wants_mock(settings: Settings) -> bool:
+    """No route, and the target provider needs a key that is not set."""
+    provider = settings.providers[settings.target_provider]
+    return not settings.routes and provider.needs_key and not provider.api_keys()
+
+
+def _on_mock(settings: Settings, url: str) -> Settings:
+    """`settings` with the target provider served by the embedded mock at `url`."""
+    provider = settings.providers[settings.target_provider]
+    base = url + ("/v1" if provider.kind == "openai" else "")
+    providers = dict(settings.providers)
+    providers[provider.name] = dataclasses.replace(
+        provider, base_url=base, api_key_env=None, api_key_envs=(), keyless=True
+    )
+    return dataclasses.replace(settings, providers=providers)
+
+
 @contextlib.contextmanager
 def _mock_if_needed(
     settings: Settings, explicit_base_url: bool, allowed: bool
-) -> Iterator[Settings]:
+) -> Iterator[tuple[Settings, Callable[[Settings], Settings] | None]]:
+    """The settings to serve, and what a reload does to the settings it reads: with the
+    embedded mock, the mock again while the provider still has no key."""
     provider = settings.providers[settings.target_provider]
-    needs_key = provider.needs_key and not provider.api_keys()
-    if not allowed or explicit_base_url or settings.routes or not needs_key:
-        yield settings
+    if not allowed or explicit_base_url or not _wants_mock(settings):
+        yield settings, None
         return
     from .mock import MockServer
 
@@ -146,12 +166,12 @@ def _mock_if_needed(
             mock.url,
             provider.api_key_env,
         )
-        base = mock.url + ("/v1" if provider.kind == "openai" else "")
-        providers = dict(settings.providers)
-        providers[provider.name] = dataclasses.replace(
-            provider, base_url=base, api_key_env=None, api_key_envs=(), keyless=True
-        )
-        yield dataclasses.replace(settings, providers=providers)
+        url = mock.url
+
+        def adjust(new: Settings) -> Settings:
+            return _on_mock(new, url) if _wants_mock(new) else new
+
+        yield _on_mock(settings, url), adjust
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -178,6 +198,16 @@ def _serve(args: argparse.Namespace) -> int:
     if busy is not None:
         print(f"hydra-proxy: {busy}", file=sys.stderr)
         return 2
+    from .cluster import unreachable
+
+    store_down = unreachable(settings)
+    if store_down is not None and settings.on_store_failure == "closed":
+        print(
+            f"hydra-proxy: {store_down}; not starting (on_store_failure = closed)", file=sys.stderr
+        )
+        return 1
+    if store_down is not None:
+        log.warning("%s; starting on this replica's own bounds until it answers", store_down)
     log.info(
         "hydra-proxy %s: transducers %s, target provider %s",
         __version__,
@@ -189,14 +219,17 @@ def _serve(args: argparse.Namespace) -> int:
     explicit = bool(args.base_url) or any(
         env.get(f"HYDRA_{name.upper()}_BASE_URL") for name in ("openai", "anthropic", "gemini")
     )
-    with _mock_if_needed(settings, explicit, not args.no_mock) as effective:
+    with _mock_if_needed(settings, explicit, not args.no_mock) as (effective, adjust):
         try:
             for warning in require_keys(effective):
                 log.warning("%s", warning)
         except ConfigError as exc:
             return _config_error(exc)
+        from .team.service import key_mode
+
+        log.info("keys: %s", key_mode(effective, os.environ))
         log.info("listening on http://%s:%d", effective.host, effective.port)
-        serve(effective, log_level=args.log_level)
+        serve(effective, log_level=args.log_level, adjust=adjust)
     return 0
 
 
@@ -242,6 +275,9 @@ def _config(args: argparse.Namespace) -> int:
         if stored is not None and stored.version:
             settings = load(flags, env, stored)
         warnings = require_keys(settings)
+        problems = [*missing_extras(settings), *admin_key_problems(os.environ)]
+        if problems:
+            raise ConfigError(problems)
     except ConfigError as exc:
         return _config_error(exc)
     print(describe(settings))

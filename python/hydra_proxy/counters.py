@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 
+class Unseeded(Exception):
+    """The store holds no spend of a budget for its period: it was emptied (a Redis that
+    restarted without its data, or a new one), or the period is new. The caller seeds it
+    from the usage ledger and asks again; a store that cannot lose its counts without the
+    process never raises it."""
+
+
 class Counters(Protocol):
     """One store of counters. Each method is atomic in its store."""
 
@@ -45,7 +52,8 @@ class Counters(Protocol):
         ...
 
     async def reserve(self, name: str, amount: float, cap: float, holder: str) -> bool:
-        """Reserve `amount` of `name` for `holder` if spent + reserved + amount <= cap."""
+        """Reserve `amount` of `name` for `holder` if spent + reserved + amount <= cap
+        (`Unseeded`: the store does not know what the period spent)."""
         ...
 
     async def settle(self, name: str, holder: str, spent: float, expires: float) -> None:
@@ -58,7 +66,8 @@ class Counters(Protocol):
         ...
 
     async def seed(self, name: str, spent: float, expires: float) -> None:
-        """Set `name`'s spend from the ledger when the store has none for the period."""
+        """Set `name`'s spend from the ledger when the store has none for the period (or
+        only what was settled since it lost the rest: the larger of the two stays)."""
         ...
 
     async def rest(self, name: str, until: float) -> None:

@@ -68,6 +68,7 @@ __all__ = [
     "Budget",
     "count_tokens",
     "estimate_input_tokens",
+    "input_bound",
     "load_encoding",
     "warm_up",
 ]
@@ -681,6 +682,65 @@ def count_tokens(
         total += _tool_prompt_tokens(body.get("tool_choice"))
         total += sum(_tool_tokens(tool, budget) for tool in tools)
     return max(1, total)
+
+
+# --- the reservation's upper bound ---------------------------------------------------
+
+# An o200k token is at least one byte of UTF-8, so a text of n bytes is at most n tokens.
+# The bound counts text at this many bytes a token: whatever a client puts where the
+# estimate samples, the real count is at most this many times the bound (a little above
+# it for plain English, about 4.5 bytes a token). One pass over the request: a length per
+# string, no tokenizer.
+BOUND_BYTES_PER_TOKEN = 4
+# What the bound skips: bookkeeping, and the media the estimate sizes from their headers.
+_BOUND_SKIPPED = _NOT_TEXT | {"source"}
+
+
+def input_bound(body: dict[str, Any]) -> int:
+    """An upper bound, to within BOUND_BYTES_PER_TOKEN, of the input tokens of an
+    Anthropic Messages request, in time linear in its size: every text (keys and values;
+    JSON numbers by their digits) at BOUND_BYTES_PER_TOKEN bytes a token, images at
+    Anthropic's largest size, documents as the estimate reads them (a text document's
+    text counted as text). What a budget or a tpm limit reserves for a request."""
+    walk = _BoundWalk()
+    for key in ("system", "messages", "tools"):
+        walk.value(body.get(key))
+    return max(1, -(-walk.size // BOUND_BYTES_PER_TOKEN) + walk.media)
+
+
+class _BoundWalk:
+    __slots__ = ("media", "size")
+
+    def __init__(self) -> None:
+        self.size = 0  # UTF-8 bytes of text
+        self.media = 0  # tokens of images and non-text documents
+
+    def value(self, value: Any) -> None:
+        if isinstance(value, str):
+            self.size += len(value) if value.isascii() else len(value.encode("utf-8", "replace"))
+        elif isinstance(value, dict):
+            self.block(value)
+        elif isinstance(value, list):
+            for item in value:
+                self.value(item)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            self.size += len(str(value))
+
+    def block(self, block: dict[str, Any]) -> None:
+        kind = block.get("type")
+        if kind == "image":
+            self.media += _IMAGE_MAX_TOKENS
+        elif kind == "document":
+            source = block.get("source")
+            if isinstance(source, dict) and source.get("type") in ("text", "content"):
+                self.value(source.get("data"))
+                self.value(source.get("content"))
+            else:
+                self.media += _document_tokens({"source": source}, Budget())
+        for key, item in block.items():
+            if key not in _BOUND_SKIPPED:
+                self.size += len(key)
+                self.value(item)
 
 
 # --- the fallback -------------------------------------------------------------------

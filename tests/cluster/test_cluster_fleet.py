@@ -32,6 +32,7 @@ from cluster_rig import (
     redis_server,
     stream_chat,
 )
+from hydra_proxy.cluster.redis_store import key
 from postgres_server import postgres_server, wait_ready, why_unavailable
 from servers import ProxyServer
 
@@ -43,7 +44,7 @@ pytestmark = [pytest.mark.skipif(_missing is not None, reason=_missing or ""), p
 BOUND = 4
 SESSIONS = 40
 LEASE_TTL = 2.0
-SLOTS = "hydra:s:provider:openai"
+SLOTS = key("provider:openai", "s")
 
 
 @dataclass
@@ -332,7 +333,8 @@ def test_a_key_rpm_of_30_admits_exactly_30_in_the_minute_across_six_connections(
     needs the team keys' settings, which call this method."""
     from hydra_proxy.cluster.redis_store import RedisCounters
 
-    fleet.redis.command("DEL", "hydra:w:key:alice:rpm", "hydra:w:key:alice:rpm:t")
+    window = key("key:alice:rpm", "w")
+    fleet.redis.command("DEL", window, window + ":t")
 
     async def process(count: int) -> int:
         store = RedisCounters(fleet.redis.url)

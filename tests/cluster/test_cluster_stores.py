@@ -227,3 +227,54 @@ def test_a_redis_url_is_logged_without_its_password() -> None:
     assert mask_url("redis://:hunter2@db:6379/0") == "redis://***@db:6379/0"
     assert mask_url("redis://user:hunter2@db:6379/0") == "redis://user:***@db:6379/0"
     assert mask_url("redis://db:6379/0") == "redis://db:6379/0"
+
+
+@needs_redis
+def test_the_check_that_finds_redis_down_is_not_refused_by_its_own_lease(
+    redis: RedisServer,
+) -> None:
+    """A process lists a lease before its ask returns (a heartbeat meanwhile renews it):
+    the switch to local counts the running leases, but not the one still asking, which
+    would fill a bound of one per replica until its TTL (a queue's wait of lease_ttl)."""
+
+    async def scenario() -> None:
+        async for failover in _failover(redis, "local"):
+            leases: Any = failover.leases
+            leases.held.append(("p", "asking"))
+            redis.stop()
+            # 2 / 2 replicas = 1 here, and no stream runs: the request takes it.
+            assert await failover.acquire("p", 2, "asking", 3)
+            assert not await failover.acquire("p", 2, "next", 3)
+            redis.start()
+
+    run(scenario())
+
+
+@needs_redis
+def test_a_budget_the_store_lost_is_unseeded_until_the_ledger_seeds_it(
+    redis: RedisServer,
+) -> None:
+    from hydra_proxy.cluster.redis_store import RedisCounters
+    from hydra_proxy.counters import Unseeded
+
+    redis.command("FLUSHALL")
+
+    async def scenario() -> None:
+        store = RedisCounters(redis.url)
+        ends = time.time() + 100
+        with pytest.raises(Unseeded):  # never seeded: the period is new to the store
+            await store.reserve("b", 0.30, cap=1.0, holder="r0")
+        await store.seed("b", 0.50, expires=ends)
+        assert await store.reserve("b", 0.30, cap=1.0, holder="r1")
+        await store.settle("b", "r1", spent=0.20, expires=ends)
+        redis.command("FLUSHALL")  # a Redis restarted without its data
+        await store.settle("b", "in-flight", spent=0.05, expires=ends)
+        with pytest.raises(Unseeded):
+            await store.reserve("b", 0.30, cap=1.0, holder="r2")
+        await store.seed("b", 0.70, expires=ends)  # what the ledger says
+        assert await store.spent("b") == pytest.approx((0.70, 0.0))
+        assert not await store.reserve("b", 0.35, cap=1.0, holder="r3")
+        assert await store.reserve("b", 0.30, cap=1.0, holder="r3")
+        await store.close()
+
+    run(scenario())

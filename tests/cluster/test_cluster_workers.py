@@ -83,6 +83,7 @@ def test_the_config_reference_documents_every_cluster_key() -> None:
 
     doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "CONFIG.md").read_text("utf-8")
     table = doc[doc.index("\n### `[cluster]`\n") :]
+    table = table[: table.find("\n### ", 1)]  # up to the next table's section
     assert re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.M) == list(CLUSTER)
 
 
@@ -133,8 +134,23 @@ def test_a_redis_url_of_another_scheme_is_refused_and_check_shows_it_masked(
     with pytest.raises(ConfigError, match=r"\[cluster\] redis_url: not a Redis URL"):
         load({"config": str(cfg)}, {})
     shown = describe(load({}, {"HYDRA_REDIS_URL": "redis://:s3cret-pass@cache:6379/0"}))
-    assert "cluster: redis://***@cache:6379/0, leases of 10 s, Redis unreachable: local" in shown
+    assert (
+        "cluster: redis://***@cache:6379/0, leases of 10 s, "
+        "Redis unreachable after 0.25 s: local" in shown
+    )
     assert "s3cret" not in shown
+    sentinel = {
+        "HYDRA_REDIS_SENTINELS": "s1:26379, s2:26379",
+        "HYDRA_REDIS_SENTINEL_SERVICE": "mymaster",
+        "HYDRA_REDIS_TIMEOUT": "0.1",
+    }
+    shown = describe(load({}, sentinel))
+    assert "cluster: the primary 'mymaster' of Sentinel(s) s1:26379, s2:26379" in shown
+    assert "Redis unreachable after 0.1 s" in shown
+    with pytest.raises(ConfigError, match="no sentinel_service names the primary"):
+        load({}, {"HYDRA_REDIS_SENTINELS": "s1:26379"})
+    with pytest.raises(ConfigError, match="HYDRA_REDIS_TIMEOUT"):
+        load({}, {"HYDRA_REDIS_URL": "redis://r:6379/0", "HYDRA_REDIS_TIMEOUT": "0"})
 
 
 def test_the_host_store_folder_of_a_serve_that_died_is_removed_by_the_next(
@@ -156,3 +172,47 @@ def test_the_host_store_folder_of_a_serve_that_died_is_removed_by_the_next(
     fresh = host.new_path()
     assert not stale.exists() and alive.exists()
     assert fresh.parent.name.startswith(f"hydra-counters-{os.getpid()}-")
+
+
+def test_a_redis_unreachable_at_start_stops_a_closed_serve_and_warns_a_local_one() -> None:
+    """Nothing listens on the Redis port: `closed` exits before listening with one line
+    naming the URL (its password masked); `local` warns and serves on its own bounds."""
+    import subprocess
+    import sys
+
+    from hydra_proxy.mock.server import free_port
+    from servers import PYTHON_DIR
+
+    url = f"redis://:s3cret-pass@127.0.0.1:{free_port()}/0"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}
+    env.update(
+        HYDRA_REDIS_URL=url,
+        HYDRA_ON_STORE_FAILURE="closed",
+        OPENAI_API_KEY="sk-upstream",
+        PYTHONPATH=str(PYTHON_DIR),
+    )
+    port = str(free_port())
+    done = subprocess.run(
+        [sys.executable, "-m", "hydra_proxy", "serve", "--port", port, "--provider", "openai"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1
+    masked = url.replace(":s3cret-pass@", ":***@").replace("redis://:", "redis://")
+    assert lines[-1].startswith(f"hydra-proxy: the Redis at {masked} cannot be reached")
+    assert "s3cret" not in done.stderr + done.stdout and "listening on" not in done.stderr
+    with (
+        CountingUpstream(pieces=2, delay=0.01) as upstream,
+        ProxyServer(
+            upstream.url + "/v1",
+            env={
+                "HYDRA_REDIS_URL": url,
+                "HYDRA_PROVIDER_STREAMS": "2",
+                "HYDRA_USAGE_LEDGER": "off",
+            },
+        ) as proxy,
+    ):
+        assert stream_chat(proxy.port, "local", {})["status"] == 200
+        log = proxy.log_text()
+        assert "cannot be reached" in log and "starting on this replica's own bounds" in log
+        assert "s3cret" not in log

@@ -141,8 +141,8 @@ def test_config_file_cannot_set_the_key_field(tmp_path: Path) -> None:
 def test_no_mock_when_the_key_comes_from_dotenv(tmp_path: Path) -> None:
     dotenv = write(tmp_path / ".env", "OPENAI_API_KEY=sk-from-file\n")
     settings = load(env=environment(dotenv=dotenv))
-    with cli._mock_if_needed(settings, explicit_base_url=False, allowed=True) as effective:
-        assert effective is settings
+    with cli._mock_if_needed(settings, explicit_base_url=False, allowed=True) as served:
+        assert served == (settings, None)  # as read, and a reload's settings as read too
     assert settings.providers["openai"].base_url == "https://api.openai.com/v1"
 
 

@@ -158,11 +158,12 @@ def test_wheel_ships_usage_data(wheel: Path) -> None:
     """The price table and the usage page's assets are package data, inside the wheel."""
     import zipfile
 
+    from hydra_proxy.usage.dashboard import ASSETS
+
     names = set(zipfile.ZipFile(wheel).namelist())
+    assert len(ASSETS) == 5
     for name in (
         "hydra_proxy/data/pricing.toml",
-        "hydra_proxy/usage/dashboard/static/index.html",
-        "hydra_proxy/usage/dashboard/static/dashboard.js",
-        "hydra_proxy/usage/dashboard/static/dashboard.css",
+        *(f"hydra_proxy/usage/dashboard/static/{asset}" for asset in ASSETS),
     ):
         assert name in names, name

@@ -22,12 +22,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
 
+import entries
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.server import free_port
+from hydra_proxy.server.app import ModelEntry
 from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from raw_upstream import RawUpstream, Reply, chat_json
 from servers import PYTHON_DIR, ProxyServer
@@ -72,12 +75,22 @@ def call(
 def error_of(path: str, payload: bytes) -> dict[str, Any]:
     """The error object, checked to be in the endpoint's protocol."""
     body = orjson.loads(payload)
-    if path.startswith("/v1/messages") or path.startswith("/dashboard"):
+    if path.startswith("/dashboard"):
         assert body["type"] == "error"
-    else:
-        assert set(body["error"]) == {"message", "type", "param", "code"}
-    error: dict[str, Any] = body["error"]
-    return error
+        error: dict[str, Any] = body["error"]
+        return error
+    return entries.error_of(path, body)
+
+
+def kind_of(error: dict[str, Any]) -> str:
+    """An error's class: its type, or a Gemini error's status (as the classes map)."""
+    return str(error.get("type") or GEMINI_STATUS[error["status"]])
+
+
+GEMINI_STATUS = {
+    "PERMISSION_DENIED": "permission_error",
+    "INVALID_ARGUMENT": "invalid_request_error",
+}
 
 
 # --- one request froze a worker ----------------------------------------------------------
@@ -124,15 +137,15 @@ def test_a_no_cors_post_from_a_rebinding_page_is_refused(proxy: ProxyServer) -> 
     assert error["type"] == "permission_error" and "allowed_hosts" in error["message"]
 
 
-@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions", "/v1/responses"])
-def test_a_cross_site_post_is_refused_by_its_origin(proxy: ProxyServer, path: str) -> None:
-    body = {**ASK, "input": "hi"} if path == "/v1/responses" else ASK
+@pytest.mark.parametrize("entry", entries.ENTRIES)
+def test_a_cross_site_post_is_refused_by_its_origin(proxy: ProxyServer, entry: ModelEntry) -> None:
+    path, body = entry.request("gpt-4o")
     for content_type in ("text/plain", "application/json"):
         headers = {"Origin": "https://evil.example", "content-type": content_type}
         status, _, payload = call(proxy, "POST", path, orjson.dumps(body), headers)
         assert status == 403
         error = error_of(path, payload)
-        assert error["type"] == "permission_error" and "allowed_origins" in error["message"]
+        assert kind_of(error) == "permission_error" and "allowed_origins" in error["message"]
 
 
 @pytest.mark.parametrize("path", ["/dashboard", "/health", "/v1/models", "/metrics", "/"])
@@ -307,23 +320,24 @@ def test_a_new_signing_key_is_32_random_bytes_readable_by_its_owner_only(
 # --- bounds -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions", "/v1/responses"])
+@pytest.mark.parametrize("entry", entries.ENTRIES)
 @pytest.mark.parametrize(
     ("model", "needle"),
     [("m" * 257, "at most 256"), ("gpt-4o\nFORGED 200", "not printable"), ("a\x1b[2J", "U+001B")],
     ids=["long", "newline", "escape"],
 )
-def test_model_names_are_bounded(proxy: ProxyServer, path: str, model: str, needle: str) -> None:
-    body = (
-        {**ASK, "model": model, "input": "hi"}
-        if path == "/v1/responses"
-        else {**ASK, "model": model}
-    )
+def test_model_names_are_bounded(
+    proxy: ProxyServer, entry: ModelEntry, model: str, needle: str
+) -> None:
+    path, body = entry.request(quote(model, safe=""))  # a path's model arrives quoted
+    if not entry.model_in_path:
+        path, body = entry.request(model)
     status, _, payload = call(proxy, "POST", path, orjson.dumps(body), JSON)
     assert status == 400
     error = error_of(path, payload)
-    assert error["type"] == "invalid_request_error" and needle in error["message"]
-    assert call(proxy, "POST", path, orjson.dumps({**body, "model": "m" * 256}), JSON)[0] == 200
+    assert kind_of(error) == "invalid_request_error" and needle in error["message"]
+    path, body = entry.request("m" * 256)
+    assert call(proxy, "POST", path, orjson.dumps(body), JSON)[0] == 200
 
 
 def test_a_forged_access_log_line_is_escaped(mock: MockServer) -> None:

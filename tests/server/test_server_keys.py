@@ -16,8 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+import entries
 from hydra_proxy.config import load
-from hydra_proxy.server.app import App
+from hydra_proxy.server.app import App, ModelEntry
 from hydra_proxy.server.exchange import is_proxy_key
 from raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
 from servers import PYTHON_DIR, ProxyServer
@@ -160,6 +161,38 @@ def test_proxy_keys_authenticate_and_never_go_upstream(upstream: RawUpstream) ->
                     assert payload["error"]["type"] == "authentication_error"
                     assert set(payload["error"]) == {"message", "type", "param", "code"}
         assert upstream.requests_count() == before + 2  # refused requests never went out
+
+
+@pytest.fixture(scope="module")
+def keyed(upstream: RawUpstream) -> Iterator[ProxyServer]:
+    env = proxy_env(upstream, HYDRA_PROXY_KEYS="pk-alpha-11111111")
+    with ProxyServer(upstream.url + "/v1", env=env) as proxy:
+        yield proxy
+
+
+@pytest.mark.parametrize("entry", entries.ENTRIES)
+def test_every_entry_needs_a_proxy_key(
+    upstream: RawUpstream, keyed: ProxyServer, entry: ModelEntry
+) -> None:
+    path, body = entry.request("gpt-4o")
+    proxy = keyed
+    before = upstream.requests_count()
+    for key in ("pk-alpha-1111111", "", None):
+        headers = {"content-type": "application/json"}
+        if key is not None:
+            headers["x-goog-api-key" if entry.protocol == "gemini" else "x-api-key"] = key
+        conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+        conn.request("POST", path, orjson.dumps(body), headers)
+        response = conn.getresponse()
+        payload = orjson.loads(response.read())
+        assert response.status == 401
+        error = entries.error_of(path, payload)
+        assert error.get("type", error.get("status")) in ("authentication_error", "UNAUTHENTICATED")
+    assert upstream.requests_count() == before  # refused requests never went out
+    headers = {"content-type": "application/json", "authorization": "Bearer pk-alpha-11111111"}
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
+    conn.request("POST", path, orjson.dumps(body), headers)
+    assert conn.getresponse().status == 200
 
 
 def test_every_proxy_key_is_compared_with_no_early_exit(

@@ -24,6 +24,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import entries
 from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from raw_upstream import (
     RawUpstream,
@@ -37,7 +38,12 @@ from servers import ProxyServer
 
 MAX_BODY = 65536
 MAX_DEPTH = 32
-ENDPOINTS = ("/v1/messages", "/v1/messages/count_tokens", "/v1/chat/completions", "/v1/responses")
+# Every model-request entry of the app, and both count_tokens endpoints.
+ENDPOINTS = [
+    *entries.paths(),
+    "/v1/messages/count_tokens",
+    entries.COUNT_PATHS[1].replace("{model}", "gpt-4o"),
+]
 
 
 def reply_for(head: bytes, body: bytes) -> Reply:
@@ -81,12 +87,7 @@ def proxy(request: pytest.FixtureRequest, upstream: RawUpstream) -> Iterator[Pro
 
 
 def model_request(path: str, **extra: object) -> dict[str, object]:
-    if path == "/v1/responses":
-        return {"model": "gpt-4o", "input": "hi", **extra}
-    base: dict[str, object] = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
-    if path.startswith("/v1/messages"):
-        base["max_tokens"] = 50
-    return {**base, **extra}
+    return entries.body_for(path, **extra)
 
 
 def post(
@@ -101,18 +102,16 @@ def post(
 
 
 def assert_error(path: str, payload: dict[str, object], error_type: str, *needles: str) -> None:
-    """The error in the shape of the endpoint's protocol: Anthropic's on /v1/messages*,
-    OpenAI's (type, code) elsewhere; the message names the problem and the limit."""
+    """The error in the shape of the endpoint's protocol (entries.error_of): Anthropic's
+    type, OpenAI's invalid_request_error, Gemini's status; the message names the problem
+    and the limit."""
+    error = entries.error_of(path, payload)
     if path.startswith("/v1/messages"):
-        assert payload["type"] == "error"
-        error = payload["error"]
-        assert isinstance(error, dict)
         assert error["type"] == error_type
-    else:
-        error = payload["error"]
-        assert isinstance(error, dict)
-        assert set(error) == {"message", "type", "param", "code"}
+    elif "type" in error:
         assert error["type"] == "invalid_request_error"
+    else:
+        assert error["status"] == "INVALID_ARGUMENT" or error["code"] == 413
     for needle in needles:
         assert needle in str(error["message"])
 
@@ -135,7 +134,7 @@ def test_a_body_over_max_body_bytes_gets_413_in_the_clients_protocol(
     status, _, payload = post(proxy, path, body)  # written whole, then read: no EPIPE
     assert status == 413
     assert_error(path, payload, "request_too_large", str(MAX_BODY), "max_body_bytes")
-    if not path.startswith("/v1/messages"):
+    if "code" in payload["error"] and "type" in payload["error"]:  # type: ignore[operator]
         assert openai_code(payload) == "request_too_large"
     assert len(upstream.requests) == before  # nothing went upstream
 

@@ -23,6 +23,7 @@ from hydra_proxy.team.secret import secret_hash
 from hydra_proxy.team.store import open_key_store
 from team_keys import ADMIN_KEY, call, proxy
 
+WEBHOOK = "https://hooks.example.com/services/T000-secret-part"
 # The arguments of each `hydra-proxy keys` command that changes something, and the audit
 # action it must leave.
 CLI_CHANGES = {
@@ -31,6 +32,8 @@ CLI_CHANGES = {
     "rotate": (["rotate", "alice", "--grace", "1"], "key.rotate"),
     "revoke": (["revoke", "alice"], "key.revoke"),
     "team": (["team", "core", "--budget", "50", "--period", "week"], "team.set"),
+    "alert": (["alert", "core", "--team", "--at", "80", "--webhook", WEBHOOK], "alert.set"),
+    "alert --off": (["alert", "core", "--team", "--off"], "alert.remove"),
 }
 
 
@@ -79,7 +82,7 @@ def _secrets(text: str) -> list[str]:
 
 def test_cli_changes_audited(ledger: str, capsys: pytest.CaptureFixture[str]) -> None:
     # Every command of `hydra-proxy keys` but the listing changes something: each is here.
-    assert set(CLI_CHANGES) == _commands(keys_cli.parser()) - {"list"}
+    assert {c.split()[0] for c in CLI_CHANGES} == _commands(keys_cli.parser()) - {"list"}
     assert {action for _, action in CLI_CHANGES.values()} == set(manage.ACTIONS)
     secrets = []
     for args, _ in CLI_CHANGES.values():
@@ -111,9 +114,15 @@ def test_cli_changes_audited(ledger: str, capsys: pytest.CaptureFixture[str]) ->
     assert team["subject"] == "team:core" and team["before"] is None
     assert team["after"] == {"name": "core", "budget_usd": 50.0, "period": "week",
                              "rpm": None, "tpm": None}  # fmt: skip
+    alert = by_action["alert.set"]
+    assert alert["subject"] == "team:core" and alert["before"] is None
+    assert alert["after"] == {"thresholds": [80], "webhook": "https://hooks.example.com/…",
+                              "format": "json"}  # fmt: skip
+    assert by_action["alert.remove"]["before"] == alert["after"]
     raw = _raw_rows(ledger)
     for secret in secrets:
         assert secret not in raw and secret_hash(secret) not in raw
+    assert "T000-secret-part" not in raw  # a webhook by its host only
 
     # The table as the command prints it: one line per entry, the changed fields named.
     assert audit_cli.main(["--ledger", ledger, "--subject", "key:alice", "--limit", "2"]) == 0

@@ -28,7 +28,7 @@ from hydra_proxy.team.record import Limits, NamedKey, Team
 from hydra_proxy.team.secret import secret_hash
 from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.backends import open_ledger
-from hydra_proxy.usage.pricing import default_table
+from hydra_proxy.usage.pricing import default_table, usd
 from hydra_proxy.usage.record import UsageRecord
 from postgres_server import postgres_server, wait_ready, why_unavailable
 
@@ -100,17 +100,27 @@ def test_rpm_sliding_window() -> None:
     admit(checks, k, clock)
 
 
-def test_tpm_counts_settled_tokens() -> None:
+def test_tpm_counts_settled_and_in_flight_tokens() -> None:
+    # A request reserves its expected tokens (8 of input, max_tokens 10) in the window at
+    # once; its settlement puts the real count in their place.
     clock = Clock()
     checks = make(clock)
     k = key(tpm=100)
     held = admit(checks, k, clock)
     asyncio.run(held.settle(0.0, 99, clock.now))
-    admit(checks, k, clock)  # 99 < 100
-    held2 = admit(checks, k, clock)
+    held2 = admit(checks, k, clock)  # 99 < 100
+    refused(checks, k, clock)  # 99 + the 18 in flight: no room
     asyncio.run(held2.settle(0.0, 1, clock.now))
     error = refused(checks, k, clock)  # 100 counted: the bound is reached
     assert "limit of 100 tokens per minute" in error.message and error.retry_after == "60"
+
+
+def test_a_refused_request_gives_its_tpm_reservation_back() -> None:
+    clock = Clock()
+    checks = make(clock)
+    k = key(tpm=100, budget_usd=0.01)  # tpm admits it, the budget refuses it
+    refused(checks, k, clock)
+    assert asyncio.run(checks.counters.hit("key:alice:tpm", 0, 0, 60)) == 0.0  # nothing left
 
 
 def test_budget_resets_at_the_period_end() -> None:
@@ -125,7 +135,7 @@ def test_budget_resets_at_the_period_end() -> None:
     asyncio.run(held.settle(0.25, 15, clock.now))
     error = refused(checks, k, clock)
     assert "$0.95 spent" in error.message and "in flight" not in error.message
-    assert f"${need:.4f}" in error.message
+    assert f"up to {usd(need)}" in error.message
     clock.now += 60  # 2027-01-01T00:00:00Z: a new month, seeded again from the ledger
     checks.seed_from_ledger = make(clock, seeded=0.0).seed_from_ledger
     admit(checks, k, clock)
@@ -180,7 +190,7 @@ def test_reservation_prices_the_dearest_attempt() -> None:
     k = key(budget_usd=0.55)
     # priced-b costs twice priced-a: 0.56 does not fit in 0.55, though priced-a would.
     error = refused(checks, k, clock, d=decision("priced-a", "priced-b"))
-    assert "$0.5600" in error.message
+    assert "up to $0.56." in error.message
     admit(checks, k, clock, d=decision("priced-a"))
 
 

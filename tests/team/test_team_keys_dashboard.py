@@ -1,7 +1,7 @@
-"""The usage page scoped by key, through the proxy process, in headless Chromium: a
-member's named key (as the Basic password) sees only its own requests, the admin key
-everyone's; a member cannot read /metrics, which names every key; `hydra-proxy usage
---by key|team` adds the ledger's rows up by name."""
+"""The usage data scoped by key, through the proxy process: a member's named key (as the
+Basic password, how scripts read it) sees only its own requests, the admin key everyone's;
+a member cannot read /metrics, which names every key; `hydra-proxy usage --by key|team`
+adds the ledger's rows up by name. The console in a browser: test_console_browser.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from test_usage_dashboard import CHROMIUM, _chromium, _Page
 
 from hydra_proxy.mock import MockServer
 from servers import PYTHON_DIR
@@ -84,21 +83,3 @@ def test_usage_by_key_and_team(team_run: tuple[str, str, dict[str, list[str]], i
         assert done.returncode == 0, done.stderr
         rows = orjson.loads(done.stdout)["rows"]
         assert {r["key"]: r["requests"] for r in rows} == expected
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (Debian package 'chromium')")
-def test_scoped_page_in_headless_chromium(
-    team_run: tuple[str, str, dict[str, list[str]], int], tmp_path: Path
-) -> None:
-    _, alice, ids, port = team_run
-    seen = {}
-    for who, key in (("alice", alice), ("admin", ADMIN_KEY)):
-        url = f"http://me:{key}@127.0.0.1:{port}/dashboard?since=7d"
-        done = _chromium(url, tmp_path / f"profile-{who}", "--dump-dom")
-        assert done.returncode == 0, done.stderr[-2000:]
-        page = _Page()
-        page.feed(done.stdout)
-        assert page.loaded, done.stdout[-3000:]
-        seen[who] = {r["data-request-id"] for r in page.rows["latest"]}
-    assert seen["alice"] == set(ids["alice"])
-    assert seen["admin"] == set(ids["alice"]) | set(ids["bob"])

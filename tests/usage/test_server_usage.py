@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hydra_proxy import cli
 from hydra_proxy.mock import MockServer
+from hydra_proxy.tokens import text_tokens
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
 from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
@@ -269,7 +270,17 @@ def test_every_kind_of_request_gets_its_record(mock: MockServer, tmp_path: Path,
     assert got["relay-anthropic"].stream and not got["json"].stream
     assert tokens_of(got["json"]) == Tokens(input=20, output=9, cache_read=100)
     assert got["cut"].estimated and got["cut"].error_type is not None
-    assert got["no-usage"].estimated and got["no-usage"].output_tokens == 0
+    # Cut before its counts: what the client was sent before the cut, and the estimate.
+    assert 0 < got["cut"].output_tokens <= text_tokens("Hello there, a longer reply.")
+    assert got["cut"].input_tokens > 0
+    # No counts at all: the text the client was sent, counted by the proxy.
+    replayed = "".join(
+        choice["delta"].get("content") or ""
+        for event in fixture_events(CHAT_REPLAY)
+        for choice in event.get("choices", ())
+    )
+    assert got["no-usage"].estimated
+    assert got["no-usage"].output_tokens == text_tokens(replayed) > 0
     assert got["no-usage"].input_tokens > 0  # the proxy's estimate
     assert (got["early-error"].status, got["early-error"].error_type) == (429, "rate_limit_error")
     assert got["early-error"].ttfb_ms is not None
@@ -431,13 +442,16 @@ def test_dashboard_and_metrics_behind_the_proxy_keys(mock: MockServer, tmp_path:
         request_id = response.getheader("x-request-id")
         basic = "Basic " + base64.b64encode(f"me:{key}".encode()).decode()
         wrong = "Basic " + base64.b64encode(b"me:not-a-key").decode()
-        for path in ("/dashboard", "/dashboard/data.json", "/dashboard/static/dashboard.js"):
-            for headers in ({}, {"authorization": wrong}):
-                status, got, _ = get(proxy, path, headers)
-                assert status == 401 and got["www-authenticate"].startswith("Basic"), path
-        status, got, page = get(proxy, "/dashboard", {"authorization": basic})
+        # The page and its assets hold no data: public; the data needs a key.
+        for path in ("/dashboard", "/dashboard/static/dashboard.js"):
+            assert get(proxy, path, {})[0] == 200
+        for headers in ({}, {"authorization": wrong}):
+            status, got, _ = get(proxy, "/dashboard/data.json", headers)
+            assert status == 401 and "www-authenticate" not in got
+        status, got, page = get(proxy, "/dashboard", {})
         assert b"dashboard.js" in page
         assert status == 200 and got["content-type"].startswith("text/html")
+        assert got["content-security-policy"].startswith("default-src 'self'")
         # data.json reads the ledger: the record is there once the writer's batch is in.
         deadline = time.monotonic() + 10
         while True:

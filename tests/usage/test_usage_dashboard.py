@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html.parser
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -17,8 +18,9 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
+from hydra_proxy.usage import dashboard
 from hydra_proxy.usage.backends import open_ledger
-from hydra_proxy.usage.dashboard import basic_auth_key, dashboard_response
+from hydra_proxy.usage.dashboard import ASSETS, basic_auth_key, dashboard_response
 from hydra_proxy.usage.ledger import Ledger
 from hydra_proxy.usage.record import UsageRecord
 from usage_data import make_records
@@ -57,11 +59,17 @@ def test_data_json_matches_the_ledger(ledger: tuple[Ledger, list[UsageRecord]]) 
     assert dashboard_response("/dashboard/nope", "", led)[0] == 404
     status, content_type, body = dashboard_response("/dashboard", "", led)
     assert status == 200 and content_type.startswith("text/html")
-    # Shipped assets only: no CDN, nothing fetched from another origin.
-    for name in ("index.html", "dashboard.js", "dashboard.css"):
+    # Shipped assets only: no CDN, nothing fetched from another origin; every file of
+    # static/ is served, and the page loads each script and style it names from there.
+    static = Path(dashboard.__file__).parent / "static"
+    assert {p.name for p in static.iterdir()} == set(ASSETS)
+    for name in ASSETS:
         asset = dashboard_response(f"/dashboard/static/{name}", "", led)[2]
         assert b"http://" not in asset.replace(b"http://www.w3.org/2000/svg", b"")
         assert b"https://" not in asset
+        assert b"<script>" not in asset and b" style=" not in asset  # nothing inline (CSP)
+    loaded = re.findall(rb'(?:src|href)="/dashboard/static/([^"]+)"', body)
+    assert sorted(n.decode() for n in loaded) == sorted(set(ASSETS) - {"index.html"})
 
 
 def test_basic_auth_key() -> None:
@@ -122,7 +130,13 @@ def serve(led: Ledger) -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
-            status, content_type, body = dashboard_response(parts.path, parts.query, led, now=NOW)
+            if parts.path == "/dashboard/session":  # as a proxy without keys answers
+                status, content_type = 200, "application/json"
+                body = orjson.dumps({"role": "open", "name": None, "csrf": None, "ledger": True})
+            else:
+                status, content_type, body = dashboard_response(
+                    parts.path, parts.query, led, now=NOW
+                )
             self.send_response(status)
             self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
@@ -173,9 +187,10 @@ def test_page_in_headless_chromium(served: tuple[str, list[UsageRecord]], tmp_pa
     latest = page.rows["latest"]
     assert [r["data-request-id"] for r in latest] == [r.request_id for r in newest]
     for cells, rec in zip(page.cells["latest"], newest, strict=True):
-        assert cells[5].split()[0] == str(rec.status)
-        assert cells[6] == str(round(rec.latency_ms))
-        assert cells[10] == ("unknown" if rec.cost_usd is None else f"{rec.cost_usd:.4f}")
+        assert cells[3] == rec.target_model
+        assert cells[4].split()[0] == str(rec.status)
+        assert cells[8] == str(round(rec.latency_ms))
+        assert cells[7] == ("unknown" if rec.cost_usd is None else f"{rec.cost_usd:.4f}")
     models = {r.target_model for r in records}
     assert {r["data-key"] for r in page.rows["by-model"]} == models
     # One cost bar per model, one input and one output bar per model in the tokens chart.
@@ -194,7 +209,7 @@ def test_page_in_headless_chromium(served: tuple[str, list[UsageRecord]], tmp_pa
         m: sum(r.output_tokens for r in records if r.target_model == m) for m in models
     }
     days = {b["data-key"] for b in page.bars["chart-cost-day"]}
-    assert len(days) in (1, 2) and len(page.bars["chart-tokens-day"]) == 2 * len(days)
+    assert len(days) in (1, 2)
     # The screenshot is kept as a test artifact.
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"

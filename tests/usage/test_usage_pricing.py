@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from hydra_proxy.usage.pricing import PriceTable, PricingError, default_table
+from hydra_proxy.usage.pricing import PriceTable, PricingError, default_table, usd
 from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
 from hydra_proxy.usage.upstream_usage import (
     tokens_from_anthropic,
@@ -148,3 +148,12 @@ def test_record_error_and_tokens() -> None:
     assert rec.tokens == Tokens(1, 2, 3, 4, 1) and rec.tokens.total == 10
     assert rec.is_error
     assert not UsageRecord(0.0, "r", "chat", "*", "p", "a", "b").is_error
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "$0.00"), (0.0004, "$0.0004"), (0.00041, "$0.00041"), (0.0059, "$0.0059"),
+     (0.05, "$0.05"), (0.25, "$0.25"), (1.5, "$1.50"), (7.05, "$7.05"), (1234.5, "$1,234.50")],
+)  # fmt: skip
+def test_money_keeps_the_digits_that_tell_it_from_nothing(value: float, text: str) -> None:
+    assert usd(value) == text

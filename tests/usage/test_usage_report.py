@@ -123,4 +123,4 @@ def test_reasoning_tokens_are_reported() -> None:
     assert row.as_json()["reasoning_tokens"] == 896
     lines = render_table([row], "model").splitlines()
     cells = lines[2].split()
-    assert "of it reasoning" in lines[0] and cells[4:6] == ["938", "896"]
+    assert "of it reasoning" in lines[0] and cells[5:7] == ["938", "896"]

@@ -3,7 +3,8 @@ rests in, when more than one process serves.
 
 - One `serve` with several workers and no Redis: the host store (`cluster.host`), an
   SQLite file the `serve` creates and names to its workers in `HOST_STORE_ENV`.
-- `[cluster] redis_url`: Redis (`cluster.redis_store`) for every replica, with
+- `[cluster] redis_url`: Redis (`cluster.redis_store`; one server, the primary Sentinel
+  names, or a Redis Cluster, through `cluster.resp`) for every replica, with
   `on_store_failure` saying what the bounds do when it cannot be reached
   (`cluster.failover`), falling back to the host store (several workers) or the
   process's own counters (one).
@@ -14,6 +15,7 @@ The fair queue stays per worker (`cluster.gate`); docs/DEPLOY.md says what holds
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ __all__ = [
     "Cluster",
     "StoreUnavailable",
     "prepare_serve",
+    "unreachable",
 ]
 
 # Set by `serve` (server/run.py) for its workers: the host store's file, and the id of
@@ -53,6 +56,41 @@ def prepare_serve(settings: Settings, environ: Any = os.environ) -> str | None:
     path = new_path()
     environ[HOST_STORE_ENV] = str(path)
     return str(path.parent)
+
+
+def redis_counters(settings: Settings) -> RedisCounters:
+    """The Redis store `[cluster]` names (redis_url set)."""
+    assert settings.redis_url
+    return RedisCounters(
+        settings.redis_url,
+        timeout=settings.redis_timeout,
+        ca_file=settings.redis_ca_file,
+        sentinels=settings.sentinels,
+        service=settings.sentinel_service,
+        sentinel_password=settings.sentinel_password,
+        cluster=settings.redis_cluster,
+    )
+
+
+def unreachable(settings: Settings) -> str | None:
+    """Why the Redis `[cluster]` names cannot be used now (None: it answers, or none is
+    set): asked once by `serve` before it listens."""
+    if not settings.redis_url:
+        return None
+    from .resp import ReplyError, StoreConnectionError
+
+    async def ping() -> None:
+        store = redis_counters(settings)
+        try:
+            await store.ping()
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(ping())
+    except (StoreConnectionError, ReplyError, OSError, TimeoutError) as exc:
+        return f"the Redis at {mask_url(settings.redis_url)} cannot be reached: {exc}"
+    return None
 
 
 @dataclass
@@ -79,7 +117,7 @@ class Cluster:
         if not settings.redis_url:
             leases = Leases(local, settings.lease_ttl, replica)
             return cls(local, leases, RestSync(local, None), host=host, where="host store")
-        redis = RedisCounters(settings.redis_url)
+        redis = redis_counters(settings)
         holder: list[Leases] = []
         failover = Failover(
             redis,

@@ -10,8 +10,10 @@ in Redis are counted there first, so the switch admits nothing past the bound.
 
 Either way one log line says the store is down and one that it is back, the metric
 ``hydra_cluster_store_failures_total`` counts the outages and
-``hydra_cluster_degraded_checks_total`` (by mode) the checks answered without it. While
-down, no request waits on Redis: a probe pings it every `PROBE_INTERVAL`; once it
+``hydra_cluster_degraded_checks_total`` (by mode) the checks answered without it. Redis is
+down once a connection or an answer takes longer than `[cluster] redis_timeout` (250 ms
+by default): the request that found it out is decided then, and while down no request
+waits on Redis: a probe pings it every `PROBE_INTERVAL`; once it
 answers, this process puts its running leases back (a Redis that restarted empty learns
 them) and goes on counting locally until every other process had the time to do the same
 (a heartbeat and a probe), then writes the spends, windows and rests counted meanwhile.
@@ -195,6 +197,9 @@ class Failover:
             got = await self._try(self.redis.acquire(name, limit, holder, ttl))
             if got is not None:
                 return got
+            # The switch counted this holder among the running leases (it is listed from
+            # before its ask): it holds nothing yet, so it must not fill the bound it asks.
+            await self.fallback.release(name, holder)
         self._degraded()
         return await self.fallback.acquire(name, max(1, int(self._share(limit))), holder, ttl)
 

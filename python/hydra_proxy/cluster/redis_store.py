@@ -6,21 +6,28 @@ depend on the replicas' clocks agreeing. The ends a caller passes (a rest's end,
 budget period's end) are wall-clock times of the caller, compared with Redis's clock:
 machines kept in time by NTP differ by milliseconds.
 
-Keys (all under `PREFIX`): ``s:NAME`` a sorted set of slot holders scored by lease end;
-``w:NAME`` (+ ``:t`` total, ``:n`` sequence) a sliding window of ``seq:amount`` entries
-scored by time; ``b:NAME`` a hash (spent, expires) that Redis forgets at the period end,
-``r:NAME`` its reservations (holder -> amount) and ``rx:NAME`` when each lapses; ``k:NAME``
-a rest's end; ``members`` the replicas alive, scored by the end of their heartbeat.
-One Redis (with replicas or Sentinel for failover); Redis Cluster is not supported: a
-heartbeat renews keys of many names in one script.
+Keys (all under `PREFIX`, each name's keys hash-tagged into one Redis Cluster slot):
+``{NAME}:s`` a sorted set of slot holders scored by lease end; ``{NAME}:w`` (+ ``:t`` total,
+``:n`` sequence) a sliding window of ``seq:amount`` entries scored by time; ``{NAME}:b`` a
+hash (spent, expires, seeded) that Redis forgets at the period end, ``{NAME}:r`` its
+reservations (holder -> amount) and ``{NAME}:rx`` when each lapses; ``{NAME}:k`` a rest's
+end; ``{members}`` the replicas alive, scored by the end of their heartbeat.
+
+A budget's spend is trusted only once seeded from the usage ledger (``seeded``): a Redis
+that restarted empty, or a new one, answers a reservation `Unseeded` until a replica has
+read the period's spend from the ledger (the larger of the ledger's and what was settled
+since stays). Windows and slots restart empty (the slots of running streams come back
+with the next heartbeat).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from typing import Any
 
+from ..counters import Unseeded
 from .resp import Resp
 
 PREFIX = "hydra:"
@@ -44,22 +51,29 @@ return 1
 """
 )
 
-# KEYS: the slot sets, then the members set. ARGV: ttl, replica, then a holder per slot
-# key. A lease the store lost (Redis restarted empty) is taken again: its stream runs.
+# KEYS: one name's slot set. ARGV: ttl, then its holders. A lease the store lost (Redis
+# restarted empty) is taken again: its stream runs.
 RENEW = (
     _NOW
     + """
 local ttl = tonumber(ARGV[1])
-local n = #KEYS - 1
-for i = 1, n do
-  redis.call('ZADD', KEYS[i], now + ttl, ARGV[i + 2])
-  redis.call('PEXPIRE', KEYS[i], math.ceil(ttl * 1000) + 1000)
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], math.ceil(ttl * 1000) + 1000)
+return 1
+"""
+)
+
+# KEYS: the members set. ARGV: ttl, replica ("-": none). Returns the replicas alive.
+MEMBERS = (
+    _NOW
+    + """
+local ttl = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if ARGV[2] ~= '-' then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], math.ceil(ttl * 1000) + 1000)
 end
-local members = KEYS[n + 1]
-redis.call('ZREMRANGEBYSCORE', members, '-inf', now)
-redis.call('ZADD', members, now + ttl, ARGV[2])
-redis.call('PEXPIRE', members, math.ceil(ttl * 1000) + 1000)
-return redis.call('ZCARD', members)
+return redis.call('ZCARD', KEYS[1])
 """
 )
 
@@ -116,7 +130,9 @@ for _, v in ipairs(redis.call('HVALS', KEYS[2])) do reserved = reserved + tonumb
 local answer = 1
 if op == 'reserve' then
   local amount, cap, holder = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-  if spent + reserved + amount > cap then
+  if redis.call('HEXISTS', KEYS[1], 'seeded') == 0 then
+    answer = -1
+  elseif spent + reserved + amount > cap then
     answer = 0
   else
     redis.call('HSET', KEYS[2], holder, ARGV[2])
@@ -136,9 +152,9 @@ elseif op == 'settle' then
   redis.call('HSET', KEYS[1], 'spent', tostring(spent), 'expires', ARGV[4])
   redis.call('PEXPIREAT', KEYS[1], math.ceil(ends * 1000))
 elseif op == 'seed' then
-  if redis.call('EXISTS', KEYS[1]) == 0 then
-    spent = tonumber(ARGV[2])
-    redis.call('HSET', KEYS[1], 'spent', ARGV[2], 'expires', ARGV[3])
+  if redis.call('HEXISTS', KEYS[1], 'seeded') == 0 then
+    spent = math.max(spent, tonumber(ARGV[2]))
+    redis.call('HSET', KEYS[1], 'spent', tostring(spent), 'expires', ARGV[3], 'seeded', '1')
     redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(ARGV[3]) * 1000))
   end
 end
@@ -158,15 +174,22 @@ def _number(value: Any) -> float:
     return float(value.decode() if isinstance(value, bytes) else value)
 
 
-class RedisCounters:
-    """`Counters` in one Redis, for every replica that points at it. Its methods raise
-    `StoreConnectionError` or TimeoutError when Redis cannot be reached (the caller,
-    `cluster.failover`, decides what that means)."""
+def key(name: str, kind: str) -> str:
+    """The store's key of `name`'s `kind` (its slots ``s``, window ``w``, budget ``b``...):
+    every key of one name in one Redis Cluster slot."""
+    return f"{PREFIX}{{{name}}}:{kind}"
 
-    def __init__(self, url: str, *, timeout: float = 0.5) -> None:
+
+class RedisCounters:
+    """`Counters` in one Redis (or the primary Sentinel names, or a Redis Cluster), for
+    every replica that points at it. Its methods raise `StoreConnectionError` or
+    TimeoutError when Redis cannot be reached (the caller, `cluster.failover`, decides
+    what that means), and `reserve` raises `Unseeded` for a budget the store lost."""
+
+    def __init__(self, url: str, *, timeout: float = 0.25, **where: Any) -> None:
         self.url = url
-        self.resp = Resp(url, timeout=timeout)
-        self.members_key = PREFIX + "members"
+        self.resp = Resp(url, timeout=timeout, **where)
+        self.members_key = PREFIX + "{members}"
 
     async def close(self) -> None:
         await self.resp.close()
@@ -175,28 +198,37 @@ class RedisCounters:
         return bool(await self.resp.execute("PING"))
 
     async def acquire(self, name: str, limit: int, holder: str, ttl: float) -> bool:
-        return bool(await self.resp.script(ACQUIRE, [PREFIX + "s:" + name], [limit, holder, ttl]))
+        return bool(await self.resp.script(ACQUIRE, [key(name, "s")], [limit, holder, ttl]))
 
     async def release(self, name: str, holder: str) -> None:
-        await self.resp.execute("ZREM", PREFIX + "s:" + name, holder)
+        await self.resp.execute("ZREM", key(name, "s"), holder)
 
     async def renew(self, leases: list[tuple[str, str]], ttl: float) -> None:
         await self.beat(leases, ttl, "")
 
     async def beat(self, leases: list[tuple[str, str]], ttl: float, replica: str) -> int:
-        """Renew `leases` and `replica`'s membership; the replicas alive (with `replica`)."""
-        keys = [PREFIX + "s:" + name for name, _ in leases] + [self.members_key]
-        args: list[Any] = [ttl, replica or "-", *(holder for _, holder in leases)]
-        return int(await self.resp.script(RENEW, keys, args))
+        """Renew `leases` and `replica`'s membership; the replicas alive (with `replica`).
+        One script per name (a name's keys share a slot), sent together."""
+        holders: dict[str, list[str]] = {}
+        for name, holder in leases:
+            holders.setdefault(name, []).append(holder)
+        calls = [self.resp.script(RENEW, [key(n, "s")], [ttl, *hs]) for n, hs in holders.items()]
+        calls.append(self.resp.script(MEMBERS, [self.members_key], [ttl, replica or "-"]))
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+        alive: Any = answers[-1]
+        return int(alive)
 
     async def held(self, name: str) -> list[str]:
         """The holders of `name`'s slots now, lapsed ones included until the next check."""
         now = time.time()
-        found = await self.resp.execute("ZRANGEBYSCORE", PREFIX + "s:" + name, now, "+inf")
+        found = await self.resp.execute("ZRANGEBYSCORE", key(name, "s"), now, "+inf")
         return [h.decode() for h in found]
 
     def _window_keys(self, name: str) -> list[str]:
-        base = PREFIX + "w:" + name
+        base = key(name, "w")
         return [base, base + ":t", base + ":n"]
 
     async def hit(self, name: str, limit: float, amount: float, period: float) -> float:
@@ -207,13 +239,13 @@ class RedisCounters:
         await self.resp.script(HIT, self._window_keys(name), [0, amount, period, 0])
 
     def _budget_keys(self, name: str) -> list[str]:
-        return [PREFIX + "b:" + name, PREFIX + "r:" + name, PREFIX + "rx:" + name]
+        return [key(name, "b"), key(name, "r"), key(name, "rx")]
 
-    async def _budget_op(self, name: str, *args: Any) -> tuple[bool, float, float]:
+    async def _budget_op(self, name: str, *args: Any) -> tuple[int, float, float]:
         answer, spent, reserved = await self.resp.script(
             BUDGET, self._budget_keys(name), list(args)
         )
-        return bool(answer), _number(spent), _number(reserved)
+        return int(answer), _number(spent), _number(reserved)
 
     async def reserve(self, name: str, amount: float, cap: float, holder: str) -> bool:
         return (await self.reserve_seen(name, amount, cap, holder))[0]
@@ -222,10 +254,12 @@ class RedisCounters:
         self, name: str, amount: float, cap: float, holder: str
     ) -> tuple[bool, float]:
         """`reserve`, and what was spent and reserved after it (for the fallback)."""
-        ok, spent, reserved = await self._budget_op(
+        answer, spent, reserved = await self._budget_op(
             name, "reserve", amount, cap, holder, RESERVATION_TTL
         )
-        return ok, spent + reserved
+        if answer < 0:
+            raise Unseeded(name)
+        return answer == 1, spent + reserved
 
     async def settle(self, name: str, holder: str, spent: float, expires: float) -> None:
         await self._budget_op(name, "settle", holder, spent, expires)
@@ -239,19 +273,24 @@ class RedisCounters:
 
     async def rest(self, name: str, until: float) -> None:
         if math.isfinite(until) and until > time.time():
-            await self.resp.script(REST, [PREFIX + "k:" + name], [repr(float(until))])
+            await self.resp.script(REST, [key(name, "k")], [repr(float(until))])
 
     async def rested_until(self, name: str) -> float:
-        value = await self.resp.execute("GET", PREFIX + "k:" + name)
+        value = await self.resp.execute("GET", key(name, "k"))
         if value is None:
             return 0.0
         until = _number(value)
         return until if until > time.time() else 0.0
 
     async def rests(self, names: list[str]) -> list[float]:
-        """`rested_until` of many names in one round trip."""
+        """`rested_until` of many names, sent together (MGET where one server holds them
+        all; a GET each, pipelined, in a cluster)."""
         if not names:
             return []
         now = time.time()
-        values = await self.resp.execute("MGET", *(PREFIX + "k:" + n for n in names))
+        keys = [key(n, "k") for n in names]
+        if self.resp.cluster:
+            values = await asyncio.gather(*(self.resp.execute("GET", k) for k in keys))
+        else:
+            values = await self.resp.execute("MGET", *keys)
         return [u if (u := _number(v) if v is not None else 0.0) > now else 0.0 for v in values]

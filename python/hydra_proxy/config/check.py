@@ -132,11 +132,13 @@ def is_loopback(host: str) -> bool:
 
 def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Problem]:
     """Every problem that stops a start (the port aside): client keys, key passthrough
-    beside them, a public bind without them, the signing key, the transducers."""
+    beside them, a public bind without them, a short admin key, the optional parts the
+    settings need, the signing key, the transducers."""
     from ..signing_key import SigningKeyError, load_signing_key
     from ..transducers import select
+    from .extras import missing_extras
 
-    problems: list[Problem] = []
+    problems: list[Problem] = [*admin_key_problems(environ), *missing_extras(settings)]
     try:
         keys = client_keys(environ)
     except ConfigError as exc:
@@ -201,6 +203,26 @@ def startup_problems(settings: Settings, environ: Mapping[str, str]) -> list[Pro
             )
         )
     return problems
+
+
+# A key the admin API is reached with: guessing 24 characters is impractical even at the
+# rate a worker lets failed attempts through (team/service.py).
+MIN_ADMIN_KEY_CHARS = 24
+
+
+def admin_key_problems(environ: Mapping[str, str]) -> list[Problem]:
+    from ..team.service import ADMIN_KEY_ENV
+
+    key = environ.get(ADMIN_KEY_ENV, "").strip()
+    if not key or len(key) >= MIN_ADMIN_KEY_CHARS:
+        return []
+    return [
+        Problem(
+            f"{ADMIN_KEY_ENV} is {len(key)} characters: an admin key needs at least "
+            f"{MIN_ADMIN_KEY_CHARS}",
+            hint="make one: python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        )
+    ]
 
 
 def check_startup(settings: Settings, environ: Mapping[str, str]) -> None:
@@ -333,9 +355,16 @@ def describe(settings: Settings) -> str:
     if settings.redis_url:
         from ..cluster.failover import mask_url
 
+        where = mask_url(settings.redis_url)
+        if settings.sentinels:
+            where = f"the primary {settings.sentinel_service!r} of Sentinel(s) " + ", ".join(
+                settings.sentinels
+            )
+        elif settings.redis_cluster:
+            where = f"the Redis Cluster of {where}"
         lines.append(
-            f"cluster: {mask_url(settings.redis_url)}, leases of {settings.lease_ttl:g} s, "
-            f"Redis unreachable: {settings.on_store_failure}"
+            f"cluster: {where}, leases of {settings.lease_ttl:g} s, "
+            f"Redis unreachable after {settings.redis_timeout:g} s: {settings.on_store_failure}"
         )
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):

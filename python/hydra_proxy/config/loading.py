@@ -154,26 +154,7 @@ def load(
     admission_cfg = admission_cfg if isinstance(admission_cfg, dict) else {}
     stream_overrides = check.admission(admission_cfg, providers)
     admission = _layered(ADMISSION, ("providers",), given, env, admission_cfg, check.problems)
-    cluster_cfg = document.get("cluster", {})
-    cluster_cfg = cluster_cfg if isinstance(cluster_cfg, dict) else {}
-    check.cluster(cluster_cfg)
-    cluster = _layered(CLUSTER, (), given, env, cluster_cfg, check.problems)
-    if "on_store_failure" in cluster:
-        cluster["on_store_failure"] = str(cluster["on_store_failure"]).lower()
-    if "lease_ttl" in cluster:
-        cluster["lease_ttl"] = float(cluster["lease_ttl"])
-    url = cluster.get("redis_url")
-    if url is not None and not str(url).startswith(("redis://", "rediss://")):
-        cluster.pop("redis_url")
-        where = "HYDRA_REDIS_URL" if env.get("HYDRA_REDIS_URL") else "[cluster] redis_url"
-        check.problems.append(
-            Problem(
-                f"{where}: not a Redis URL",
-                check.file if where.startswith("[") else None,
-                check.line(("cluster", "redis_url")) if where.startswith("[") else None,
-                "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
-            )
-        )
+    cluster = _cluster(document, given, env, check)
     identity_cfg = document.get("identity", {})
     identity = dict(identity_cfg) if isinstance(identity_cfg, dict) else {}
     jwks = env.get(IDENTITY["jwks"].env or "") or identity.get("jwks")
@@ -267,6 +248,47 @@ def load(
 
 def _signing_key_files(value: Any) -> str | tuple[str, ...] | None:
     return tuple(value) if isinstance(value, list) else value
+
+
+def _cluster(
+    document: Mapping[str, Any], given: Mapping[str, Any], env: Mapping[str, str], check: Validator
+) -> dict[str, Any]:
+    """`[cluster]`'s values by precedence, checked (problems added to `check`)."""
+    cluster_cfg = document.get("cluster", {})
+    cluster_cfg = cluster_cfg if isinstance(cluster_cfg, dict) else {}
+    check.cluster(cluster_cfg)
+    cluster = _layered(CLUSTER, (), given, env, cluster_cfg, check.problems)
+    if "on_store_failure" in cluster:
+        cluster["on_store_failure"] = str(cluster["on_store_failure"]).lower()
+    for key in ("lease_ttl", "redis_timeout"):
+        if key in cluster:
+            cluster[key] = float(cluster[key])
+    if "sentinels" in cluster:
+        cluster["sentinels"] = tuple(str(s) for s in cluster["sentinels"])
+    if cluster.get("sentinels") and not cluster.get("sentinel_service"):
+        check.problems.append(
+            Problem(
+                "[cluster] sentinels: no sentinel_service names the primary",
+                check.file,
+                check.line(("cluster", "sentinels")),
+                'add sentinel_service = "mymaster" (the name in the Sentinels\' monitor line)',
+            )
+        )
+    elif cluster.get("sentinels") and not cluster.get("redis_url"):
+        cluster["redis_url"] = "redis://" + str(cluster["sentinel_service"])
+    url = cluster.get("redis_url")
+    if url is not None and not str(url).startswith(("redis://", "rediss://")):
+        cluster.pop("redis_url")
+        where = "HYDRA_REDIS_URL" if env.get("HYDRA_REDIS_URL") else "[cluster] redis_url"
+        check.problems.append(
+            Problem(
+                f"{where}: not a Redis URL",
+                check.file if where.startswith("[") else None,
+                check.line(("cluster", "redis_url")) if where.startswith("[") else None,
+                "use redis://HOST:6379/0 (rediss:// for TLS; a password as redis://:PASSWORD@HOST)",
+            )
+        )
+    return cluster
 
 
 def _layered(

@@ -111,6 +111,7 @@ class RequestTraits:
     # Web search, a server tool only some upstreams run (canonical.web_search).
     server_tools: bool = False
     estimate: Callable[[], int] | None = field(default=None, repr=False, compare=False)
+    bound: Callable[[], int] | None = field(default=None, repr=False, compare=False)
 
     @property
     def background(self) -> bool:
@@ -123,6 +124,13 @@ class RequestTraits:
     @cached_property
     def input_tokens(self) -> int:
         return self.estimate() if self.estimate is not None else 0
+
+    @cached_property
+    def input_bound(self) -> int:
+        """The input a limit reserves: the estimate, or the upper bound (tokens.input_bound)
+        where the estimate's samples fall short of it."""
+        bound = self.bound() if self.bound is not None else 0
+        return max(self.input_tokens, bound)
 
 
 def _list(value: Any) -> list[Any]:
@@ -180,13 +188,15 @@ def request_traits(
     headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]] = (),
     estimate: Callable[[], int] | None = None,
     memo: dict[Any, Any] | None = None,
+    bound: Callable[[], int] | None = None,
 ) -> RequestTraits:
     """The traits of a canonical (Anthropic Messages) request.
 
     `client`: the protocol the client spoke (anthropic, chat, responses); `headers`: the
     client's request headers (a mapping or ASGI pairs); `estimate`: the input-token
     estimate, called only if a route needs it (default: tokens.estimate_input_tokens);
-    `memo`: what the session's previous request left (server/previous_turn.Turn.memo).
+    `memo`: what the session's previous request left (server/previous_turn.Turn.memo);
+    `bound`: the input's upper bound (default: tokens.input_bound of `request`).
     """
     model = request.get("model")
     thinking = request.get("thinking")
@@ -209,6 +219,13 @@ def request_traits(
 
             return estimate_input_tokens(dict(request))
 
+    if bound is None:
+
+        def bound() -> int:
+            from ..tokens import input_bound
+
+            return input_bound(dict(request))
+
     return RequestTraits(
         model=model if isinstance(model, str) else "",
         client=client,
@@ -221,6 +238,7 @@ def request_traits(
         teammate=_has_header(headers, SUBAGENT_HEADER),
         server_tools=web_search_tool(request.get("tools")) is not None,
         estimate=estimate,
+        bound=bound,
     )
 
 

@@ -23,6 +23,7 @@ CONTINUATION_MODES = ("auto", "always", "never")
 # Numbers that must be above `minimum` (not equal): timeouts and intervals.
 STRICTLY_POSITIVE = {
     "connect_timeout", "first_byte_timeout", "idle_timeout", "ping_interval", "shutdown_grace",
+    "redis_timeout",
     "queue_timeout",
     "body_timeout", "send_stall_timeout",
 }  # fmt: skip
@@ -213,6 +214,19 @@ CLUSTER: dict[str, Field] = {
     "on_store_failure": Field((str,), "Redis unreachable: per-replica bounds divided by the "
                               "replicas, or refuse with 503", STORE_FAILURE,
                               env="HYDRA_ON_STORE_FAILURE"),
+    "redis_timeout": Field((float, int), "seconds to connect to Redis or for it to answer a "
+                           "check; past it the store is down", env="HYDRA_REDIS_TIMEOUT",
+                           minimum=0, maximum=30),
+    "redis_ca_file": Field((str,), "CA bundle (PEM) that signs a rediss:// server's certificate",
+                           env="HYDRA_REDIS_CA_FILE"),
+    "sentinels": Field((list,), "Sentinels (HOST:PORT) that name the Redis primary",
+                       env="HYDRA_REDIS_SENTINELS"),
+    "sentinel_service": Field((str,), "the primary's name at the Sentinels",
+                              env="HYDRA_REDIS_SENTINEL_SERVICE"),
+    "sentinel_password": Field((str,), "the Sentinels' own password (requirepass)",
+                               env="HYDRA_REDIS_SENTINEL_PASSWORD"),
+    "redis_cluster": Field((bool,), "redis_url is a node of a Redis Cluster",
+                           env="HYDRA_REDIS_CLUSTER"),
 }  # fmt: skip
 
 # `[identity]`: members from the team's identity provider, by the JWTs it signs

@@ -88,6 +88,16 @@ class Settings:
     redis_url: str | None = None
     lease_ttl: float = 10.0
     on_store_failure: str = "local"
+    # Bounds every wait on Redis: a store that does not connect or answer within it is
+    # down, and on_store_failure decides at once.
+    redis_timeout: float = 0.25
+    redis_ca_file: str | None = None
+    # Sentinel: the primary named `sentinel_service` by any of `sentinels` (HOST:PORT);
+    # redis_url then gives only the scheme, credentials and database.
+    sentinels: tuple[str, ...] = ()
+    sentinel_service: str | None = None
+    sentinel_password: str | None = field(default=None, repr=False)
+    redis_cluster: bool = False
     # `[identity]` (hydra_proxy.team.identity): the identity provider whose JWTs name
     # members, as checked (no "jwks": none).
     identity: dict[str, Any] = field(default_factory=dict)

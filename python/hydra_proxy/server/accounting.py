@@ -2,9 +2,14 @@
 
 The Exchange of a model request notes what it learns on the way (the route decision, the
 attempt that answered, the transducer, the upstream's reply usage, the head and tail of
-passed-through bytes, the error type); `close` turns that into the record, once, whatever
-the outcome. Only the send wrappers run per chunk: one attribute test once the first byte
-is out (Exchange), and the passthrough's tap.
+passed-through bytes, what the client was sent, the error type); `close` turns that into
+the record, once, whatever the outcome. Only the send wrappers run per chunk: one attribute
+test once the first byte is out (Exchange), the passthrough's tap, and `Relayed.add`.
+
+Where the upstream gave no counts (it sends none, or the stream was cut before them), the
+record counts what the client was sent, with the proxy's tokenizer, and the input at the
+request's estimate, and says it is an estimate: a reply is never recorded as free because
+its counts did not arrive.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from ..tokens import Budget, text_tokens
 from ..transducers import StreamTransducer
 from ..usage.record import Tokens
 from ..usage.service import UsageService
@@ -25,7 +31,7 @@ from ..usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from .exchange import Exchange, Message, Send
+from .exchange import Exchange, Message, Relayed, Send
 from .sessions import agent_id
 
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
@@ -181,14 +187,72 @@ def _json_usage_in(
     return None
 
 
-def tap(exchange: Exchange, send: Send) -> Send:
-    """`send`, keeping the head and tail of a forwarded body."""
+# Where each client protocol carries generated text: in a stream's events, in a whole reply.
+_STREAM_TEXT: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"text", "thinking", "partial_json"}),
+    "chat": frozenset({"content", "reasoning_content", "refusal", "arguments"}),
+    "responses": frozenset({"delta"}),  # its done events repeat the text: deltas only
+    "gemini": frozenset({"text", "args"}),
+}
+_REPLY_TEXT: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"text", "thinking", "input"}),
+    "chat": frozenset({"content", "reasoning_content", "refusal", "arguments"}),
+    "responses": frozenset({"text", "arguments", "summary"}),
+    "gemini": frozenset({"text", "args"}),
+}
+
+
+def relayed_tokens(relayed: Relayed, protocol: str, streamed: bool) -> int:
+    """The tokens of the text a client was sent (the proxy's tokenizer, bounded:
+    tokens.Budget), scaled to all of it when only its start was kept."""
+    data = b"".join(relayed.kept)
+    texts: list[str] = []
+    if streamed:
+        keys = _STREAM_TEXT.get(protocol, frozenset())
+        for line in data.split(b"\n"):
+            if line.startswith(b"data:"):
+                _texts(_loads(line[5:]), keys, texts)
+    else:
+        _texts(_loads(data), _REPLY_TEXT.get(protocol, frozenset()), texts)
+    count = text_tokens("".join(texts), Budget())
+    if relayed.size > relayed.kept_size and relayed.kept_size:
+        count = count * relayed.size // relayed.kept_size
+    return count
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _texts(value: Any, keys: frozenset[str], out: list[str]) -> None:
+    """The strings under `keys` anywhere in `value` (an object there: its JSON text)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in keys and isinstance(item, str):
+                out.append(item)
+            elif key in keys and isinstance(item, dict):
+                out.append(orjson.dumps(item).decode())
+            elif isinstance(item, dict | list):
+                _texts(item, keys, out)
+    elif isinstance(value, list):
+        for item in value:
+            _texts(item, keys, out)
+
+
+def tap(exchange: Exchange, send: Send, strip: Callable[[bytes], bytes] | None = None) -> Send:
+    """`send`, keeping the head and tail of a forwarded body; `strip`: what of the body
+    the client does not get (it is kept here: the usage the proxy asked for itself)."""
     kept = exchange.passthrough = Passthrough()
 
     def tapped(message: Message) -> Awaitable[None]:
         body = message.get("body")
         if body:
             kept.add(body)
+            if strip is not None:
+                message = {**message, "body": strip(body)}
         if message["type"] == "http.response.body" and not message.get("more_body"):
             kept.ended = True
         return send(message)
@@ -211,8 +275,25 @@ def built_by(exchange: Exchange, make: Callable[[], StreamTransducer]) -> Stream
 
 
 def tokens(exchange: Exchange) -> tuple[Tokens, bool]:
-    """The upstream's counts in the record's conventions, and whether they are an estimate
-    (the upstream reported none, or the stream was cut before the end)."""
+    """The request's counts in the record's conventions, and whether they are an estimate:
+    the upstream's, else (it reported none, or the stream was cut before the end) at least
+    what the client was sent, and the input at the request's estimate."""
+    counts, estimated = _reported(exchange)
+    if not estimated:
+        return counts, False
+    relayed = exchange.relayed
+    protocol = exchange.protocol
+    if relayed is not None and relayed.size and protocol is not None:
+        output = relayed_tokens(relayed, protocol, exchange.stream)
+        if output > counts.output:
+            counts = counts._replace(output=output)
+    if counts.input == 0 and counts.cache_read == 0 and exchange.traits is not None:
+        counts = counts._replace(input=exchange.traits.input_tokens)
+    return counts, True
+
+
+def _reported(exchange: Exchange) -> tuple[Tokens, bool]:
+    """The upstream's counts, and whether they may fall short (none reported, or cut)."""
     transducer = exchange.transducer
     attempt = exchange.attempt
     if transducer is not None:
@@ -277,6 +358,8 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
         details["reasoning"] = counts.reasoning
     if estimated:
         details["estimated"] = 1
+    if exchange.refusal is not None:
+        details["refusal"] = exchange.refusal
     if transducer is not None and transducer.stop_reason is not None:
         details["stop"] = transducer.stop_reason
     if error_type is not None:
@@ -288,9 +371,11 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 time=exchange.started_wall,
                 request_id=exchange.request_id,
                 protocol=exchange.protocol,
-                route=decision.route.match if decision and attempt else "",
+                # A request refused after routing keeps what it asked for; only an attempt
+                # names a provider and an upstream model.
+                route=decision.route.match if decision else "",
                 provider=attempt.provider.name if decision and attempt else "",
-                requested_model=decision.requested_model if decision and attempt else "",
+                requested_model=decision.requested_model if decision else "",
                 target_model=attempt.model if decision and attempt else "",
                 tokens=counts,
                 estimated=estimated,
@@ -305,6 +390,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 key_name=exchange.member.key.name if exchange.member is not None else None,
                 team=exchange.member.key.team if exchange.member is not None else None,
                 agent=agent,
+                refusal=exchange.refusal,
             )
         )
     return details

@@ -289,8 +289,6 @@ class Admission:
         queue's bounds. The ticket records the wait."""
         if gate is None:
             return None
-        if gate.active < gate.limit and not gate.waiting:
-            return await gate.take(ticket.session, ticket.deadline)
         ticket.depth = max(ticket.depth, gate.waiting)
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -336,12 +334,11 @@ async def take(
     usage: UsageService | None,
     log: dict[str, object],
 ) -> Slot | None:
-    """A slot of `gate` (None: unbounded); ProxyError (429) when refused. A request that
-    had to wait has its queue depth and wait in `log` and in the metrics."""
+    """A slot of `gate` after waiting in its queue (the caller found none free);
+    ProxyError (429) when refused. The wait and the queue depth met go into `log` and
+    the metrics."""
     if gate is None:
         return None
-    if gate.has_room():
-        return await admission.enter(gate, ticket)
     metrics = usage.metrics if usage is not None else None
     if metrics is not None:
         metrics.admission_queued(gate.label)
@@ -404,8 +401,14 @@ class Admitted:
             self.key_slot = None
 
     async def _take(self, gate: Gate | None, log: dict[str, object]) -> Slot | None:
-        if gate is None or gate.has_room():
-            return await take(self.admission, gate, self.ticket, self.usage, log)
+        if gate is None:
+            return None
+        if gate.has_room():
+            # Room here; a shared gate's store may still be full (slots of other
+            # processes): then this request waits, and its wait is logged like any other.
+            slot = await gate.take_if_free()
+            if slot is not None:
+                return slot
         # A wait: a client that leaves meanwhile leaves the queue at once.
         waiting = asyncio.ensure_future(take(self.admission, gate, self.ticket, self.usage, log))
         watching = asyncio.ensure_future(_disconnected(self.receive))

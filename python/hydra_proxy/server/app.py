@@ -3,25 +3,32 @@
 Every request gets an Exchange (server/exchange.py) and the handler its method and path
 name in `ROUTES`, else the 404/405 fallback; a ProxyError out of a handler is answered in
 the client's protocol, and every request ends with one access-log line (and, for a model
-request, one usage record). A model request runs the same pipeline whatever its protocol:
-read -> the ingress's ClientRequest (no I/O) -> the route decision -> each attempt in order
-(server/attempts.py) -> relay | forward | json (server/reply.py).
+request, one usage record). A model request runs the same pipeline whatever its entry
+(`MODEL_ENTRIES`: every way in, Gemini's path-named models included; tests are
+parametrised over it): authorize -> read and parse (the session's previous turn reused;
+a big body in a thread) -> the ingress's ClientRequest (no I/O) -> the route decision ->
+a named key's checks (server/member_checks.py) -> each attempt in order
+(server/attempts.py) -> relay | forward | json (server/reply.py) -> the settlement.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import gc
 import logging
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from .. import __version__, tokens
 from ..config import Settings
-from ..config.routes import ClientProtocol
+from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecision
 from ..errors import ProxyError
-from . import accounting, attempts, browser_guard, endpoints, gemini_api
+from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
 from .exchange import (
     ClientGone,
     ClientRequest,
@@ -30,7 +37,7 @@ from .exchange import (
     Scope,
     Send,
 )
-from .ingress import chat, messages, responses
+from .ingress import chat, gemini, messages, responses
 from .limits import (
     check_content_type,
     closes_connection,
@@ -39,7 +46,8 @@ from .limits import (
     require_model,
 )
 from .shutdown import refusal
-from .worker import Worker, start_team, start_usage
+from .upstream_kinds import Plan
+from .worker import Worker, keys_refresh, start_team, start_usage
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
@@ -48,10 +56,45 @@ Handler = Callable[[Exchange], Awaitable[None]]
 Ingress = Callable[[Exchange, dict[str, Any], bytes], ClientRequest]
 
 
-async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Exchange) -> None:
-    """A model request of any client protocol: read, routed, and answered by its attempts."""
+@dataclass(frozen=True)
+class ModelEntry:
+    """One way in for a model request: every entry runs `model_request`, and every rule that
+    holds for model requests is tested over `MODEL_ENTRIES`."""
+
+    method: str
+    path: str
+    """The exact path, or a pattern whose ``{model}`` the client fills (the Gemini API)."""
+    protocol: ClientProtocol
+    read: Ingress
+    example: Mapping[str, Any] = field(repr=False)
+    """A minimal valid body (its model and stream set by `request`)."""
+    conversation: bytes = b"messages"
+    """The body's member holding the conversation (its turns are reused: previous_turn)."""
+    streams: bool | None = None
+    """The path says whether the reply streams (None: the body's ``stream`` says)."""
+
+    @property
+    def model_in_path(self) -> bool:
+        return "{model}" in self.path
+
+    def request(self, model: str, *, stream: bool = False) -> tuple[str, dict[str, Any]]:
+        """A concrete path and body of this entry for `model` (a test's request)."""
+        body = dict(self.example)
+        if self.model_in_path:
+            path = self.path.replace("{model}", model)
+            return (path + "?alt=sse" if self.streams else path), body
+        body["model"] = model
+        if stream:
+            body["stream"] = True
+        return self.path, body
+
+
+async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str = "") -> None:
+    """A model request of any entry: authorized, read and parsed (reusing the session's
+    previous turn), read by its ingress, routed, admitted (a named key's rights, limits and
+    budget), and answered by its attempts; settled when it ends (`App.http`)."""
     worker = exchange.worker
-    exchange.account(protocol)
+    exchange.account(entry.protocol)
     if worker.shutdown.draining:
         raise refusal()
     exchange.authorize()
@@ -60,32 +103,173 @@ async def model_request(protocol: ClientProtocol, ingress: Ingress, exchange: Ex
     body = await read_json_body(
         exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
     )
-    parsed, exchange.turn = parse_request(
-        body, settings.max_json_depth, worker.turns, exchange.session
-    )
+    big = len(body) >= OFFLOAD_BYTES
+    if big:
+        request = await asyncio.to_thread(_without_gc, _read_big, entry, exchange, body, path_model)
+    else:
+        request = _read(entry, exchange, body, path_model)
     if exchange.turn is not None and exchange.turn.reused:
         exchange.log["messages_reused"] = exchange.turn.reused
-    request = ingress(exchange, require_model(parsed), body)
-    param = None if protocol == "anthropic" else "model"
+    exchange.traits = request.traits
+    param = None if entry.protocol == "anthropic" else "model"
     exchange.decision = exchange.decide(request.traits, param=param)
     exchange.stream = request.stream
     if exchange.member is not None:  # a named key: its rights, limits and budget
-        await admit(exchange, request)
-    await attempts.answer(exchange, request)
+        await member_checks.admit(exchange, request.traits)
+    if not big:
+        await attempts.answer(exchange, request)
+        return
+    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.decision)
+    try:
+        await attempts.answer(exchange, request)
+    finally:
+        # Freeing a big request's millions of objects holds the GIL as long as making them
+        # did: the last references are dropped in a thread, not on the event loop.
+        held: list[object] = [request, exchange.traits]
+        del request
+        exchange.traits = await asyncio.to_thread(_let_go, held)
 
 
-async def admit(exchange: Exchange, request: ClientRequest) -> None:
-    """A named key's checks after routing (hydra_proxy.team.checks); what they hold is
-    given back when the request ends (`App.http`)."""
-    team, member, decision = exchange.worker.team, exchange.member, exchange.decision
-    assert team is not None and member is not None and decision is not None
-    checks = team.checks
-    exchange.log["key"] = member.key.name
-    exchange.log["model"] = decision.requested_model
-    exchange.decision = decision = checks.rights(member.key, decision)
-    exchange.held = await checks.admit(
-        member.key, member.team, decision, request.traits, exchange.request_id, time.time()
+# A body at least this large is parsed, read by its ingress and its first attempt planned
+# in a thread (CPU-bound: ~0.1-0.6 s per MB), so that the worker's event loop goes on
+# answering its other requests (the GIL passes to it every few milliseconds).
+OFFLOAD_BYTES = 1 << 20
+
+
+_gc_pauses = 0
+_gc_lock = threading.Lock()
+
+
+def _without_gc(work: Callable[..., ClientRequest], *args: Any) -> ClientRequest:
+    """`work` with the cyclic collector paused: a big body makes millions of objects, and
+    each full collection, walking them all with the GIL held, would stall the event loop
+    longer and longer (0.2 s growing past 1 s on a 30 MB body). Nothing the work makes
+    is a cycle; the collector runs again when the last big body's work is done."""
+    global _gc_pauses
+    with _gc_lock:
+        _gc_pauses += 1
+        gc.disable()
+    try:
+        return work(*args)
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0:
+                gc.enable()
+
+
+def _let_go(held: list[Any]) -> RequestTraits:
+    """The traits of `held` (a big request and its traits) without the request behind them,
+    and the request's objects freed (in this thread)."""
+    traits: RequestTraits = held[1]
+    counted = traits.input_tokens  # the usage record may need it (server/accounting.py)
+    light = dataclasses.replace(traits, estimate=lambda: counted, bound=None)
+    held.clear()
+    return light
+
+
+def _read(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: str) -> ClientRequest:
+    """The body parsed (reusing the session's previous turn) and read by the ingress."""
+    settings = exchange.worker.settings
+    parsed, exchange.turn = parse_request(
+        body, settings.max_json_depth, exchange.worker.turns, exchange.session, entry.conversation
     )
+    if entry.model_in_path:  # the path names the model, the body does not
+        parsed["model"] = path_model
+    return entry.read(exchange, require_model(parsed), body)
+
+
+def _read_big(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: str) -> ClientRequest:
+    """`_read`, and the counts the request will need later (memoized by the ingress), here
+    in the thread rather than on the event loop."""
+    request = _read(entry, exchange, body, path_model)
+    if exchange.member is not None:
+        _ = request.traits.input_bound  # a named key's limits reserve it
+    elif entry.protocol == "anthropic":
+        _ = request.traits.input_tokens  # message_start carries it
+    return request
+
+
+def _planned(request: ClientRequest, decision: RouteDecision | None) -> ClientRequest:
+    """`request` with its first attempt's plan made now (a failure raised when the
+    attempts ask for it, as it would have been)."""
+    if decision is None or not decision.attempts:
+        return request
+    first = decision.attempts[0]
+    made: list[Plan | ProxyError] = []
+    try:
+        made.append(request.plan(decision, first))
+    except ProxyError as exc:
+        made.append(exc)
+
+    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+        if attempt is first and made:
+            found = made.pop()
+            if isinstance(found, ProxyError):
+                raise found
+            return found
+        return request.plan(decision, attempt)
+
+    return ClientRequest(request.traits, request.stream, plan)
+
+
+_GEMINI_EXAMPLE = {
+    "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+    "generationConfig": {"maxOutputTokens": 16},
+}
+MODEL_ENTRIES: tuple[ModelEntry, ...] = (
+    ModelEntry(
+        "POST",
+        "/v1/messages",
+        "anthropic",
+        messages.read,
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    ModelEntry(
+        "POST",
+        "/v1/chat/completions",
+        "chat",
+        chat.read,
+        {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    ModelEntry(
+        "POST",
+        "/v1/responses",
+        "responses",
+        responses.read,
+        {"max_output_tokens": 16, "store": False, "input": "hi"},
+        conversation=b"input",
+    ),
+    # Codex's older compaction: the history in, the new history out (never streamed).
+    ModelEntry(
+        "POST",
+        "/v1/responses/compact",
+        "responses",
+        responses.read_compact,
+        {"input": "hi"},
+        conversation=b"input",
+        streams=False,
+    ),
+    *(
+        ModelEntry(
+            "POST",
+            f"{prefix}/{{model}}:{method}",
+            "gemini",
+            gemini.reader(streams),
+            _GEMINI_EXAMPLE,
+            conversation=b"contents",
+            streams=streams,
+        )
+        for prefix in (gemini_api.PREFIX, gemini_api.V1_PREFIX.rstrip("/"))
+        for method, streams in gemini_api.MODEL_METHODS.items()
+    ),
+)
+"""Every model-request entry of the app."""
+_BY_METHOD = {
+    (e.path.split("{model}")[0], e.path.rsplit(":", 1)[1]): e
+    for e in MODEL_ENTRIES
+    if e.model_in_path
+}
 
 
 # Every endpoint, by method and path (a dashboard page by its prefix); each page that GET
@@ -99,13 +283,12 @@ _PAGES: dict[str, Handler] = {
     endpoints.DASHBOARD: endpoints.dashboard,
 }
 ROUTES: dict[tuple[str, str], Handler] = {
-    ("POST", "/v1/messages"): partial(model_request, "anthropic", messages.read),
-    ("POST", "/v1/chat/completions"): partial(model_request, "chat", chat.read),
-    ("POST", "/v1/responses"): partial(model_request, "responses", responses.read),
-    ("POST", "/v1/responses/compact"): partial(model_request, "responses", responses.read_compact),
+    **{(e.method, e.path): partial(model_request, e) for e in MODEL_ENTRIES if not e.model_in_path},
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
+    # The console signs in and out (POST, DELETE /dashboard/session).
+    **{(method, endpoints.DASHBOARD): endpoints.dashboard for method in ("POST", "DELETE")},
 }
 ADMIN = "/admin/"
 
@@ -115,7 +298,7 @@ def handler_for(method: str, path: str) -> Handler:
         return endpoints.preflight
     handler = ROUTES.get((method, path))
     if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
-        return gemini_api.handle
+        return _gemini_handler(method, path)
     if handler is None and method in ("GET", "HEAD") and path.startswith(endpoints.MODELS_PREFIX):
         return endpoints.model
     if handler is None and (method, "/v1" + path) in ROUTES:
@@ -129,9 +312,43 @@ def handler_for(method: str, path: str) -> Handler:
     return handler or endpoints.not_found
 
 
+def _gemini_handler(method: str, path: str) -> Handler:
+    """A Gemini API path: a model method of `MODEL_ENTRIES`, else the listing, a model or
+    countTokens (server/gemini_api.py)."""
+    found = gemini_api.model_method(path) if method == "POST" else None
+    if found is not None:
+        prefix, model, action = found
+        entry = _BY_METHOD.get((prefix, action))
+        if entry is not None:
+            return partial(model_request, entry, path_model=model)
+    return gemini_api.handle
+
+
+async def _first_key(worker: Worker, every: float) -> None:
+    """A worker serving without keys looks for the first named key every `every` seconds
+    (the keyring's refresh): once the store holds one, every request needs a key."""
+    from ..team.service import store_place
+
+    while worker.team is None:
+        await asyncio.sleep(every)
+        try:
+            team = await asyncio.to_thread(start_team, worker)
+        except Exception as exc:  # a store away: the next look may find it
+            log.debug("looking for named keys failed: %s", exc)
+            continue
+        if team is not None:
+            worker.team = team
+            team.start_refresh()
+            log.warning(
+                "named keys found in %s: from now on every request needs a key",
+                store_place(worker.settings.usage_ledger),
+            )
+
+
 class App:
     def __init__(self, settings: Settings) -> None:
         self.worker = Worker.create(settings)
+        self._first_key: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -218,6 +435,8 @@ class App:
                     worker.team = await asyncio.to_thread(start_team, worker)
                     if worker.team is not None:
                         worker.team.start_refresh()
+                    elif not worker.settings.key_passthrough:
+                        self._first_key = asyncio.ensure_future(_first_key(worker, keys_refresh()))
                 except Exception as exc:
                     # Said as a failed startup: an exception out of the lifespan would make
                     # granian serve on "without lifespan", this worker counting nothing.
@@ -229,6 +448,8 @@ class App:
                 )
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self._first_key is not None:
+                    self._first_key.cancel()
                 worker.http.close()
                 if worker.team is not None:
                     await worker.team.close()

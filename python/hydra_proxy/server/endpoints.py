@@ -13,10 +13,10 @@ import orjson
 from ..config import ModelInfo, models_listing, not_found_message, request_traits
 from ..errors import ProxyError, invalid_request
 from ..tokens import estimate_input_tokens
-from ..usage.dashboard import AUTHENTICATE, PREFIX, basic_auth_key
-from . import model_listing
+from ..usage.dashboard import PREFIX
+from . import console, member_checks, model_listing
 from .browser_guard import preflight_answer
-from .exchange import Exchange, is_proxy_key
+from .exchange import Exchange
 from .limits import (
     check_content_type,
     parse_object,
@@ -67,7 +67,8 @@ async def count_tokens(exchange: Exchange) -> None:
     exchange.authorize()
     body = await read_json(exchange)
     request = require_model(parse_object(body, exchange.worker.settings.max_json_depth))
-    exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    decision = exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    await member_checks.admit_count(exchange, decision)
     if not isinstance(request.get("messages"), list):
         raise invalid_request("messages: a list of messages is required", "messages")
     count = estimate_input_tokens(request)
@@ -75,11 +76,8 @@ async def count_tokens(exchange: Exchange) -> None:
 
 
 def _listing(exchange: Exchange) -> list[ModelInfo]:
-    listing = models_listing(exchange.worker.settings)
-    member = exchange.member
-    if member is not None and member.key.models:  # a named key: the names it may use
-        listing = [m for m in listing if member.key.may_use(m.id)]
-    return listing
+    """Every listed name the request's key may use (member_checks.usable)."""
+    return member_checks.usable(exchange, models_listing(exchange.worker.settings))
 
 
 async def models(exchange: Exchange) -> None:
@@ -138,41 +136,8 @@ async def metrics(exchange: Exchange) -> None:
 
 
 async def dashboard(exchange: Exchange) -> None:
-    """The usage page, behind the proxy keys (HTTP Basic: the key is the password, so a
-    browser asks for it). A named key sees only its own usage; the admin key, and a key of
-    HYDRA_PROXY_KEYS, everyone's."""
-    worker = exchange.worker
-    team = worker.team
-    only: str | None = None
-    if worker.proxy_keys or team is not None:
-        presented = basic_auth_key(exchange.header(b"authorization"))
-        allowed = presented is not None and (
-            (bool(worker.proxy_keys) and is_proxy_key(worker.proxy_keys, presented))
-            or (team is not None and team.is_admin(presented))
-        )
-        if (
-            not allowed
-            and team is not None
-            and presented is not None
-            and team.recognizes(presented)
-        ):
-            only = team.authenticate(presented, exchange.started_wall).key.name
-            allowed = True
-        if not allowed:
-            await exchange.respond(
-                401,
-                b"the usage page needs a proxy key as the password\n",
-                b"text/plain; charset=utf-8",
-                [AUTHENTICATE],
-            )
-            return
-    if worker.usage is None:
-        raise ProxyError(404, "usage accounting is off", error_type="not_found_error")
-    query = exchange.scope.get("query_string", b"").decode("latin-1")
-    status, content_type, body = await asyncio.to_thread(
-        worker.usage.dashboard, exchange.scope["path"], query, only
-    )
-    await exchange.respond(status, body, content_type.encode())
+    """The console (server/console.py): its page, sign-in and data."""
+    await console.handle(exchange)
 
 
 async def preflight(exchange: Exchange) -> None:

@@ -113,6 +113,28 @@ def request_id() -> str:
     return "req_hydra" + os.urandom(12).hex()
 
 
+# What a model request's client was sent, kept to count a reply whose counts never came
+# (server/accounting.py; past this, the rest is counted at the rate of what was kept).
+RELAYED_BYTES = 1 << 20
+
+
+class Relayed:
+    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
+
+    __slots__ = ("kept", "kept_size", "size")
+
+    def __init__(self) -> None:
+        self.kept: list[bytes] = []
+        self.kept_size = 0
+        self.size = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.kept_size < RELAYED_BYTES:
+            self.kept.append(chunk)
+            self.kept_size += len(chunk)
+
+
 class UpstreamUnreachable(ProxyError):
     """An upstream that cannot be reached at all: a configuration error (a local server not
     started, a wrong base_url), not overload. Answered with ``x-should-retry: false`` so that
@@ -151,6 +173,8 @@ class Exchange:
         "protocol",
         "provider_key",
         "receive",
+        "refusal",
+        "relayed",
         "reply_usage",
         "request_id",
         "scope",
@@ -160,6 +184,7 @@ class Exchange:
         "started_wall",
         "status",
         "stream",
+        "traits",
         "transducer",
         "turn",
         "worker",
@@ -197,6 +222,14 @@ class Exchange:
         self.reply_usage: dict[str, Any] | None = None
         self.passthrough: Passthrough | None = None
         self.error_type: str | None = None
+        self.traits: RequestTraits | None = None
+        """The model request as routing read it (its input estimate for a record the
+        upstream gave no counts for)."""
+        self.relayed: Relayed | None = None
+        """What the client was sent of a model request's reply (server/accounting.py)."""
+        self.refusal: str | None = None
+        """Why the proxy refused a model request itself, before any upstream attempt (the
+        usage record's `refusal`: no spend)."""
         self.member: Member | None = None
         """The named key presented (hydra_proxy.team), with its team."""
         self.held: Pass | None = None
@@ -207,15 +240,19 @@ class Exchange:
         """This request as its session's latest turn (None: not kept; server/previous_turn)."""
 
     def account(self, protocol: ClientProtocol) -> None:
-        """A model request: it gets a usage record (server/accounting.py), and the time its
-        first body byte goes out is noted (the same awaitable is returned: relay.py tests
-        it to send from a parser callback)."""
+        """A model request: it gets a usage record (server/accounting.py), the time its
+        first body byte goes out is noted and what it is sent kept (`Relayed`; the same
+        awaitable is returned: relay.py tests it to send from a parser callback)."""
         self.protocol = protocol
         send = self.send
+        relayed = self.relayed = Relayed()
 
         def watched(message: Message) -> Awaitable[None]:
-            if self.first_byte is None and message.get("body"):
-                self.first_byte = time.monotonic()
+            body = message.get("body")
+            if body:
+                if self.first_byte is None:
+                    self.first_byte = time.monotonic()
+                relayed.add(body)
             return send(message)
 
         self.send = watched
@@ -341,6 +378,8 @@ class Exchange:
         the request's body was left unread, so the connection cannot carry another."""
         if self.protocol is not None:
             self.error_type = exc.error_type
+            if self.attempt is None:  # no upstream was asked: the proxy's own refusal
+                self.refusal = getattr(exc, "cause", None) or exc.error_type
         if self.anthropic_client():
             status, body = exc.status, exc.anthropic_body(self.request_id)
         elif self.gemini_client():

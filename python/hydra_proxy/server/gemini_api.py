@@ -3,11 +3,12 @@
 
 - ``POST models/{model}:generateContent`` and ``:streamGenerateContent`` (``?alt=sse``:
   server-sent events, as every Gemini SDK asks; without it the same chunks as one JSON
-  array, as Gemini answers): model requests (server/ingress/gemini.py);
+  array, as Gemini answers): model requests, entries of the app's one pipeline
+  (server/app.py `MODEL_ENTRIES`, `model_method` below reads their path);
 - ``POST models/{model}:countTokens`` -> ``{"totalTokens"}``, the proxy's estimate of the
   request's ``contents`` (or of its ``generateContentRequest``);
 - ``GET models`` and ``GET models/{model}`` (``/v1/models/{model}:{method}`` too, the
-  stable version's path): every routable name (`config.models_listing`)
+  stable version's path): every routable name (`config.models_listing`) the key may use
   as Gemini ``Model`` objects.
 
 Errors are Gemini's (``{"error": {code, message, status}}``, Exchange.fail).
@@ -24,11 +25,10 @@ from ..config import models_listing
 from ..config.routes import request_traits
 from ..errors import ProxyError
 from ..tokens import estimate_input_tokens
-from . import attempts
+from . import member_checks
 from .exchange import Exchange
 from .ingress import gemini
 from .limits import check_content_type, check_model_name, parse_object, read_json_body
-from .shutdown import refusal
 
 PREFIX = "/v1beta/models"
 V1_PREFIX = "/v1/models/"  # the stable API version: its model methods (GET /v1/models is OpenAI's)
@@ -38,7 +38,9 @@ def is_gemini_path(path: str) -> bool:
     return path.startswith(PREFIX) or (path.startswith(V1_PREFIX) and ":" in path)
 
 
-_METHODS = ("generateContent", "streamGenerateContent", "countTokens")
+MODEL_METHODS = {"generateContent": False, "streamGenerateContent": True}
+"""The model-request methods, and whether each streams."""
+_METHODS = (*MODEL_METHODS, "countTokens")
 
 
 def _model_method(path: str) -> tuple[str, str | None]:
@@ -50,6 +52,17 @@ def _model_method(path: str) -> tuple[str, str | None]:
         raise ProxyError(404, f"no endpoint {path}", error_type="not_found_error")
     check_model_name(model)
     return model, (method if colon else None)
+
+
+def model_method(path: str) -> tuple[str, str, str] | None:
+    """(the path's part before the model, model, method) of a model-request path (None: any
+    other Gemini path; a bad model name is a 400 or 404 here)."""
+    if path.rstrip("/") == PREFIX:
+        return None
+    model, method = _model_method(path)
+    if method not in MODEL_METHODS:
+        return None
+    return (PREFIX + "/" if path.startswith(PREFIX) else V1_PREFIX), model, method
 
 
 async def handle(exchange: Exchange) -> None:
@@ -74,12 +87,8 @@ async def handle(exchange: Exchange) -> None:
         raise ProxyError(405, f"method {method} not allowed", error_type="invalid_request_error")
     if action not in _METHODS:
         raise ProxyError(404, f"no method {action!r} for models", error_type="not_found_error")
-    if action == "countTokens":
-        await _count_tokens(exchange, model)
-        return
-    stream = action == "streamGenerateContent"
-    query = exchange.scope.get("query_string", b"").split(b"&")
-    await _generate(exchange, model, stream, sse=b"alt=sse" in query)
+    # generateContent and streamGenerateContent are the app's (MODEL_ENTRIES).
+    await _count_tokens(exchange, model)
 
 
 async def _body(exchange: Exchange) -> dict[str, Any]:
@@ -91,21 +100,6 @@ async def _body(exchange: Exchange) -> dict[str, Any]:
     return parse_object(body, settings.max_json_depth)
 
 
-async def _generate(exchange: Exchange, model: str, stream: bool, *, sse: bool) -> None:
-    """A model request, as app.model_request runs every protocol's."""
-    worker = exchange.worker
-    exchange.account("gemini")
-    if worker.shutdown.draining:
-        raise refusal()
-    exchange.authorize()
-    request = await _body(exchange)
-    request[gemini.MODEL_KEY] = model
-    client_request = gemini.reader(stream, sse)(exchange, request, b"")
-    exchange.decision = exchange.decide(client_request.traits, param="model")
-    exchange.stream = stream
-    await attempts.answer(exchange, client_request)
-
-
 async def _count_tokens(exchange: Exchange, model: str) -> None:
     exchange.authorize()
     request = await _body(exchange)
@@ -113,9 +107,10 @@ async def _count_tokens(exchange: Exchange, model: str) -> None:
     if isinstance(inner, dict):
         request = inner
     translation = gemini.translate(request, model, exchange.signing_key, None, stream=False)
-    exchange.decide(
+    decision = exchange.decide(
         request_traits(translation.body, client="gemini", headers=exchange.scope["headers"])
     )
+    await member_checks.admit_count(exchange, decision)
     count = estimate_input_tokens(translation.body)
     await exchange.respond(200, orjson.dumps({"totalTokens": count}))
 
@@ -135,13 +130,13 @@ def _model(info: Any) -> dict[str, Any]:
 
 async def _list(exchange: Exchange) -> None:
     exchange.authorize()
-    listing = models_listing(exchange.worker.settings)
+    listing = member_checks.usable(exchange, models_listing(exchange.worker.settings))
     await exchange.respond(200, orjson.dumps({"models": [_model(m) for m in listing]}))
 
 
 async def _get(exchange: Exchange, model: str) -> None:
     exchange.authorize()
-    for info in models_listing(exchange.worker.settings):
+    for info in member_checks.usable(exchange, models_listing(exchange.worker.settings)):
         if info.id == model:
             await exchange.respond(200, orjson.dumps(_model(info)))
             return

@@ -144,15 +144,20 @@ async def _discard(receive: Receive) -> None:
 
 
 def parse_request(
-    body: bytes, max_depth: int, turns: PreviousTurns, session: Callable[[], object]
+    body: bytes,
+    max_depth: int,
+    turns: PreviousTurns,
+    session: Callable[[], object],
+    conversation: bytes = b"messages",
 ) -> tuple[dict[str, Any], Turn | None]:
-    """`parse_object`, reusing what the client's `session` parsed of the same messages in
-    its previous requests (server/previous_turn.py); with the Turn kept for the next
-    request. A small body is parsed whole: there is little to reuse."""
+    """`parse_object`, reusing what the client's `session` parsed of the same turns (the
+    body's `conversation` member) in its previous requests (server/previous_turn.py); with
+    the Turn kept for the next request. A small body is parsed whole: there is little to
+    reuse."""
     if len(body) < turns.min_bytes:
         return parse_object(body, max_depth), None
     try:
-        value, turn = turns.parse(session(), body)
+        value, turn = turns.parse(session(), body, conversation)
     except orjson.JSONDecodeError:
         return parse_object(body, max_depth), None  # parsed again for the error's message
     if type(value) is not dict:

@@ -24,6 +24,7 @@ whole.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ else:
 __all__ = ["MAX_BYTES", "MIN_BYTES", "PreviousTurns", "Turn"]
 
 MIN_BYTES = 64 << 10
+# A body at least this large is parsed a turn at a time even when it is not kept: each
+# orjson call holds the GIL for one turn only, so a thread parsing it (server/app.py)
+# leaves the worker's event loop running (orjson holds it for a whole body: seconds).
+PIECEWISE_BYTES = 1 << 20
 MAX_BYTES = 64 << 20
 MAX_SESSIONS = 256
 TURNS_PER_SESSION = 4
@@ -82,33 +87,47 @@ class PreviousTurns:
         self.min_bytes = min_bytes
         self.size = 0
         self._sessions: OrderedDict[Any, list[Turn]] = OrderedDict()
+        # A big body is parsed in a thread (server/app.py): the sessions' lookups and
+        # changes are short and taken one at a time; the parsing is not.
+        self._lock = threading.Lock()
 
-    def parse(self, session: Any, body: bytes) -> tuple[Any, Turn | None]:
+    def parse(
+        self, session: Any, body: bytes, member: bytes = b"messages"
+    ) -> tuple[Any, Turn | None]:
         """`body` parsed (a fresh orjson parse's equal), and its Turn when it is kept (None:
-        parsed whole and not kept). Raises what orjson raises for a body it refuses; the
-        caller parses it again for the error message."""
+        parsed whole and not kept); `member`: where the body keeps its turns (a Gemini
+        body's ``contents``, a Responses body's ``input``). Raises what orjson raises for a
+        body it refuses; the caller parses it again for the error message."""
+        kept = session is not None and len(body) <= self.max_bytes
         if (
-            session is None
-            or _elements is None
+            _elements is None
             or len(body) < self.min_bytes
-            or len(body) > self.max_bytes
+            or (not kept and len(body) < PIECEWISE_BYTES)
         ):
             return orjson.loads(body), None
-        split = _elements(body, b"messages")
+        split = _elements(body, member)
         if split is None:
             return orjson.loads(body), None
         open_at, close_at, offsets, depth = split
-        turns = self._sessions.get(session)
-        previous, reused = self._closest(turns or [], body, offsets)
+        previous: Turn | None = None
+        reused = 0
+        if kept:
+            with self._lock:
+                turns = self._sessions.get(session)
+                previous, reused = self._closest(list(turns or ()), body, offsets)
         request = orjson.loads(body[:open_at] + b"[]" + body[close_at:])
-        if type(request) is not dict or request.get("messages") != []:
+        name = member.decode()
+        if type(request) is not dict or request.get(name) != []:
             return orjson.loads(body), None  # not the split it looked like
         messages = previous.messages[:reused] if previous is not None else []
         for k in range(reused, len(offsets) // 2):
             messages.append(orjson.loads(body[offsets[2 * k] : offsets[2 * k + 1]]))
-        request["messages"] = messages
+        request[name] = messages
+        if not kept:
+            return request, None
         turn = Turn(body, offsets, messages, depth, previous.memo if previous else {}, reused)
-        self._keep(session, turns, previous, turn)
+        with self._lock:
+            self._keep(session, self._sessions.get(session), previous, turn)
         return request, turn
 
     def _closest(
@@ -129,9 +148,11 @@ class PreviousTurns:
         if turns is None:
             turns = self._sessions[session] = []
         self._sessions.move_to_end(session)
-        if previous is not None and turn.reused >= len(previous.messages) - CONTINUED:
+        kept = previous is not None and any(t is previous for t in turns)
+        if kept and previous is not None and turn.reused >= len(previous.messages) - CONTINUED:
             # The conversation went on: its older body is done with (a conversation that
-            # only began the same, such as a subagent's, is kept beside it).
+            # only began the same, such as a subagent's, is kept beside it; one dropped
+            # meanwhile by another thread's request is gone already).
             turns.remove(previous)
             self.size -= len(previous.body)
         elif len(turns) >= TURNS_PER_SESSION:

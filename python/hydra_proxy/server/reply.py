@@ -185,7 +185,7 @@ async def _answer(
         failure = await forward(
             exchange,
             response,
-            accounting.tap(exchange, exchange.send),
+            accounting.tap(exchange, exchange.send, plan.strip),
             idle_timeout=settings.idle_timeout,
             stall_timeout=settings.send_stall_timeout,
         )

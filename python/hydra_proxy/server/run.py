@@ -16,6 +16,7 @@ import functools
 import logging
 import math
 import shutil
+from collections.abc import Callable
 
 from .. import logs
 from ..config import ConfigError, Settings, reload
@@ -33,24 +34,45 @@ MAX_HEAD_BUFFER = 64 * 1024
 log = logging.getLogger("hydra_proxy")
 
 
+def destinations(settings: Settings) -> dict[str, str]:
+    """Where requests go: each provider's base URL (the target provider's first)."""
+    target = settings.target_provider
+    ordered = sorted(settings.providers.values(), key=lambda p: p.name != target)
+    return {p.name: p.base_url for p in ordered}
+
+
 class SettingsHolder:
     """The settings in force, replaced on SIGHUP in the main process; the worker loader
-    reads it when granian (re)spawns a worker."""
+    reads it when granian (re)spawns a worker. `adjust`: what the start did to the settings
+    read (the embedded mock in place of a provider without a key), done to a reload's."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, adjust: Callable[[Settings], Settings] | None = None
+    ) -> None:
         self.settings = settings
+        self.adjust = adjust
 
     def reload(self) -> None:
         try:
             new = reload(None, self.settings)
+            if self.adjust is not None:
+                new = self.adjust(new)
         except ConfigError as exc:
             log.error(
                 "config reload refused, the running config stays: %s",
                 " | ".join(str(problem).replace("\n  -> ", " -> ") for problem in exc.problems),
             )
             return
+        before, after = destinations(self.settings), destinations(new)
         self.settings = new
         log.warning("config reloaded from %s", new.config_file or "flags and environment")
+        if before != after:
+            changed = [
+                f"{name}: {before.get(name, 'none')} -> {url}"
+                for name, url in after.items()
+                if before.get(name) != url
+            ] + [f"{name}: {url} -> none" for name, url in before.items() if name not in after]
+            log.warning("the reload changes where requests go: %s", "; ".join(changed))
 
 
 def _watch_live_config(holder: SettingsHolder) -> None:
@@ -75,7 +97,12 @@ def kill_timeout(settings: Settings) -> int:
     return math.ceil(settings.shutdown_grace + KILL_MARGIN)
 
 
-def serve(settings: Settings, *, log_level: str = "info") -> None:
+def serve(
+    settings: Settings,
+    *,
+    log_level: str = "info",
+    adjust: Callable[[Settings], Settings] | None = None,
+) -> None:
     """Serve until SIGINT/SIGTERM; in-flight streams get `shutdown_grace` seconds to finish."""
     from granian.constants import Interfaces, Loops
     from granian.http import HTTP1Settings
@@ -101,7 +128,7 @@ def serve(settings: Settings, *, log_level: str = "info") -> None:
             header_read_timeout=HEADER_READ_TIMEOUT_MS, max_buffer_size=MAX_HEAD_BUFFER
         ),
     )
-    holder = SettingsHolder(settings)
+    holder = SettingsHolder(settings, adjust)
     server.on_reload(holder.reload)
     _watch_live_config(holder)
     # The workers' shared counters (hydra_proxy.cluster), named to them in the environment.

@@ -121,8 +121,33 @@ class Plan:
     once to a client that asked for a stream)."""
     stream_headers: list[tuple[bytes, bytes]] | None = None
     """relay: the client response's headers, when not server-sent events'."""
+    strip: Callable[[bytes], bytes] | None = None
+    """forward: what of the upstream's bytes the client does not get (a filter over the
+    stream's chunks: the usage the proxy asked for and the client did not)."""
     log: dict[str, object] = field(default_factory=dict)
     """Details for the access-log line."""
+
+
+# A member list longer than this is written an element at a time.
+_PIECES = 4096
+
+
+def dumps(body: Any) -> bytes:
+    """``orjson.dumps(body)``, byte for byte, but with each long list of a body object
+    written an element at a time: one orjson call holds the GIL for all it writes, and a
+    big body's plan is made in a thread beside the event loop (server/app.py)."""
+    if not isinstance(body, dict) or not any(
+        isinstance(v, list) and len(v) > _PIECES for v in body.values()
+    ):
+        return orjson.dumps(body)
+    members = []
+    for key, value in body.items():
+        if isinstance(value, list) and len(value) > _PIECES:
+            text = b"[" + b",".join([orjson.dumps(item) for item in value]) + b"]"
+        else:
+            text = orjson.dumps(value)
+        members.append(orjson.dumps(key) + b":" + text)
+    return b"{" + b",".join(members) + b"}"
 
 
 def authorize(plan: Plan, kind: ProviderKind, key: str | None) -> Plan:
@@ -226,7 +251,7 @@ def translated(
         headers=DIALECTS[kind].headers(
             accept="text/event-stream" if stream else "application/json"
         ),
-        body=orjson.dumps(body),
+        body=dumps(body),
         reply="relay" if stream else "json",
         log={**log, "stream": 1} if stream else log,
     )

@@ -112,6 +112,15 @@ def start_team(worker: Worker) -> TeamKeys | None:
     return team
 
 
+def keys_refresh() -> float:
+    """Seconds between two looks at the key store (HYDRA_KEYS_REFRESH, default 1)."""
+    import os
+
+    from ..team.service import REFRESH_ENV
+
+    return float(os.environ.get(REFRESH_ENV, "1") or 1)
+
+
 def start_usage(settings: Settings) -> UsageService | None:
     """The worker's usage accounting: the ledger, metrics, prices, traces (None: all off)."""
     if not (settings.usage_ledger or settings.usage_metrics or settings.usage_tracing):

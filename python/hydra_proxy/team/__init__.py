@@ -8,6 +8,7 @@ rights, stored hashed in the usage ledger's database.
 - `keyring`: the keys a worker checks requests against, refreshed from the store;
 - `checks`: the checks on each request and their settlement through `counters.Counters`;
 - `refusals`: the refusals, in the client's protocol;
+- `alerts`: spend alerts, webhooks at thresholds of a budget, once per period;
 - `admin`: the ``/admin/keys`` HTTP API; `cli`: ``hydra-proxy keys``;
 - `service`: what a worker holds (`TeamKeys`), started after its fork.
 """

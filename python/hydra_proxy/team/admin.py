@@ -8,7 +8,13 @@
   one as it is, ``"none"`` clears it); ``DELETE /admin/keys/NAME``: revoked;
 - ``POST /admin/keys/NAME/rotate`` ``{"grace_seconds": 86400}``: a new secret, the old one
   valid for the grace period;
-- ``PUT /admin/keys/_teams/TEAM`` ``{"budget", "period", "rpm", "tpm"}``: a team's limits.
+- ``PUT /admin/keys/_teams/TEAM`` ``{"budget", "period", "rpm", "tpm"}``: a team's limits;
+- ``PUT /admin/keys/NAME/alert`` (or ``/admin/keys/_teams/TEAM/alert``) ``{"thresholds":
+  [50, 80, 100], "webhook": "https://...", "format": "json" | "slack"}``: a spend alert at
+  those percentages of the budget (team/alerts.py); ``DELETE`` the same path: none.
+
+The console (``/dashboard``) calls it with the admin's session cookie instead of the key,
+and its anti-forgery header on every change (server/console.py).
 
 Every change is written to the audit log, read with ``GET /admin/audit`` (``since``:
 ``24h`` or a date, ``subject``: ``key:NAME`` or ``team:NAME``, ``limit``), newest first.
@@ -31,7 +37,7 @@ from ..errors import ProxyError, invalid_request
 from ..server.exchange import Exchange
 from ..server.limits import check_content_type, parse_object, read_json_body
 from ..usage.report import parse_since
-from . import audit, manage
+from . import alerts, audit, manage
 from .service import TeamKeys
 from .store import KeyStoreError
 
@@ -56,8 +62,25 @@ def _fields(doc: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
     return doc
 
 
-def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
-    """The worker's keys and who the admin is (their audit name), or the refusal."""
+async def _alert_body(exchange: Exchange) -> dict[str, Any]:
+    return _fields(await _body(exchange), ("thresholds", "webhook", "format"))
+
+
+def _alert_target(parts: list[str]) -> tuple[str, str] | None:
+    """("key", NAME) for NAME/alert, ("team", TEAM) for _teams/TEAM/alert, else None."""
+    if len(parts) == 2 and parts[1] == "alert" and parts[0] != TEAMS:
+        return "key", parts[0]
+    if len(parts) == 3 and parts[0] == TEAMS and parts[2] == "alert":
+        return "team", parts[1]
+    return None
+
+
+async def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
+    """The worker's keys and who the admin is (their audit name), or the refusal (after
+    a failed attempt's wait: TeamKeys.admin_refused): the admin key, or the admin's
+    console session (server/console.py)."""
+    from ..server.console import console_admin
+
     team = exchange.worker.team
     if team is None or not team.has_admins:
         raise ProxyError(
@@ -66,22 +89,30 @@ def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
             error_type="not_found_error",
         )
     actor = team.admin_actor(exchange.presented_key())
-    if actor is None:
-        raise ProxyError(
-            401, "the admin API needs the admin key", error_type="authentication_error"
-        )
-    return team, actor
+    if actor is not None:
+        exchange.log["admin"] = "key"
+        return team, actor
+    actor = console_admin(exchange)
+    if actor is not None:
+        exchange.log["admin"] = "console"
+        return team, actor
+    await team.admin_refused()
+    raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
 
 
 async def admin_keys(exchange: Exchange) -> None:
-    team, actor = admin(exchange)
+    team, actor = await admin(exchange)
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
     store = team.store
     now = time.time()
     status = 200
     call: Callable[[], Any]
-    if not parts and method == "GET":
+    target = _alert_target(parts)
+    if target is not None and method in ("PUT", "DELETE"):
+        doc = await _alert_body(exchange) if method == "PUT" else {}
+        call = lambda: manage.set_alert(store, *target, **doc)  # noqa: E731
+    elif not parts and method == "GET":
         call = lambda: manage.listing(store, now)  # noqa: E731
     elif not parts and method == "POST":
         doc = _fields(await _body(exchange), ("name", *manage.CHANGES))
@@ -136,7 +167,7 @@ async def admin_keys(exchange: Exchange) -> None:
         doc = await asyncio.to_thread(run)
     except manage.NoSuchKey as exc:
         raise ProxyError(404, str(exc), error_type="not_found_error") from None
-    except manage.KeyChangeError as exc:
+    except (manage.KeyChangeError, alerts.AlertError) as exc:
         raise invalid_request(str(exc)) from None
     except KeyStoreError as exc:
         raise ProxyError(503, str(exc), error_type="api_error") from None
@@ -145,7 +176,7 @@ async def admin_keys(exchange: Exchange) -> None:
 
 async def admin_audit(exchange: Exchange) -> None:
     """``GET /admin/audit?since=24h&subject=key:alice&limit=100``: the newest entries first."""
-    team, _ = admin(exchange)
+    team, _ = await admin(exchange)
     if exchange.scope["method"] != "GET" or exchange.scope["path"] != AUDIT:
         raise ProxyError(
             405, f"no admin endpoint {exchange.scope['method']} {exchange.scope['path']}",
@@ -176,7 +207,7 @@ async def admin_audit(exchange: Exchange) -> None:
 
 async def admin_config(exchange: Exchange) -> None:
     """``/admin/config``: the live configuration (team.admin_config)."""
-    _, actor = admin(exchange)
+    _, actor = await admin(exchange)
     from .admin_config import admin_config as handle
 
     await handle(exchange, actor)

@@ -5,18 +5,23 @@ live is a setting:
 
 1. model rights: the requested name, and each attempt's upstream model (an attempt the key
    may not use is dropped from the chain; none left: 403);
-2. tokens per minute, key then team: admitted while the tokens settled in the window (60 s
-   by default) are below the limit (``hit`` of 0 against limit - 1: tokens are whole
-   numbers); a shorter window counts the same rate over less time (rpm x window / 60);
-3. budgets, key then team: a reservation of the request's estimate (its input tokens plus
-   its max_tokens, at the dearest price of its attempts) within the budget, less what the
-   period spent (seeded from the ledger once per period) and what is in flight;
+2. tokens per minute, key then team: admitted while the tokens in the window (60 s by
+   default) are below the limit, and then the request's expected tokens (its input's upper
+   bound plus its max_tokens) are counted in the window at once, so that requests in
+   flight count before they settle (``hit`` of the reservation against limit - 1 + it:
+   tokens are whole numbers); a shorter window counts the same rate over less time
+   (rpm x window / 60);
+3. budgets, key then team: a reservation of the request's cost (its input's upper bound,
+   `RequestTraits.input_bound`, plus its max_tokens, at the dearest price of its attempts)
+   within the budget, less what the period spent (seeded from the ledger once per period,
+   and again when a shared store lost it) and what is in flight;
 4. concurrent streams of the key: a slot held until the reply ends;
 5. requests per minute, key then team: counted last, so a refused request is not counted.
 
 `Pass.settle` runs when the reply has ended, on every path (done, failed, cut, the client
 gone): the reservations become the real cost of the usage record (0 when nothing was
-billed), the slot goes back, the tokens go into the tpm windows.
+billed), the slot goes back, the tpm windows count the real tokens instead of the
+reservation.
 
 Counter names: ``key:NAME:budget``, ``key:NAME:tpm``, ``key:NAME:rpm``, ``key:NAME:streams``,
 ``team:NAME:budget``, ``team:NAME:tpm``, ``team:NAME:rpm``.
@@ -31,7 +36,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..config.routes import Attempt, RequestTraits, RouteDecision
-from ..counters import Counters
+from ..counters import Counters, Unseeded
 from ..errors import ProxyError
 from ..usage.ledger import LedgerError
 from ..usage.pricing import PriceTable
@@ -47,6 +52,9 @@ WINDOW = 60.0
 STREAM_LEASE = 3600.0
 # The output a request without max_tokens is reserved for (its provider's max_output first).
 DEFAULT_OUTPUT_TOKENS = 4096
+# A budget a shared store lost is read from the ledger this long after the loss is seen:
+# every process writes its queued records within a second (the ledger's flush interval).
+LEDGER_CATCH_UP = 1.2
 
 Seed = Callable[[str, str, float], Awaitable[float]]
 """(column, name, period start) -> what the ledger says was spent since."""
@@ -90,6 +98,10 @@ class Pass:
     budgets: list[tuple[str, str]] = field(default_factory=list)
     """(counter, period) of each reservation."""
     stream: str | None = None
+    tpm_reserved: int = 0
+    """The tokens counted at admission into each window of `tpm_windows` (the real count
+    replaces them)."""
+    tpm_windows: list[str] = field(default_factory=list)
     settled: bool = False
 
     window: float = WINDOW
@@ -105,10 +117,10 @@ class Pass:
             await counters.settle(counter, self.holder, cost, bounds(period, now)[1])
         if self.stream is not None:
             await counters.release(self.stream, self.holder)
-        if tokens:
-            for subject in self.subjects:
-                if subject.limits.tpm is not None:
-                    await counters.add(subject.tpm, tokens, self.window)
+        correction = tokens - self.tpm_reserved
+        if correction:
+            for name in self.tpm_windows:
+                await counters.add(name, correction, self.window)
 
 
 def output_tokens(attempt: Attempt, traits: RequestTraits) -> int:
@@ -117,6 +129,13 @@ def output_tokens(attempt: Attempt, traits: RequestTraits) -> int:
     if requested is None:
         requested = attempt.provider.max_output or DEFAULT_OUTPUT_TOKENS
     return min(requested, limit) if limit is not None else requested
+
+
+def expected_tokens(decision: RouteDecision, traits: RequestTraits) -> int:
+    """What a tpm limit reserves: the input's upper bound and the most output an attempt
+    may write."""
+    output = max((output_tokens(a, traits) for a in decision.attempts), default=0)
+    return traits.input_bound + output
 
 
 def estimate(
@@ -128,7 +147,7 @@ def estimate(
         price = prices.lookup(attempt.model)
         if price is None:
             return None, attempt.model
-        tokens = Tokens(traits.input_tokens, output_tokens(attempt, traits))
+        tokens = Tokens(traits.input_bound, output_tokens(attempt, traits))
         dearest = max(dearest, price.cost(tokens))
     return dearest, ""
 
@@ -199,9 +218,15 @@ class Checks:
             for s in found:
                 tpm = s.limits.tpm
                 if tpm is not None:
-                    bound = math.ceil(tpm * scale) - 1
-                    wait = await counters.hit(s.tpm, bound, 0, window)
-                    if wait:
+                    if not held.tpm_reserved:
+                        held.tpm_reserved = expected_tokens(decision, traits)
+                    reserve = held.tpm_reserved
+                    bound = math.ceil(tpm * scale) - 1 + reserve
+                    wait = await counters.hit(s.tpm, bound, reserve, window)
+                    if not wait:
+                        held.tpm_windows.append(s.tpm)
+                    else:
+                        # The windows that took the reservation give it back (settle).
                         raise refusals.rate_limited(s.who, "tokens per minute", tpm, wait)
             cost: float | None = None
             for s in found:
@@ -216,8 +241,7 @@ class Checks:
                         raise refusals.unpriced(s.who, model)
                 name = s.budget
                 start, end = bounds(s.limits.period, now)
-                await self._seed(name, s, start, end)
-                if not await counters.reserve(name, cost, budget, holder):
+                if not await self._reserve(name, s, start, end, cost, budget, holder):
                     spent, reserved = await counters.spent(name)
                     raise refusals.over_budget(
                         s.who, budget, s.limits.period, spent, reserved, cost, end
@@ -241,14 +265,39 @@ class Checks:
             raise
         return held
 
-    async def _seed(self, name: str, subject: Subject, start: float, end: float) -> None:
-        """The period's spend from the ledger, once per period and counter."""
+    async def count_request(self, key: NamedKey, team: Team | None, now: float) -> None:
+        """A request that spends nothing (a token count) still counts against rpm."""
+        window = self.window
+        scale = window / 60.0
+        for s in self._subjects(key, team):
+            rpm = s.limits.rpm
+            if rpm is not None:
+                wait = await self.counters.hit(s.rpm, rpm * scale, 1, window)
+                if wait:
+                    raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
+
+    async def _reserve(
+        self, name: str, s: Subject, start: float, end: float, cost: float, cap: float, holder: str
+    ) -> bool:
+        await self._seed(name, s, start, end)
+        try:
+            return await self.counters.reserve(name, cost, cap, holder)
+        except Unseeded:  # the store lost the period's spend (emptied, or a new one)
+            self._seeded.pop(name, None)
+            await self._seed(name, s, start, end, catch_up=LEDGER_CATCH_UP)
+            return await self.counters.reserve(name, cost, cap, holder)
+
+    async def _seed(
+        self, name: str, subject: Subject, start: float, end: float, catch_up: float = 0.0
+    ) -> None:
+        """The period's spend from the ledger, once per period and counter (after
+        `catch_up` s: the records every process had queued are written by then)."""
         if self._seeded.get(name) == end:
             return
         pending = self._seeding.get(name)
         if pending is None:
             pending = self._seeding[name] = asyncio.ensure_future(
-                self._read_seed(name, subject, start, end)
+                self._read_seed(name, subject, start, end, catch_up)
             )
         try:
             await asyncio.shield(pending)
@@ -256,7 +305,11 @@ class Checks:
             if pending.done():
                 self._seeding.pop(name, None)
 
-    async def _read_seed(self, name: str, subject: Subject, start: float, end: float) -> None:
+    async def _read_seed(
+        self, name: str, subject: Subject, start: float, end: float, catch_up: float
+    ) -> None:
+        if catch_up:
+            await asyncio.sleep(catch_up)
         column = "key_name" if subject.counter.startswith("key:") else "team"
         try:
             spent = await self.seed_from_ledger(column, subject.counter.split(":", 1)[1], start)

@@ -15,9 +15,10 @@ import orjson
 
 from ..usage.backends import DEFAULT_SQLITE_PATH
 from ..usage.cli import LEDGER_ENV
-from . import manage
+from ..usage.pricing import usd
+from . import alerts, manage
 from .period import PERIODS
-from .store import KeyStoreError, open_key_store
+from .store import KeyStore, KeyStoreError, open_key_store
 
 DESCRIPTION = "Named client keys: one per member, with budgets, rate limits and model rights."
 
@@ -60,7 +61,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     team = actions.add_parser("team", help="set a team's limits")
     team.add_argument("name")
     _limits(team, team=False)
-    for sub in (create, listing, revoke, rotate, change, team):
+    alert = actions.add_parser(
+        "alert", help="a webhook posted when a key's (or --team's) spend reaches a share of "
+        "its budget, once per threshold and period",
+    )  # fmt: skip
+    alert.add_argument("name", help="the key's name (with --team: the team's)")
+    alert.add_argument("--team", action="store_true", help="NAME is a team")
+    alert.add_argument("--at", help="percentages of the budget, e.g. 50,80,100")
+    alert.add_argument("--webhook", help="the URL the alert is POSTed to (JSON)")
+    alert.add_argument(
+        "--format", choices=alerts.FORMATS, default="json",
+        help="the body: hydra-proxy's JSON, or Slack's {\"text\": ...}",
+    )  # fmt: skip
+    alert.add_argument("--off", action="store_true", help="remove the alert")
+    for sub in (create, listing, revoke, rotate, change, team, alert):
         sub.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -75,7 +89,7 @@ def _options(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
 
 
 def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:.2f}"
+    return "-" if value is None else usd(value)
 
 
 def _table(doc: dict[str, Any]) -> str:
@@ -86,6 +100,8 @@ def _table(doc: dict[str, Any]) -> str:
         spent = _money(k["spent_usd"]) + (
             f" +{k['unpriced_requests']} unpriced" if k["unpriced_requests"] else ""
         )
+        if k.get("refused_requests"):  # refusals are no spend: counted apart
+            spent += f" ({k['refused_requests']} refused)"
         rows.append((
             k["name"], k["team"] or "-", k["state"], _money(k["budget_usd"]), spent, k["period"],
             str(k["rpm"] or "-"), str(k["tpm"] or "-"), str(k["streams"] or "-"),
@@ -100,6 +116,24 @@ def _table(doc: dict[str, Any]) -> str:
             f"{_money(t['spent_usd'])}, rpm {t['rpm'] or '-'}, tpm {t['tpm'] or '-'}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _alert(store: KeyStore, args: argparse.Namespace) -> dict[str, Any]:
+    kind = "team" if args.team else "key"
+    if args.off:
+        return manage.set_alert(store, kind, args.name)
+    if not args.at or not args.webhook:
+        raise alerts.AlertError("an alert needs --at (e.g. 50,80,100) and --webhook URL, or --off")
+    return manage.set_alert(store, kind, args.name, args.at, args.webhook, args.format)
+
+
+def _alert_text(out: dict[str, Any]) -> str:
+    who = f"{out['kind']} {out['name']!r}"
+    alert = out["alert"]
+    if alert is None:
+        return f"{who}: no spend alert\n"
+    at = ", ".join(f"{t}%" for t in alert["thresholds"])
+    return f"{who}: alert at {at} of its budget, to {alert['webhook']} ({alert['format']})\n"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
                 f"rotated key {key.name!r}. The new secret, shown this once only:\n\n  {secret}"
                 f"\n\nThe old one works until {out['old_secret_until'] or 'now (no grace)'}.\n"
             )
+        elif args.action == "alert":
+            out = _alert(store, args)
+            text = _alert_text(out)
         elif args.action == "set":
             manage.update(store, args.name, **_options(args, manage.CHANGES))
             out = manage.listing(store, now, args.name)["keys"][0]
@@ -136,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             limits = _options(args, ("budget", "period", "rpm", "tpm"))
             out = manage.set_team(store, args.name, **limits).public()
             text = f"team {args.name!r}: {orjson.dumps(out).decode()}\n"
-    except manage.KeyChangeError as exc:
+    except (manage.KeyChangeError, alerts.AlertError) as exc:
         print(f"hydra-proxy keys: {exc}", file=sys.stderr)
         return 2
     except KeyStoreError as exc:

@@ -1,5 +1,6 @@
 """The changes to keys, shared by ``hydra-proxy keys`` and ``/admin/keys``: create, set,
-revoke, rotate, set a team's limits, and the listing with each key's spend this period."""
+revoke, rotate, set a team's limits or a spend alert, and the listing with each key's spend
+this period."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from . import audit
+from . import alerts, audit
 from .period import PERIODS, bounds, utc_text
 from .record import NamedKey, Team
 from .secret import new_secret, secret_hash
 from .store import KeyStore
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 DEFAULT_GRACE = 24 * 3600.0
 
 
@@ -27,7 +28,7 @@ class NoSuchKey(KeyChangeError):
 
 
 def check_name(name: str, what: str = "key") -> str:
-    if not NAME.match(name):
+    if not NAME.fullmatch(name):  # whole: "$" would let a trailing newline through
         raise KeyChangeError(
             f"{what} name {name!r}: 1-64 letters, digits, '.', '_', '@' or '-', "
             "starting with a letter or digit"
@@ -74,7 +75,9 @@ def _period(value: str | None) -> str:
     return period
 
 
-ACTIONS = ("key.create", "key.set", "key.revoke", "key.rotate", "team.set")
+ACTIONS = (
+    "key.create", "key.set", "key.revoke", "key.rotate", "team.set", "alert.set", "alert.remove",
+)  # fmt: skip
 """Every change made here, as the audit log names it."""
 
 CHANGES = ("team", "budget", "period", "rpm", "tpm", "streams", "models", "expires")
@@ -193,6 +196,42 @@ def set_team(store: KeyStore, name: str, **options: Any) -> Team:
     return team
 
 
+def set_alert(
+    store: KeyStore,
+    kind: str,
+    name: str,
+    thresholds: Any = None,
+    webhook: Any = None,
+    format: Any = None,
+) -> dict[str, Any]:
+    """A key's or a team's spend alert (no thresholds: none; no webhook: the one it has);
+    the alert as listed."""
+    if kind == "key":
+        existing(store, name)
+    elif not any(t.name == name for t in store.teams()):
+        check_name(name, "team")
+        members = store.keys()
+        if not any(k.team == name for k in members):
+            raise NoSuchKey(f"no team named {name!r}")
+    subject_name = alerts.subject(kind, name)
+    with store.transaction():
+        before = alerts.load(store).get(subject_name)
+        shown = before.public() if before is not None else None
+        if thresholds is None:
+            removed = alerts.remove(store, subject_name)
+            if removed:
+                audit.record(store, "alert.remove", subject_name, shown, None)
+            return {"kind": kind, "name": name, "alert": None, "removed": removed}
+        if webhook is None:  # the one set before (listings never show it whole)
+            webhook = before.webhook if before is not None else None
+        alert = alerts.make(kind, name, thresholds, webhook, format)
+        if alert != before:
+            alerts.save(store, alert)
+            # The webhook by its host only, as listings show it: a Slack URL is a secret.
+            audit.record(store, "alert.set", subject_name, shown, alert.public())
+    return {"kind": kind, "name": name, "alert": alert.public()}
+
+
 def state(key: NamedKey, now: float) -> str:
     if key.revoked is not None:
         return "revoked"
@@ -204,18 +243,24 @@ def state(key: NamedKey, now: float) -> str:
 def listing(store: KeyStore, now: float, name: str | None = None) -> dict[str, Any]:
     """Every key (or one) with its spend this period, and every team with its spend."""
     keys = [existing(store, name)] if name is not None else store.keys()
+    set_alerts = alerts.load(store)
     out_keys = []
     for key in keys:
         start, end = bounds(key.limits.period, now)
         spent, unpriced = store.spent("key_name", key.name, start)
         doc = key.public()
+        alert = set_alerts.get(alerts.subject("key", key.name))
+        refused = store.refused("key_name", key.name, start)
         doc.update(state=state(key, now), spent_usd=round(spent, 6), unpriced_requests=unpriced,
-                   period_resets=utc_text(end))  # fmt: skip
+                   refused_requests=refused, period_resets=utc_text(end),
+                   alert=alert and alert.public())  # fmt: skip
         out_keys.append(doc)
     teams = []
     for team in store.teams() if name is None else ():
         start, end = bounds(team.limits.period, now)
         spent, unpriced = store.spent("team", team.name, start)
+        alert = set_alerts.get(alerts.subject("team", team.name))
         teams.append({**team.public(), "spent_usd": round(spent, 6),
-                      "unpriced_requests": unpriced, "period_resets": utc_text(end)})  # fmt: skip
+                      "unpriced_requests": unpriced, "period_resets": utc_text(end),
+                      "alert": alert and alert.public()})  # fmt: skip
     return {"keys": out_keys, "teams": teams}

@@ -19,6 +19,7 @@ import math
 import time
 
 from ..errors import ProxyError
+from ..usage.pricing import usd
 from .period import utc_text
 
 
@@ -26,15 +27,33 @@ class QuotaExhausted(ProxyError):
     """Over budget: no retry will succeed before the period ends."""
 
     no_retry = True
+    cause = "budget"
 
     @property
     def openai_status(self) -> int:
         return 429
 
 
+class Refusal(ProxyError):
+    """A named key's refusal; `cause` names the check for the usage record (rpm, tpm,
+    streams, budget, unpriced, model, key)."""
+
+    def __init__(self, cause: str, status: int, message: str, **kwargs: str | None) -> None:
+        super().__init__(status, message, **kwargs)
+        self.cause = cause
+
+
+_CAUSES = {
+    "requests per minute": "rpm",
+    "tokens per minute": "tpm",
+    "concurrent streams": "streams",
+}
+
+
 def rate_limited(who: str, limit: str, value: float, wait: float) -> ProxyError:
     seconds = max(1, math.ceil(wait))
-    return ProxyError(
+    return Refusal(
+        _CAUSES.get(limit, "rate"),
         429,
         f"hydra-proxy: {who} is over its limit of {value:g} {limit}; it has room again in "
         f"{seconds} s (at {utc_text(time.time() + seconds)})",
@@ -46,11 +65,11 @@ def rate_limited(who: str, limit: str, value: float, wait: float) -> ProxyError:
 def over_budget(
     who: str, budget: float, period: str, spent: float, reserved: float, needed: float, reset: float
 ) -> ProxyError:
-    in_flight = f" and ${reserved:.2f} in flight" if reserved > 0.005 else ""
+    in_flight = f" and {usd(reserved)} in flight" if reserved > 0 else ""
     return QuotaExhausted(
         402,
-        f"hydra-proxy: {who} is over its budget of ${budget:.2f} per {period}: ${spent:.2f} "
-        f"spent{in_flight}, this request may cost up to ${needed:.4f}. The budget resets at "
+        f"hydra-proxy: {who} is over its budget of {usd(budget)} per {period}: {usd(spent)} "
+        f"spent{in_flight}, this request may cost up to {usd(needed)}. The budget resets at "
         f"{utc_text(reset)}; ask the proxy's admin to raise it",
         error_type="billing_error",
         code="insufficient_quota",
@@ -58,7 +77,8 @@ def over_budget(
 
 
 def unpriced(who: str, model: str) -> ProxyError:
-    return ProxyError(
+    return Refusal(
+        "unpriced",
         403,
         f"hydra-proxy: {who} has a budget and model {model!r} has no price, so its cost "
         "cannot be counted; add a [pricing] entry for it",
@@ -67,7 +87,8 @@ def unpriced(who: str, model: str) -> ProxyError:
 
 
 def not_allowed(name: str, model: str, globs: tuple[str, ...]) -> ProxyError:
-    return ProxyError(
+    return Refusal(
+        "model",
         403,
         f"hydra-proxy: key {name!r} may not use model {model!r} (allowed: {', '.join(globs)})",
         error_type="permission_error",
@@ -76,4 +97,4 @@ def not_allowed(name: str, model: str, globs: tuple[str, ...]) -> ProxyError:
 
 
 def unauthorized(message: str) -> ProxyError:
-    return ProxyError(401, f"hydra-proxy: {message}", error_type="authentication_error")
+    return Refusal("key", 401, f"hydra-proxy: {message}", error_type="authentication_error")

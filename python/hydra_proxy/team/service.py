@@ -23,13 +23,14 @@ from ..counters import Counters, LocalCounters
 from ..errors import ProxyError
 from ..usage.pricing import PriceTable, default_table
 from ..usage.record import Tokens
-from . import refusals
+from . import alerts, refusals
+from .alerts import AlertWatch, Watched
 from .checks import Checks, Pass
 from .identity import Identity, IdentityConfig, IdentityError, looks_like_token
 from .keyring import Keyring
 from .period import utc_text
 from .record import NamedKey, Team
-from .store import KeyStore, open_key_store, store_exists
+from .store import KeyStore, open_key_store, sqlite_path, store_exists
 
 if TYPE_CHECKING:
     from ..config.settings import Settings
@@ -39,6 +40,9 @@ log = logging.getLogger("hydra_proxy.keys")
 ADMIN_KEY_ENV = "HYDRA_ADMIN_KEY"
 UNPRICED_ENV = "HYDRA_KEYS_UNPRICED"
 REFRESH_ENV = "HYDRA_KEYS_REFRESH"
+# A failed admin authentication is answered after this long, one at a time per worker:
+# at most one guess a second, and no request but the guesses waits.
+ADMIN_FAILURE_DELAY = 1.0
 WINDOW_ENV = "HYDRA_KEYS_RATE_WINDOW"
 UNPRICED_MODES = ("refuse", "allow")
 ADMIN_KEY_ACTOR = "admin-key"
@@ -63,6 +67,7 @@ class TeamKeys:
         admin_key: bytes | None,
         refresh: float = 1.0,
         identity: Identity | None = None,
+        alert_watch: AlertWatch | None = None,
     ) -> None:
         self.store = store
         self.identity = identity
@@ -71,8 +76,10 @@ class TeamKeys:
         self.checks = checks
         self.admin_key = admin_key
         self.refresh = refresh
+        self.alerts = alert_watch
         self.used: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
+        self._admin_failures = asyncio.Lock()
 
     # -- a request -------------------------------------------------------------------------
 
@@ -130,6 +137,13 @@ class TeamKeys:
     def is_admin(self, presented: bytes | None) -> bool:
         return self.admin_actor(presented) is not None
 
+    async def admin_refused(self) -> None:
+        """Wait out a failed admin authentication before it is answered: the failures of
+        this worker pass one at a time, ADMIN_FAILURE_DELAY apart (an asyncio sleep: the
+        worker's other requests go on)."""
+        async with self._admin_failures:
+            await asyncio.sleep(ADMIN_FAILURE_DELAY)
+
     async def settle(self, held: Pass, model: str | None, tokens: Tokens | None) -> None:
         """The request ended: its reservations become what its record costs."""
         if tokens is None:
@@ -141,6 +155,18 @@ class TeamKeys:
             await held.settle(cost, tokens.total, time.time())
         except Exception:  # a store away must not fail the request's end (it has ended)
             log.exception("settling key %r failed", held.holder)
+        if self.alerts is not None and self.alerts.alerts and held.budgets:
+            self.alerts.touched(self._watched(held))  # looked at later, off this request
+
+    def _watched(self, held: Pass) -> list[Watched]:
+        found = []
+        for s in held.subjects:
+            if s.limits.budget_usd is not None:
+                kind, _, name = s.counter.partition(":")
+                key = self.keyring.by_name.get(name) if kind == "key" else None
+                team = key.team if key is not None else None
+                found.append(Watched(s.counter, s.limits.budget_usd, s.limits.period, team))
+        return found
 
     # -- the keyring -----------------------------------------------------------------------
 
@@ -148,6 +174,8 @@ class TeamKeys:
         """Read the keys again (blocking: from a thread)."""
         version = self.store.version()
         self.keyring = Keyring(self.store.keys(), self.store.teams(), version)
+        if self.alerts is not None:
+            self.alerts.configure(alerts.load(self.store))
 
     def _tick(self) -> None:
         used, self.used = self.used, {}
@@ -168,11 +196,15 @@ class TeamKeys:
     def start_refresh(self) -> None:
         if self._task is None:
             self._task = asyncio.ensure_future(self._refresh())
+        if self.alerts is not None:
+            self.alerts.start()
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+        if self.alerts is not None:
+            await self.alerts.close()
         await asyncio.to_thread(self._tick)
         self.store.close()
 
@@ -200,6 +232,56 @@ def allow_unpriced(environ: Mapping[str, str]) -> bool:
     if mode not in UNPRICED_MODES:
         raise ValueError(f"{UNPRICED_ENV}={mode}: use one of {', '.join(UNPRICED_MODES)}")
     return mode == "allow"
+
+
+def store_place(ledger_url: str | None) -> str:
+    """Where the named keys are kept, for a log line (a PostgreSQL URL without its
+    credentials)."""
+    url = ledger_url or ""
+    if url.startswith(("postgresql://", "postgres://")):
+        return url.split("://", 1)[0] + "://" + url.rsplit("@", 1)[-1].split("://")[-1]
+    return str(sqlite_path(url))
+
+
+def count_keys(ledger_url: str | None) -> int:
+    """The named keys in the store (0: none, or a store that cannot be read)."""
+    if not store_exists(ledger_url):
+        return 0
+    store = open_key_store(ledger_url)
+    try:
+        return len(store.keys())
+    except Exception:
+        return 0
+    finally:
+        store.close()
+
+
+def key_mode(settings: Settings, environ: Mapping[str, str]) -> str:
+    """Which keys a request needs, and why: the first thing a serving proxy logs."""
+    from ..config.loading import PROXY_KEYS_ENV
+
+    if settings.key_passthrough:
+        return "key passthrough: each client sends its own provider key upstream"
+    where = store_place(settings.usage_ledger)
+    ledger_off = (
+        "; HYDRA_USAGE_LEDGER=off turns off usage records, not these keys"
+        if settings.usage_ledger is None
+        else ""
+    )
+    proxy_keys = [k for k in environ.get(PROXY_KEYS_ENV, "").split(",") if k.strip()]
+    named = count_keys(settings.usage_ledger)
+    refresh = environ.get(REFRESH_ENV, "1") or "1"
+    if named:
+        extra = f", and {len(proxy_keys)} {PROXY_KEYS_ENV}" if proxy_keys else ""
+        return f"named keys: {named} in {where}{extra}; every request needs a key{ledger_off}"
+    if admin_key(environ) is not None:
+        return f"named keys: none yet in {where}, {ADMIN_KEY_ENV} is set; every request needs a key"
+    if proxy_keys:
+        return f"proxy keys: {len(proxy_keys)} in {PROXY_KEYS_ENV}; every request needs one"
+    return (
+        f"no keys: any client on {settings.host} is served; the first named key created in "
+        f"{where} turns keys on within {refresh} s"
+    )
 
 
 def configured(settings: Settings, environ: Mapping[str, str]) -> bool:
@@ -265,4 +347,14 @@ def start(
     )
     keyring = Keyring(keys, store.teams(), store.version())
     refresh = refresh_interval(environ)
-    return TeamKeys(store, keyring, checks, admin_key=admin, refresh=refresh, identity=identity)
+    counters_in_use = checks.counters
+
+    async def counter_spent(name: str) -> float:
+        return (await counters_in_use.spent(name))[0]
+
+    watch = AlertWatch(store, counter_spent, ledger_on=ledger_on, environ=environ)
+    watch.configure(alerts.load(store))
+    return TeamKeys(
+        store, keyring, checks, admin_key=admin, refresh=refresh, identity=identity,
+        alert_watch=watch,
+    )  # fmt: skip

@@ -4,7 +4,8 @@ is read from the rows the ledger wrote for it.
 
 Three tables: ``hydra_keys`` (one row per key name, the secret as its SHA-256 only),
 ``hydra_teams`` (team limits) and ``hydra_keys_version`` (one counter, raised by every
-change: a worker polls it and reloads the keys when it moved). `last_used` is written
+change: a worker polls it and reloads the keys when it moved); and the spend alerts'
+two (team/alerts.py). `last_used` is written
 without raising the version (it changes on every request). Every method opens or reuses one
 connection under a lock: the store is used from threads, never on the event loop.
 """
@@ -56,6 +57,19 @@ CREATE TABLE IF NOT EXISTS hydra_teams (
 CREATE TABLE IF NOT EXISTS hydra_keys_version (
     id INTEGER PRIMARY KEY,
     version BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hydra_alerts (
+    subject TEXT PRIMARY KEY,
+    thresholds TEXT NOT NULL,
+    webhook TEXT NOT NULL,
+    format TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hydra_alerts_sent (
+    subject TEXT NOT NULL,
+    threshold BIGINT NOT NULL,
+    period_end {real} NOT NULL,
+    sent {real} NOT NULL,
+    PRIMARY KEY (subject, threshold, period_end)
 )
 """
 
@@ -217,6 +231,23 @@ class KeyStore:
             row = cur.fetchone()
         return float(row[0]), int(row[1])
 
+    def refused(self, column: str, name: str, since: float) -> int:
+        """How many of a key's (or team's) requests since `since` the proxy refused (a
+        ledger written before refusals were recorded: 0)."""
+        assert column in ("key_name", "team")
+        sql = (
+            f"SELECT COUNT(*) FROM {self.usage_table} WHERE {column} = {self.mark} "
+            f"AND time >= {self.usage_time} AND refusal IS NOT NULL"
+        )
+        try:
+            with self._tx() as cur:
+                if not self._has_usage(cur):
+                    return 0
+                cur.execute(sql, (name, since))
+                return int(cur.fetchone()[0])
+        except Exception:  # no refusal column yet: the ledger adds it when a proxy opens it
+            return 0
+
     def _has_usage(self, cur: Any) -> bool:
         raise NotImplementedError
 
@@ -348,10 +379,18 @@ def open_key_store(ledger_url: str | None) -> KeyStore:
     url = ledger_url or ""
     if url.startswith(("postgresql://", "postgres://")):
         return PostgresKeyStore(url)
+    return SqliteKeyStore(sqlite_path(url))
+
+
+def sqlite_path(ledger_url: str | None) -> Path:
+    """The SQLite file of a ledger URL that is not PostgreSQL's (None or "off": the
+    default file)."""
+    url = ledger_url or ""
     if url.lower() == "off":
         url = ""
-    path = url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
-    return SqliteKeyStore(Path(path).expanduser())
+    return Path(
+        url.removeprefix("sqlite://").removeprefix("sqlite:") or str(DEFAULT_SQLITE_PATH)
+    ).expanduser()
 
 
 def store_exists(ledger_url: str | None) -> bool:

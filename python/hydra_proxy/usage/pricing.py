@@ -9,6 +9,7 @@ matches has no price: :meth:`PriceTable.cost` returns None, reported as unknown,
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -24,11 +25,21 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Price", "PriceTable", "PricingError", "default_table"]
+__all__ = ["Price", "PriceTable", "PricingError", "default_table", "usd"]
 
 PRICING_FILE = "pricing.toml"
 _KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 _WILDCARDS = re.compile(r"[*?]|\[[^\]]*\]")
+
+
+def usd(value: float) -> str:
+    """An amount of dollars with the digits that tell it apart from nothing: cents from a
+    dollar up, two significant digits below ($0.0004, not $0.00)."""
+    if value == 0 or abs(value) >= 1:
+        return f"${value:,.2f}"
+    digits = max(2, 1 - math.floor(math.log10(abs(value))))
+    whole, _, fraction = f"{value:.{digits}f}".partition(".")
+    return f"${whole}.{fraction.rstrip('0').ljust(2, '0')}"
 
 
 class PricingError(ValueError):

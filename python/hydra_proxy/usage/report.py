@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from .pricing import usd
 from .record import UsageRecord
 
 __all__ = ["GROUPINGS", "Grouping", "ReportRow", "aggregate", "parse_since", "render_table"]
@@ -47,6 +48,7 @@ class ReportRow:
     reasoning_tokens: int
     cost_usd: float  # the requests with a known price
     unpriced: int  # requests whose model has no price: their cost is unknown, not 0
+    refused: int  # requests the proxy refused itself (no spend: shown apart)
     estimated: int  # requests whose tokens are the proxy's estimate
     p50_latency_ms: float | None
     p50_ttfb_ms: float | None
@@ -70,7 +72,8 @@ def _row(key: str, records: list[UsageRecord]) -> ReportRow:
         cache_write_tokens=sum(r.cache_write_tokens for r in records),
         reasoning_tokens=sum(r.reasoning_tokens for r in records),
         cost_usd=sum(r.cost_usd for r in records if r.cost_usd is not None),
-        unpriced=sum(r.cost_usd is None for r in records),
+        unpriced=sum(r.cost_usd is None and r.refusal is None for r in records),
+        refused=sum(r.refusal is not None for r in records),
         estimated=sum(r.estimated for r in records),
         p50_latency_ms=_median([r.latency_ms for r in records]),
         p50_ttfb_ms=_median([r.ttfb_ms for r in records if r.ttfb_ms is not None]),
@@ -120,16 +123,16 @@ def _ms(value: float | None) -> str:
 
 
 def _cost(row: ReportRow) -> str:
-    text = f"{row.cost_usd:.4f}"
-    if row.unpriced == row.requests:
+    text = usd(row.cost_usd)[1:]
+    if row.unpriced and row.unpriced == row.requests - row.refused:
         return "unknown"
     return f"{text} (+{row.unpriced} unpriced)" if row.unpriced else text
 
 
 def render_table(rows: list[ReportRow], by: Grouping, totals: ReportRow | None = None) -> str:
     """A plain-text table, one line per row, totals last."""
-    header = (by, "requests", "errors", "input", "output", "of it reasoning", "cache read",
-              "cache write", "cost USD", "p50 ms", "p50 ttfb ms")  # fmt: skip
+    header = (by, "requests", "refused", "errors", "input", "output", "of it reasoning",
+              "cache read", "cache write", "cost USD", "p50 ms", "p50 ttfb ms")  # fmt: skip
     lines: list[tuple[str, ...]] = [header]
     for row in [*rows, *([totals] if totals is not None else [])]:
         est = f" ({row.estimated} est.)" if row.estimated else ""
@@ -137,6 +140,7 @@ def render_table(rows: list[ReportRow], by: Grouping, totals: ReportRow | None =
             (
                 row.key,
                 str(row.requests),
+                str(row.refused),
                 str(row.errors),
                 f"{row.input_tokens}{est}",
                 str(row.output_tokens),

@@ -112,6 +112,7 @@ class UsageService:
         key_name: str | None = None,
         team: str | None = None,
         agent: str | None = None,
+        refusal: str | None = None,
     ) -> UsageRecord:
         """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
 
@@ -119,6 +120,9 @@ class UsageService:
         a cached key id.
         """
         price = self.prices.lookup(target_model)
+        cost = None if price is None else price.cost(tokens)
+        if refusal is not None:  # refused by the proxy: nothing was asked of a model
+            cost = 0.0
         return UsageRecord(
             time,
             request_id,
@@ -133,7 +137,7 @@ class UsageService:
             tokens.cache_write,
             tokens.reasoning,
             estimated,
-            None if price is None else price.cost(tokens),
+            cost,
             latency_ms,
             ttfb_ms,
             status,
@@ -143,6 +147,7 @@ class UsageService:
             key_name,
             team,
             agent,
+            refusal,
         )
 
     def finish(self, rec: UsageRecord, finish_reasons: Sequence[str] = ()) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import Any
@@ -24,7 +25,7 @@ from ...chat.request.reader.thinking import read_thinking
 from ...chat.response.writer import chat_completion_from_message
 from ...config.routes import Attempt, RequestTraits, RouteDecision, request_traits
 from ...errors import ProxyError
-from ...tokens import estimate_input_tokens
+from ...tokens import estimate_input_tokens, input_bound
 from ...transducers import StreamTransducer
 from ...usage.record import client_key_id
 from ..admission import session_of
@@ -90,13 +91,20 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
     if thinking is not None:
         view["thinking"] = thinking
 
-    def estimate() -> int:
+    @functools.cache
+    def canonical() -> dict[str, Any]:
         translated = messages_request_from_chat(
             request, MessagesTarget(model=request["model"]), stream=False
         )
-        return estimate_input_tokens(translated.body)
+        return translated.body
 
-    return request_traits(view, client="chat", headers=exchange.scope["headers"], estimate=estimate)
+    return request_traits(
+        view,
+        client="chat",
+        headers=exchange.scope["headers"],
+        estimate=lambda: estimate_input_tokens(canonical()),
+        bound=lambda: input_bound(canonical()),
+    )
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
@@ -139,8 +147,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
         NOTICES.thinking_off(session, provider.name, _why_thinking_off(exchange, translation))
     completion_id = ids.completion_id()
     created = int(time.time())
-    stream_options = request.get("stream_options")
-    include_usage = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
+    include_usage = asks_usage(request)
     max_event_bytes = worker.settings.max_event_bytes
     decoder_args = _decoder_args(provider.kind, signing_key)
 
@@ -192,6 +199,56 @@ def _decoder_args(kind: str, signing_key: bytes) -> dict[str, Any]:
     return {"signing_key": signing_key}
 
 
+def asks_usage(request: dict[str, Any]) -> bool:
+    """Whether a Chat client asked for the usage chunk of its stream."""
+    options = request.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+class WithoutUsageChunk:
+    """A Chat stream without its usage chunk (the one with no choices), for a client that
+    did not ask for it: the proxy asks every upstream for usage, to count it. Complete
+    lines go on at once; a line cut by the chunk's end waits for its rest."""
+
+    __slots__ = ("_drop_blank", "_partial")
+
+    def __init__(self) -> None:
+        self._partial = b""
+        self._drop_blank = False  # the blank line that ended a dropped event
+
+    def __call__(self, chunk: bytes) -> bytes:
+        data = self._partial + chunk if self._partial else chunk
+        end = data.rfind(b"\n") + 1
+        self._partial = data[end:]
+        if b'"usage":{' not in data and b'"usage": {' not in data and not self._drop_blank:
+            return data[:end]
+        out: list[bytes] = []
+        for line in data[:end].split(b"\n")[:-1]:
+            if self._drop_blank and not line.strip():
+                self._drop_blank = False
+                continue
+            self._drop_blank = False
+            if line.startswith(b"data:") and _is_usage_chunk(line[5:]):
+                self._drop_blank = True
+                continue
+            out.append(line + b"\n")
+        return b"".join(out)
+
+
+def _is_usage_chunk(data: bytes) -> bool:
+    if b'"usage"' not in data:
+        return False
+    try:
+        chunk = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return (
+        isinstance(chunk, dict)
+        and chunk.get("choices") == []
+        and isinstance(chunk.get("usage"), dict)
+    )
+
+
 def _asked_effort(request: dict[str, Any]) -> str | None:
     """The effort a Chat request names (OpenRouter's ``reasoning.effort`` first)."""
     reasoning = request.get("reasoning")
@@ -204,8 +261,9 @@ def _asked_effort(request: dict[str, Any]) -> str | None:
 def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
     """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
     attempt renames the model, its route sets the effort, a text-only upstream gets
-    placeholders for images, or web search asked of OpenRouter turns its web plugin on; an
-    upstream without search refuses it)."""
+    placeholders for images, web search asked of OpenRouter turns its web plugin on, or a
+    stream's usage was not asked for: the proxy asks for it, and keeps it from the client;
+    an upstream without search refuses it)."""
     provider = attempt.provider
     search = isinstance(request.get("web_search_options"), dict)
     if search and not runs_chat_web_search(provider.base_url):
@@ -213,14 +271,21 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
     effort = route_effort(attempt, lambda: _asked_effort(request))
     changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
     plugin = search and is_openrouter(provider.base_url) and "plugins" not in request
-    if attempt.model != request["model"] or effort is not None or left_out or plugin:
+    count_usage = request.get("stream") is True and not asks_usage(request)
+    if attempt.model != request["model"] or effort is not None or left_out or plugin or count_usage:
         changed = {**changed, "model": attempt.model}
+        if count_usage:
+            options = request.get("stream_options")
+            options = options if isinstance(options, dict) else {}
+            changed["stream_options"] = {**options, "include_usage": True}
         if effort is not None:
             changed["reasoning_effort"] = openai_effort(effort)
         if plugin:
             changed["plugins"] = [openrouter_plugin({})]
         body = orjson.dumps(changed)
     plan = passthrough(attempt, body, model=request["model"])
+    if count_usage:
+        plan.strip = WithoutUsageChunk()
     if left_out:
         plan.log["images_left_out"] = left_out
     return plan

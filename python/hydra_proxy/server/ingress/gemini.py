@@ -3,7 +3,8 @@ clients (Gemini CLI, the google-genai SDKs), on any upstream kind or passed thro
 Gemini upstream.
 
 The model is the URL's and the stream the endpoint's (a Gemini body names neither): the
-handler (server/gemini_api.py) puts the model into the request before it is read here.
+pipeline (server/app.py `model_request`) puts the path's model into the request before it
+is read here.
 """
 
 from __future__ import annotations
@@ -43,14 +44,13 @@ def translate(
     return messages_request_from_gemini(body, target, stream=stream)
 
 
-def reader(
-    stream: bool, sse: bool = True
-) -> Callable[[Exchange, dict[str, Any], bytes], ClientRequest]:
-    """The ingress of one Gemini endpoint (streamed or not; a stream as server-sent events,
-    else as one JSON array)."""
+def reader(stream: bool) -> Callable[[Exchange, dict[str, Any], bytes], ClientRequest]:
+    """The ingress of one Gemini endpoint (streamed or not; a stream as server-sent events
+    when the query says ``alt=sse``, else as one JSON array)."""
 
     def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
         model: str = request[MODEL_KEY]
+        sse = b"alt=sse" in exchange.scope.get("query_string", b"").split(b"&")
         signing_key = exchange.signing_key
 
         @functools.cache
