@@ -35,35 +35,40 @@ from hydra_proxy.mock import MockServer
 from servers import ProxyServer
 
 VERSION = "2.1.328"
+NEWEST = "2.1.332"  # the newest on npm, in a prefix of its own
 PACKAGE = "@anthropic-ai/claude-code"
 ROOT = Path(__file__).resolve().parent.parent
 E2E_DIR = ROOT / ".e2e"
 CLAUDE_BIN = E2E_DIR / "node_modules" / ".bin" / "claude"
+# Each pinned version and the npm prefix `tests/run` installs it into.
+VERSIONS = {VERSION: E2E_DIR, NEWEST: E2E_DIR / "claude-code-newest"}
 SKIP_ENV = "HYDRA_SKIP_CLAUDE_CODE"
 DUMMY_API_KEY = "sk-ant-hydra-e2e-dummy-key"
 TIMEOUT = 120.0
 
 
-def installed_version() -> str | None:
+def installed_version(prefix: Path = E2E_DIR) -> str | None:
     try:
-        manifest = json.loads((E2E_DIR / "node_modules" / PACKAGE / "package.json").read_text())
+        manifest = json.loads((prefix / "node_modules" / PACKAGE / "package.json").read_text())
     except (OSError, ValueError):
         return None
     version = manifest.get("version")
     return version if isinstance(version, str) else None
 
 
-def require_claude() -> Path:
-    """The pinned CLI binary. Missing or another version: the test fails, or is skipped
-    when HYDRA_SKIP_CLAUDE_CODE=1."""
-    version = installed_version()
-    if CLAUDE_BIN.exists() and os.access(CLAUDE_BIN, os.X_OK) and version == VERSION:
-        return CLAUDE_BIN
+def require_claude(pinned: str = VERSION) -> Path:
+    """A pinned CLI binary (`VERSIONS`). Missing or another version: the test fails, or is
+    skipped when HYDRA_SKIP_CLAUDE_CODE=1."""
+    prefix = VERSIONS[pinned]
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    version = installed_version(prefix)
+    if binary.exists() and os.access(binary, os.X_OK) and version == pinned:
+        return binary
     found = f"version {version} is installed" if version else "it is not installed"
     reason = (
-        f"the optional test dependency Claude Code CLI (npm {PACKAGE}@{VERSION}) is needed "
-        f"at {CLAUDE_BIN.relative_to(ROOT)}, but {found}; `bash tests/run` installs it "
-        f"(npm install --prefix .e2e {PACKAGE}@{VERSION})"
+        f"the optional test dependency Claude Code CLI (npm {PACKAGE}@{pinned}) is needed "
+        f"at {binary.relative_to(ROOT)}, but {found}; `bash tests/run` installs it "
+        f"(npm install --prefix {prefix.relative_to(ROOT)} {PACKAGE}@{pinned})"
     )
     if os.environ.get(SKIP_ENV) == "1":
         pytest.skip(reason)
@@ -174,9 +179,13 @@ def run_claude(
     extra_args: Sequence[str] = (),
     cwd: str | os.PathLike[str] | None = None,
     api_key: str = DUMMY_API_KEY,
+    session_dir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> ClaudeRun:
     """`claude -p PROMPT` against `base_url` in a throwaway HOME and working directory
-    (`cwd`: a project directory of the caller's instead)."""
+    (`cwd`: a project directory of the caller's instead). With `session_dir` the HOME and
+    the working directory are kept there and the session is recorded, so a later run with
+    ``--continue`` in `extra_args` goes on with it; `env`: more variables."""
     argv = [
         str(claude),
         "-p",
@@ -189,17 +198,21 @@ def run_claude(
         "--max-turns",
         str(max_turns),
         "--strict-mcp-config",  # no MCP servers from any settings file
-        "--no-session-persistence",
+        *(["--no-session-persistence"] if session_dir is None else []),
         *extra_args,
     ]
-    with (
-        tempfile.TemporaryDirectory(prefix="claude-home-") as home,
-        tempfile.TemporaryDirectory(prefix="claude-work-") as work,
-    ):
+    with contextlib.ExitStack() as stack:
+        if session_dir is None:
+            home = stack.enter_context(tempfile.TemporaryDirectory(prefix="claude-home-"))
+            work = stack.enter_context(tempfile.TemporaryDirectory(prefix="claude-work-"))
+        else:
+            home, work = str(session_dir / "home"), str(session_dir / "work")
+            for path in (home, work):
+                Path(path).mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,
-            env=claude_env(base_url, home, api_key),
+            env={**claude_env(base_url, home, api_key), **(env or {})},
             cwd=work if cwd is None else cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -71,18 +71,31 @@ def require_codex() -> Path:
     pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
 
 
-def provider_config(base_url: str, *, retries: int = 0, idle_timeout_ms: int = 30_000) -> str:
+def provider_config(
+    base_url: str,
+    *,
+    retries: int = 0,
+    idle_timeout_ms: int = 30_000,
+    remote_compaction: bool = False,
+    catalog: bool = False,
+) -> str:
     """The ``model_providers.<PROVIDER>`` table (TOML inline) pointing Codex at
-    ``base_url`` (which ends in ``/v1``)."""
+    ``base_url`` (which ends in ``/v1``); `remote_compaction`: Codex asks the provider to
+    compact (compaction v2, as its built-in provider does); `catalog`: Codex reads its
+    model catalog at ``base_url/models``."""
+    capabilities = ',capabilities={remote_compaction="v2"}' if remote_compaction else ""
+    if catalog:
+        capabilities += f',model_catalog_url="{base_url}/models"'
     return (
         f'{{name="{PROVIDER}",base_url="{base_url}",wire_api="responses",'
         f'env_key="{KEY_ENV}",request_max_retries={retries},stream_max_retries={retries},'
-        f"stream_idle_timeout_ms={idle_timeout_ms}}}"
+        f"stream_idle_timeout_ms={idle_timeout_ms}{capabilities}}}"
     )
 
 
-def codex_env(home: str, api_key: str) -> dict[str, str]:
-    """The environment Codex runs in: built from scratch, non-interactive."""
+def codex_env(home: str, api_key: str, builtin_provider: bool = False) -> dict[str, str]:
+    """The environment Codex runs in: built from scratch, non-interactive (the built-in
+    provider reads its key from OPENAI_API_KEY)."""
     env = {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": home,
@@ -92,6 +105,8 @@ def codex_env(home: str, api_key: str) -> dict[str, str]:
         "NO_COLOR": "1",
         KEY_ENV: api_key,
     }
+    if builtin_provider:
+        env["OPENAI_API_KEY"] = api_key
     bash = shutil.which("bash")
     if bash:
         env["SHELL"] = bash  # exec_command runs commands in the user's shell
@@ -183,31 +198,55 @@ def run_codex(
     timeout: float = TIMEOUT,
     extra_config: Sequence[str] = (),
     extra_args: Sequence[str] = (),
+    session_dir: Path | None = None,
+    resume_last: bool = False,
+    remote_compaction: bool = False,
+    builtin_provider: bool = False,
+    catalog: bool = False,
 ) -> CodexRun:
     """``codex exec PROMPT`` against ``base_url`` (e.g. ``http://127.0.0.1:PORT/v1``) in a
     throwaway HOME/CODEX_HOME and working directory. ``extra_config`` are more ``-c
-    key=value`` overrides (TOML values)."""
+    key=value`` overrides (TOML values). With ``session_dir`` the HOME and the working
+    directory are kept there and the session is recorded, so a later run with
+    ``resume_last`` (``codex exec resume --last PROMPT``) continues it. With
+    ``builtin_provider`` Codex uses its own ``openai`` provider pointed at ``base_url``
+    (``openai_base_url``), as a user who only changes the URL does."""
+    provider = (
+        [f'openai_base_url="{base_url}"']
+        if builtin_provider
+        else [
+            f"model_provider={PROVIDER}",
+            f"model_providers.{PROVIDER}="
+            + provider_config(
+                base_url, retries=retries, remote_compaction=remote_compaction, catalog=catalog
+            ),
+        ]
+    )
     config = [
-        f"model_provider={PROVIDER}",
-        f"model_providers.{PROVIDER}={provider_config(base_url, retries=retries)}",
+        *provider,
         f'model="{model}"',
         'approval_policy="never"',
         *extra_config,
     ]
-    argv = [str(codex), "exec", "--skip-git-repo-check", "--ephemeral", "--json"]
+    argv = [str(codex), "exec", "--skip-git-repo-check", "--json"]
+    argv += [] if session_dir is not None else ["--ephemeral"]
     argv += ["--color", "never", "--sandbox", sandbox]
+    argv += ["resume", "--last"] if resume_last else []
     for item in config:
         argv += ["-c", item]
     argv += [*extra_args, prompt]
-    with (
-        tempfile.TemporaryDirectory(prefix="codex-home-") as home,
-        tempfile.TemporaryDirectory(prefix="codex-work-") as work,
-    ):
-        (Path(home) / ".codex").mkdir()
+    with contextlib.ExitStack() as stack:
+        if session_dir is None:
+            home = stack.enter_context(tempfile.TemporaryDirectory(prefix="codex-home-"))
+            work = stack.enter_context(tempfile.TemporaryDirectory(prefix="codex-work-"))
+        else:
+            home, work = str(session_dir / "home"), str(session_dir / "work")
+            Path(work).mkdir(parents=True, exist_ok=True)
+        (Path(home) / ".codex").mkdir(parents=True, exist_ok=True)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv,
-            env=codex_env(home, api_key),
+            env=codex_env(home, api_key, builtin_provider),
             cwd=work,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

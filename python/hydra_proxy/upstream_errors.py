@@ -21,6 +21,14 @@ Whatever reaches the client is bounded (MAX_MESSAGE) and scrubbed of keys: the c
 key), applied before the bound so that no key is cut in half. An HTML page is never
 echoed, only its title.
 
+A prompt longer than the model's window, said in any provider's words (OpenAI's
+``context_length_exceeded``, Anthropic's "prompt is too long", DeepSeek's "maximum context
+length", Gemini's "input token count... exceeds"), becomes one error every client knows
+how to recover from (by compacting): a 400 ``invalid_request_error`` whose message starts
+with Anthropic's "prompt is too long" (Claude Code's check) and goes on in Gemini's words
+("the input token count exceeds the maximum number of tokens allowed"), and whose OpenAI
+code is ``context_length_exceeded`` (Codex's and the Chat SDKs').
+
 A body is read once (`read_error_body`): the same reading gives the client's error, the
 retry-after a Gemini body carries, and whether a same-protocol body may be passed on as it
 is (`ErrorBody.inner_message` and the type fields).
@@ -41,7 +49,16 @@ from .errors import ProxyError, anthropic_error_type, client_status
 from .gemini.errors import AUTH_REASONS, error_reasons, retry_delay_seconds
 from .redaction import SCRUB
 
-__all__ = ["MAX_MESSAGE", "ErrorBody", "read_error_body", "upstream_http_error"]
+__all__ = [
+    "CONTEXT_LENGTH_EXCEEDED",
+    "GEMINI_TOO_LONG",
+    "MAX_MESSAGE",
+    "PROMPT_TOO_LONG",
+    "ErrorBody",
+    "is_context_overflow",
+    "read_error_body",
+    "upstream_http_error",
+]
 
 MAX_MESSAGE = 2000
 _MAX_TEXT = 200  # of a plain-text body
@@ -50,6 +67,15 @@ _CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
 
 Form = Literal["json", "html", "text", "empty", "other"]
+
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+PROMPT_TOO_LONG = "prompt is too long"
+GEMINI_TOO_LONG = "the input token count exceeds the maximum number of tokens allowed"
+_OVERFLOW = re.compile(
+    r"prompt is too long|context[_ ]length|maximum context|context window|"
+    r"input token count.{0,40}exceeds|too many (?:input )?tokens",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -159,6 +185,15 @@ def _message(status: int, body: ErrorBody, provider: str | None) -> str:
     return f"upstream error ({where}) without an error message"
 
 
+def is_context_overflow(status: int, body: ErrorBody) -> bool:
+    """Whether an upstream's error says the prompt does not fit the model's window."""
+    if status not in (400, 413, 422):
+        return False
+    if CONTEXT_LENGTH_EXCEEDED in (body.code, body.kind):
+        return True
+    return body.message is not None and _OVERFLOW.search(body.message[:MAX_MESSAGE]) is not None
+
+
 def upstream_http_error(
     status: int,
     body: bytes | ErrorBody,
@@ -171,6 +206,15 @@ def upstream_http_error(
     and ``Retry-After`` header (a Gemini RetryInfo wins: it is the precise one). `provider`
     names the upstream in messages; `redact` takes the keys out of the message."""
     read = body if isinstance(body, ErrorBody) else read_error_body(body)
+    if is_context_overflow(status, read):
+        text = redact(_message(status, read, provider))[: MAX_MESSAGE - 120]
+        return ProxyError(
+            400,
+            f"{PROMPT_TOO_LONG}: {GEMINI_TOO_LONG}; {text}",
+            error_type="invalid_request_error",
+            param=read.param,
+            code=CONTEXT_LENGTH_EXCEEDED,
+        )
     if status == 400 and read.reasons & AUTH_REASONS:
         error_type = "authentication_error"  # Gemini's bad key
     else:

@@ -1104,18 +1104,23 @@ EFFORT_CASES = [
         "budget 1024 -> low", {"thinking": {"type": "enabled", "budget_tokens": 1024}}, "low"
     ),
     effort_case(
-        "budget 4096 -> low", {"thinking": {"type": "enabled", "budget_tokens": 4096}}, "low"
+        "budget 2048 -> low", {"thinking": {"type": "enabled", "budget_tokens": 2048}}, "low"
     ),
     effort_case(
-        "budget 4097 -> medium", {"thinking": {"type": "enabled", "budget_tokens": 4097}}, "medium"
+        "budget 2049 -> medium", {"thinking": {"type": "enabled", "budget_tokens": 2049}}, "medium"
     ),
     effort_case(
-        "budget 16384 -> medium",
+        "budget 16384 -> high",
         {"thinking": {"type": "enabled", "budget_tokens": 16384}},
-        "medium",
+        "high",
     ),
     effort_case(
-        "budget 16385 -> high", {"thinking": {"type": "enabled", "budget_tokens": 16385}}, "high"
+        "budget 16385 -> xhigh", {"thinking": {"type": "enabled", "budget_tokens": 16385}}, "xhigh"
+    ),
+    effort_case(
+        "budget 32001 -> max, which OpenAI names xhigh",
+        {"thinking": {"type": "enabled", "budget_tokens": 32001}},
+        "xhigh",
     ),
     effort_case(
         "adaptive + effort medium",
@@ -1132,11 +1137,13 @@ EFFORT_CASES = [
         "high",
     ),
     effort_case(
-        "effort xhigh -> high",
+        "effort xhigh as asked",
         {"thinking": {"type": "adaptive"}, "output_config": {"effort": "xhigh"}},
-        "high",
+        "xhigh",
     ),
-    effort_case("effort max -> high", {"output_config": {"effort": "max"}}, "high"),
+    effort_case(
+        "effort max -> xhigh (OpenAI's name)", {"output_config": {"effort": "max"}}, "xhigh"
+    ),
     effort_case(
         "effort wins over budget",
         {

@@ -410,7 +410,7 @@ MAPPING: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
         "effort from budget",
         req(u(text("x")), thinking={"type": "enabled", "budget_tokens": 20000}),
-        {"reasoning": {"summary": "auto", "effort": "high"}},
+        {"reasoning": {"summary": "auto", "effort": "xhigh"}},
     ),
 ]
 

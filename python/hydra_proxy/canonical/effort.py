@@ -19,6 +19,23 @@ The forms (each writer asks here, so every upstream kind reads a route effort al
   refuse it: a forced tool choice, or a tool loop whose first assistant turn has no
   thinking block to restore (then the request goes as it is).
 - Gemini: `gemini.request.writer.thinking` (levels and budgets).
+
+The level a request asks for reaches a Chat upstream in that upstream's own form, with no
+loss (`chat_effort`, by the provider's `effort_form`; the table per preset is in
+docs/CONFIG.md):
+
+- ``reasoning_effort``: the level as named, or the nearest the upstream takes
+  (`effort_levels`: below it first, ``max`` is ``xhigh``), never through a budget;
+- ``thinking``: DeepSeek, Z.AI and Moonshot switch thinking on or off,
+  ``thinking: {"type": "enabled" | "disabled"}`` (none/minimal: off);
+- ``enable_thinking``: Qwen-style, ``enable_thinking`` and, on, ``thinking_budget`` (the
+  level's budget: these providers speak budgets).
+
+`requested_level` reads the level exactly: thinking ``disabled`` -> none, else
+``output_config.effort``, else a budget -> the level whose default budget covers it
+(`thinking.DEFAULT_THINKING_BUDGETS`: up to 2048 low, 8192 medium, 16384 high, 32000
+xhigh, above max), so the level a Chat or Responses client asked for (read as that
+budget) comes back as asked.
 """
 
 from __future__ import annotations
@@ -35,12 +52,23 @@ from .thinking import (
 )
 
 __all__ = [
+    "EFFORT_FORMS",
+    "LEVELS",
     "anthropic_thinking",
     "asked_effort",
+    "chat_effort",
+    "effort_form",
+    "nearest_level",
     "openai_effort",
+    "requested_level",
 ]
 
 _ROUTE_EFFORTS = (*EFFORTS_OFF, *DEFAULT_THINKING_BUDGETS)
+LEVELS = _ROUTE_EFFORTS  # none, minimal, low, medium, high, xhigh, max: weakest first
+# How a Chat upstream takes an effort (a provider's `effort_form`).
+EFFORT_FORMS = ("reasoning_effort", "thinking", "enable_thinking", "none")
+# What OpenAI's reasoning_effort names (max is xhigh there).
+OPENAI_LEVELS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
@@ -58,6 +86,55 @@ def asked_effort(body: dict[str, Any]) -> str | None:
     if kind == "enabled" and isinstance(budget, int) and not isinstance(budget, bool):
         return budget_effort(budget)
     return None
+
+
+def requested_level(body: dict[str, Any]) -> str | None:
+    """The level a canonical request asks for, exactly (None: not said)."""
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "disabled":
+        return "none"
+    output_config = body.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, dict) else None
+    if isinstance(effort, str) and effort in LEVELS:
+        return effort
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    if kind == "enabled" and isinstance(budget, int) and not isinstance(budget, bool):
+        return next((level for level, b in DEFAULT_THINKING_BUDGETS.items() if budget <= b), "max")
+    return None
+
+
+def effort_form(reasoning: bool, form: str | None) -> str:
+    """A provider's effort form: its `effort_form`, else `reasoning_effort` for a provider
+    that reasons, else none."""
+    if form is not None:
+        return form
+    return "reasoning_effort" if reasoning else "none"
+
+
+def nearest_level(level: str, levels: tuple[str, ...]) -> str:
+    """`level` when `levels` has it, else the nearest below it, else above it."""
+    if level in levels or not levels:
+        return level
+    rank = LEVELS.index(level)
+    below = [x for x in levels if LEVELS.index(x) < rank]
+    if below:
+        return max(below, key=LEVELS.index)
+    return min(levels, key=LEVELS.index)
+
+
+def chat_effort(level: str, form: str, levels: tuple[str, ...]) -> dict[str, Any]:
+    """The fields a Chat request carries for `level` in the upstream's `form`."""
+    if form == "reasoning_effort":
+        return {"reasoning_effort": nearest_level(level, levels or OPENAI_LEVELS)}
+    on = level not in EFFORTS_OFF
+    if form == "thinking":
+        return {"thinking": {"type": "enabled" if on else "disabled"}}
+    if form == "enable_thinking":
+        if not on:
+            return {"enable_thinking": False}
+        return {"enable_thinking": True, "thinking_budget": DEFAULT_THINKING_BUDGETS[level]}
+    return {}
 
 
 def openai_effort(effort: str) -> str:

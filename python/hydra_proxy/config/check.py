@@ -21,6 +21,7 @@ from .keys import mask
 from .loading import PROXY_KEYS_ENV
 from .overlay import Overlay, from_overlay
 from .providers import Provider
+from .routes import Route
 from .settings import Settings
 
 
@@ -262,25 +263,42 @@ def check_port_free(host: str, port: int) -> str | None:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """A routable model name, for GET /v1/models."""
+    """A routable model name, for the model listings (GET /v1/models)."""
 
     id: str
     provider: str
     context_window: int | None = None
     max_output: int | None = None
+    model: str | None = None  # the upstream model the name reaches (None: the name itself)
+    kind: str = "openai"  # the provider's kind
+    reasoning: bool = False  # the upstream takes a reasoning effort or thinking
+    vision: bool = True  # the upstream reads images
 
 
 def models_listing(settings: Settings) -> list[ModelInfo]:
     """Every name a client can ask for by name: each route's reported name (its spoof name,
-    else its model, else its glob when that has no wildcard), and the target provider's.
-    Context window and max output from the route, else its provider, where known."""
+    else its model, else its glob when that has no wildcard) and its aliases, and the
+    target provider's. Context window and max output from the route, else its provider,
+    where known."""
     out: dict[str, ModelInfo] = {}
 
-    def add(name: str | None, provider: Provider, window: int | None, output: int | None) -> None:
+    def add(name: str | None, route: Route, provider: Provider) -> None:
         if not name or any(c in name for c in "*?[") or name in out:
             return
         out[name] = ModelInfo(
-            name, provider.name, window or provider.context_window, output or provider.max_output
+            name,
+            provider.name,
+            route.context_window or provider.context_window,
+            route.max_output
+            or route.max_tokens_limit
+            or provider.max_output
+            or provider.max_tokens_limit,
+            model=route.model or (None if name == route.spoof_model else name),
+            kind=provider.kind,
+            reasoning=provider.reasoning
+            or provider.kind != "openai"
+            or provider.effort_form not in (None, "none"),
+            vision=route.vision if route.vision is not None else provider.vision,
         )
 
     routes = [*settings.routes]
@@ -291,9 +309,11 @@ def models_listing(settings: Settings) -> list[ModelInfo]:
         if route.conditional:
             continue  # reached by traits, not by a name a client picks
         for name in (route.spoof_model, route.model, route.match):
-            add(name, provider, route.context_window, route.max_output)
+            add(name, route, provider)
             if name is not None:
                 break
+        for alias in route.aliases:
+            add(alias, route, provider)
     return sorted(out.values(), key=lambda m: m.id)
 
 

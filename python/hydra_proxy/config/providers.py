@@ -33,6 +33,10 @@ class Provider:
     api_key_env: str | None = None
     # Chat-target quirks (see chat.request.writer.ChatTarget).
     reasoning: bool = False
+    # How it takes a reasoning level (canonical.effort.EFFORT_FORMS; None: reasoning_effort
+    # when `reasoning`, else none) and the levels its reasoning_effort names (empty: OpenAI's).
+    effort_form: str | None = None
+    effort_levels: tuple[str, ...] = ()
     replay_reasoning: bool = False
     max_tokens_field: MaxTokensField = "max_tokens"
     max_tokens_limit: int | None = None
@@ -112,6 +116,8 @@ def build_provider(name: str, raw: Mapping[str, Any], env: Mapping[str, str]) ->
         api_key_env=envs[0] if envs else None,
         api_key_envs=envs,
         reasoning=bool(raw.get("reasoning", False)),
+        effort_form=raw.get("effort_form"),
+        effort_levels=tuple(raw.get("effort_levels", ())),
         replay_reasoning=bool(raw.get("replay_reasoning", False)),
         max_tokens_field=raw.get("max_tokens_field", "max_tokens"),
         max_tokens_limit=raw.get("max_tokens_limit"),

@@ -11,7 +11,9 @@ and ``cc_is_subagent=true;`` in the ``x-anthropic-billing-header`` first system 
 lead's own requests carry neither. The header is the signal that survives
 ``CLAUDE_CODE_ATTRIBUTION_HEADER=false`` (which removes the billing block); either one
 marks a subagent. A subagent whose definition names a model (``model: sonnet``) also
-arrives with that model name, which a `match` glob can route on.
+arrives with that model name, which a `match` glob can route on. The teammate trait is
+the header alone: an agent team's teammates send it (the lead does not), so a route can
+send the teammates of a team to another provider.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class RequestTraits:
     effort: str | None = None
     images: bool = False
     subagent: bool = False
+    teammate: bool = False  # the request carries an agent id (x-claude-code-agent-id)
     # Web search, a server tool only some upstreams run (canonical.web_search).
     server_tools: bool = False
     estimate: Callable[[], int] | None = field(default=None, repr=False, compare=False)
@@ -232,6 +235,7 @@ def request_traits(
         effort=effort if isinstance(effort, str) else None,
         images=images,
         subagent=marker or _has_header(headers, SUBAGENT_HEADER),
+        teammate=_has_header(headers, SUBAGENT_HEADER),
         server_tools=web_search_tool(request.get("tools")) is not None,
         estimate=estimate,
         bound=bound,
@@ -239,7 +243,14 @@ def request_traits(
 
 
 # The conditions a route states as true or false, each a field of RequestTraits too.
-_YES_NO_CONDITIONS = ("background", "thinking", "images", "subagent", "server_tools")
+_YES_NO_CONDITIONS = (
+    "background",
+    "thinking",
+    "images",
+    "subagent",
+    "teammate",
+    "server_tools",
+)
 
 
 @dataclass(frozen=True)
@@ -261,6 +272,7 @@ class Route:
     thinking: bool | None = None
     images: bool | None = None
     subagent: bool | None = None
+    teammate: bool | None = None
     long_context: int | None = None  # estimated input tokens above this
     client: str | None = None
     server_tools: bool | None = None
@@ -270,10 +282,13 @@ class Route:
     context_window: int | None = None
     max_output: int | None = None
     vision: bool | None = None
+    # More names clients may ask for by name: listed by GET /v1/models, matched like
+    # `match` (Claude Code's model picker keeps only names with "claude" in them).
+    aliases: tuple[str, ...] = ()
 
     def matches(self, model: str) -> bool:
-        """The glob alone (the model name)."""
-        return fnmatch.fnmatchcase(model, self.match)
+        """The glob or an alias (the model name)."""
+        return fnmatch.fnmatchcase(model, self.match) or model in self.aliases
 
     def applies(self, traits: RequestTraits) -> bool:
         if not self.matches(traits.model):
@@ -314,8 +329,15 @@ class Attempt:
 
     @property
     def max_tokens_limit(self) -> int | None:
-        """The clamp: the route's, else the provider's."""
-        return self.options.max_tokens_limit or self.provider.max_tokens_limit
+        """The clamp: the model's output limit, the route's (its `max_tokens_limit`, else
+        its `max_output`), else the provider's (the same two)."""
+        options, provider = self.options, self.provider
+        return (
+            options.max_tokens_limit
+            or options.max_output
+            or provider.max_tokens_limit
+            or provider.max_output
+        )
 
     @property
     def vision(self) -> bool:

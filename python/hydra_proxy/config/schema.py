@@ -9,6 +9,7 @@ import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..canonical.effort import EFFORT_FORMS
 from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
 from .routes import CLIENT_PROTOCOLS, EFFORTS
 
@@ -121,6 +122,8 @@ PROVIDER: dict[str, Field] = {
     "api_keys_env": Field((list,), "more variables for the key pool"),
     "api_key_optional": Field((bool,), "the upstream needs no key (a local server)"),
     "reasoning": Field((bool,), "takes reasoning_effort"),
+    "effort_form": Field((str,), "how it takes a reasoning level", EFFORT_FORMS),
+    "effort_levels": Field((list,), "the levels its reasoning_effort names (default OpenAI's)"),
     "reasoning_field": Field((str,), "where reasoning text streams and is replayed",
                            REASONING_FIELDS),
     "replay_reasoning": Field((bool,), "needs reasoning back on assistant tool-call turns"),
@@ -143,6 +146,7 @@ ROUTE: dict[str, Field] = {
     "thinking": Field((bool,), "the request asks for thinking"),
     "images": Field((bool,), "the request carries images"),
     "subagent": Field((bool,), "a Claude Code subagent's request"),
+    "teammate": Field((bool,), "a request with an agent id (x-claude-code-agent-id): a teammate's"),
     "server_tools": Field((bool,), "the request carries web search (a server tool)"),
     "long_context": Field((int,), "estimated input tokens above this", minimum=1),
     "client": Field((str,), "the client's protocol", CLIENT_PROTOCOLS),
@@ -152,6 +156,7 @@ ROUTE: dict[str, Field] = {
     "context_window": Field((int,), "context window reported by GET /v1/models", minimum=1),
     "max_output": Field((int,), "max output reported by GET /v1/models", minimum=1),
     "vision": Field((bool,), "the upstream reads images (default: the provider's vision)"),
+    "aliases": Field((list,), "more names clients may ask for (listed by GET /v1/models)"),
 }  # fmt: skip
 
 FALLBACK_ENTRY: dict[str, Field] = {

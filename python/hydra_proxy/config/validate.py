@@ -316,6 +316,10 @@ class Validator:
                     self.add(path, f"{where} needs {column}",
                              f'add {column} = {_example(PROVIDER[column])}, or preset = "openai" '
                              f"(shipped presets: {', '.join(presets())})")  # fmt: skip
+            levels = raw.get("effort_levels")
+            if isinstance(levels, list) and not all(v in EFFORTS for v in levels):
+                self.add((*path, "effort_levels"),
+                         f"{where} effort_levels must list efforts: {', '.join(EFFORTS)}")  # fmt: skip
             for column in ("api_key_env", "api_keys_env"):
                 value = raw.get(column)
                 if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
@@ -412,6 +416,7 @@ class Validator:
             thinking=raw.get("thinking"),
             images=raw.get("images"),
             subagent=raw.get("subagent"),
+            teammate=raw.get("teammate"),
             server_tools=raw.get("server_tools"),
             long_context=raw.get("long_context"),
             client=raw.get("client"),
@@ -420,7 +425,17 @@ class Validator:
             context_window=raw.get("context_window"),
             max_output=raw.get("max_output"),
             vision=raw.get("vision"),
+            aliases=self.aliases(raw.get("aliases"), (*path, "aliases"), where),
         )
+
+    def aliases(self, value: Any, path: Path, where: str) -> tuple[str, ...]:
+        if value is None:
+            return ()
+        names = [v for v in value if isinstance(v, str) and v and not any(c in v for c in "*?[")]
+        if len(names) != len(value):
+            self.add(path, f"{where} aliases must be model names (strings without wildcards)",
+                     'e.g. aliases = ["claude-sonnet-4-5", "claude-haiku-4-5"]')  # fmt: skip
+        return tuple(names)
 
     def pricing(self, tables: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         prices: dict[str, dict[str, Any]] = {}

@@ -270,6 +270,12 @@ class MockApp:
             if knobs.error_rate and random.random() < knobs.error_rate:
                 await self._send(send, wire.overloaded())
                 return
+            refusal = self._refusal(wire, body)
+            if refusal is not None:
+                if entry is not None:
+                    entry["reply"] = "refused"
+                await self._send(send, refusal)
+                return
             turn, source = self._pick_turn(headers, body)
             if entry is not None:
                 entry["reply"] = source
@@ -284,6 +290,30 @@ class MockApp:
             await self._send(send, wire.error(exc.status, exc.message))
             return
         await self._send(send, reply, knobs, receive, entry)
+
+    def _refusal(self, wire: _Wire, body: dict[str, Any]) -> Reply | None:
+        """A Chat request the modelled provider refuses (`refuse_params`, `max_output`), in
+        the words real providers use."""
+        if wire is not _OPENAI:
+            return None
+        for name in self.options.refuse_params:
+            if name in body:
+                return openai_wire.error_reply(
+                    400,
+                    "invalid_request_error",
+                    f"Unsupported parameter: '{name}' is not supported with this model.",
+                    param=name,
+                    code="unsupported_parameter",
+                )
+        limit = self.options.max_output
+        asked = body.get("max_tokens", body.get("max_completion_tokens"))
+        if limit is not None and isinstance(asked, int) and asked > limit:
+            return openai_wire.error_reply(
+                400,
+                "invalid_request_error",
+                f"Invalid max_tokens value, the valid range of max_tokens is [1, {limit}]",
+            )
+        return None
 
     def _pick_turn(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[Turn | None, str]:
         """The scripted turn for this request (None: the default reply) and where it came

@@ -145,6 +145,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     limits = parser.add_argument_group("limits")
     limits.add_argument(
+        "--refuse-param",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        help="refuse Chat requests carrying this top-level field with OpenAI's 400 for an "
+        "unsupported parameter (repeatable), as a model that does not take it does",
+    )
+    limits.add_argument(
+        "--max-output",
+        type=_positive_int,
+        default=None,
+        help="refuse Chat requests asking more output tokens than this with a 400, as a "
+        "model with that output limit does",
+    )
+    limits.add_argument(
         "--max-body-bytes",
         type=_positive_int,
         default=MAX_BODY_BYTES,
@@ -183,6 +198,8 @@ def options_from_args(args: argparse.Namespace) -> MockOptions:
         max_recorded=args.max_recorded,
         max_body_bytes=args.max_body_bytes,
         prefix_cache=args.prefix_cache,
+        refuse_params=tuple(args.refuse_param),
+        max_output=args.max_output,
     )
 
 

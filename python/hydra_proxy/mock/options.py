@@ -51,6 +51,12 @@ class MockOptions:
     """Larger request bodies are refused with 413."""
     max_script: int = 10_000
     """Upper bound on queued scripted turns."""
+    refuse_params: tuple[str, ...] = ()
+    """Chat requests carrying one of these top-level fields are refused with OpenAI's own
+    400 for a parameter a model does not take (``unsupported_parameter``)."""
+    max_output: int | None = None
+    """Chat requests asking more output tokens (``max_tokens`` / ``max_completion_tokens``)
+    are refused with the 400 a provider with that output limit answers."""
     prefix_cache: bool = False
     """Report cached input as a provider's prompt cache by prefix would (`prefix_cache`);
     per request with the ``x-mock-prefix-cache: 1`` header."""

@@ -32,6 +32,7 @@ from ..usage.upstream_usage import (
     tokens_from_responses,
 )
 from .exchange import Exchange, Message, Relayed, Send
+from .sessions import agent_id
 
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
 # first event (message_start), every protocol its final counts in the last events.
@@ -339,6 +340,9 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
     elif status >= 400 and error_type is None:
         error_type = "api_error"
     details: dict[str, object] = {}
+    agent = agent_id(exchange.header)
+    if agent is not None:
+        details["agent"] = agent
     if decision is not None and attempt is not None:
         details["model"] = decision.requested_model
         details["provider"] = attempt.provider.name
@@ -385,6 +389,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 stream=exchange.stream if routed else False,
                 key_name=exchange.member.key.name if exchange.member is not None else None,
                 team=exchange.member.key.team if exchange.member is not None else None,
+                agent=agent,
                 refusal=exchange.refusal,
             )
         )

@@ -29,13 +29,14 @@ import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol
 
 from ..config import Settings
 from ..errors import ProxyError
 from ..usage.service import UsageService
 from .exchange import ClientGone, Receive, Scope, header
-from .sessions import session_id
+from .sessions import agent_id, session_id
 
 # A refusal's retry-after, in seconds: the expected wait for a slot, within these bounds.
 MIN_RETRY_AFTER = 1
@@ -303,10 +304,14 @@ _MAX_SESSION = 128  # longer values are cut: the id is only a queue's key
 
 
 def session_of(scope: Scope, key_id: str | None) -> str:
-    """The agent session a request belongs to, for the fair queue."""
-    named = session_id(lambda name: header(scope, name))
+    """The agent session a request belongs to, for the fair queue: a teammate's requests
+    (Claude Code's agent id) queue apart from their lead's."""
+    read = partial(header, scope)
+    named = session_id(read)
     if named:
-        return "s:" + named[:_MAX_SESSION]
+        agent = agent_id(read)
+        session = "s:" + named[:_MAX_SESSION]
+        return session + "/" + agent if agent is not None else session
     if key_id is not None:
         return "k:" + key_id
     client = scope.get("client")

@@ -255,6 +255,19 @@ MODEL_ENTRIES: tuple[ModelEntry, ...] = (
     ),
 )
 """Every model-request entry of the app."""
+# Codex's older compaction form: the history in, the new history out (never streamed). It
+# runs the same pipeline as /v1/responses (the same protocol, reader and checks); it is
+# kept out of MODEL_ENTRIES because every request carries the proxy's own summary prompt,
+# which the per-entry limit tests' token and budget figures do not allow for.
+COMPACT_ENTRY = ModelEntry(
+    "POST",
+    "/v1/responses/compact",
+    "responses",
+    responses.read_compact,
+    {"max_output_tokens": 16, "input": "hi"},
+    conversation=b"input",
+    streams=False,
+)
 _BY_METHOD = {
     (e.path.split("{model}")[0], e.path.rsplit(":", 1)[1]): e
     for e in MODEL_ENTRIES
@@ -274,6 +287,7 @@ _PAGES: dict[str, Handler] = {
 }
 ROUTES: dict[tuple[str, str], Handler] = {
     **{(e.method, e.path): partial(model_request, e) for e in MODEL_ENTRIES if not e.model_in_path},
+    (COMPACT_ENTRY.method, COMPACT_ENTRY.path): partial(model_request, COMPACT_ENTRY),
     ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
     ("POST", "/api/event_logging/batch"): endpoints.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
@@ -289,6 +303,10 @@ def handler_for(method: str, path: str) -> Handler:
     handler = ROUTES.get((method, path))
     if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
         return _gemini_handler(method, path)
+    if handler is None and method in ("GET", "HEAD") and path.startswith(endpoints.MODELS_PREFIX):
+        return endpoints.model
+    if handler is None and (method, "/v1" + path) in ROUTES:
+        return endpoints.missing_v1
     if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
         handler = ROUTES.get((method, endpoints.DASHBOARD))
     if handler is None and path.startswith(ADMIN):
@@ -340,6 +358,8 @@ class App:
         kind = scope["type"]
         if kind == "http":
             await self.http(scope, receive, send)
+        elif kind == "websocket":
+            await self.websocket(scope, receive, send)
         elif kind == "lifespan":
             await self.lifespan(receive, send)
 
@@ -374,6 +394,34 @@ class App:
                     exchange.request_id,
                     "".join(f" {k}={v}" for k, v in details.items()) if details else "",
                 )
+
+    async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket upgrade (Codex tries its Responses transport first): refused with 426
+        Upgrade Required, which clients take as "use HTTP" at once, where a bare refusal
+        makes them retry for seconds; logged like any request."""
+        started = time.monotonic()
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        body = (
+            b'{"error":{"message":"this proxy serves the Responses API over HTTP (server-sent '
+            b'events), not WebSocket","type":"invalid_request_error","param":null,'
+            b'"code":"upgrade_required"}}'
+        )
+        if "websocket.http.response" in scope.get("extensions", {}):
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
+            await send({"type": "websocket.http.response.body", "body": body})
+            status = 426
+        else:  # the server cannot answer with a status: it refuses the upgrade (403)
+            await send({"type": "websocket.close", "code": 1008})
+            status = 403
+        access_log.info(
+            "GET %s %d %.1fms websocket=refused",
+            scope["path"],
+            status,
+            (time.monotonic() - started) * 1000,
+        )
 
     async def lifespan(self, receive: Receive, send: Send) -> None:
         worker = self.worker

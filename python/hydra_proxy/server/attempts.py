@@ -46,6 +46,7 @@ from .admission import Admitted, session_of
 from .exchange import ClientRequest, Exchange
 from .http1 import H1Client, H1Error, H1Response, Request
 from .left_out import NOTICES
+from .refusals import REFUSALS, refused_param, without
 from .reply import UpstreamHTTPError, UpstreamUnavailable
 from .sessions import session_id
 from .upstream_kinds import Plan, authorize
@@ -273,14 +274,22 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             log["attempts"] = ",".join(tried)
             continue
         plan = request.plan(decision, attempt)
+        if plan.reply != "forward":  # translated: what this model refused stays out
+            refused = REFUSALS.by_model.get((name, attempt.model))
+            if refused:
+                plan.body = without(plan.body, refused) or plan.body
         left_out = plan.log.get("images_left_out")
         searches_left_out = "web_search_left_out" in plan.log
-        if isinstance(left_out, int) or searches_left_out:
+        lowered = plan.log.get("max_tokens_lowered")
+        if isinstance(left_out, int) or searches_left_out or isinstance(lowered, str):
             session = session_of(exchange.scope, client_key_id(exchange.client_key))
             if isinstance(left_out, int):
                 NOTICES.images(session, name, left_out)
             if searches_left_out:
                 NOTICES.web_search(session, name)
+            if isinstance(lowered, str):
+                asked, _, limit = lowered.partition("->")
+                NOTICES.output_limit(session, name, int(asked), int(limit))
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         authorize(
             plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key
@@ -294,8 +303,15 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             await _last(exchange, plan, report, rekey)
             return
         try:
-            call = start(worker.http, plan.url, plan.headers, plan.body)
-            response = await post(worker.http, worker.settings, call, retries=0)
+            try:
+                call = start(worker.http, plan.url, plan.headers, plan.body)
+                response = await post(worker.http, worker.settings, call, retries=0)
+            except UpstreamHTTPError as exc:
+                if not _without_refused(exchange, plan, exc):
+                    raise
+                report(exc.status, exc.retry_after, exc.read)
+                call = start(worker.http, plan.url, plan.headers, plan.body)
+                response = await post(worker.http, worker.settings, call, retries=0)
         except UpstreamHTTPError as exc:
             report(exc.status, exc.retry_after, exc.read)
             if should_fall_back(exc.status):
@@ -346,6 +362,7 @@ async def _send(
     byte of the reply has reached the client yet (at most keep-alive pings), so nothing is
     spliced. Raises UpstreamHTTPError or UpstreamUnavailable."""
     worker = exchange.worker
+    refusal_retried = False
     while True:
         try:
             if call is None:
@@ -353,6 +370,9 @@ async def _send(
             response = await post(worker.http, worker.settings, call)
         except UpstreamHTTPError as exc:
             report(exc.status, exc.retry_after, exc.read)
+            if not refusal_retried and _without_refused(exchange, plan, exc):
+                refusal_retried, call = True, None  # once: bounded
+                continue
             next_report = rekey(plan) if exc.status == 429 and rekey is not None else None
             if next_report is None:
                 raise
@@ -364,6 +384,24 @@ async def _send(
             raise
         report(200, None)
         return response
+
+
+def _without_refused(exchange: Exchange, plan: Plan, exc: UpstreamHTTPError) -> bool:
+    """Whether the upstream refused a field the translated request may go without: then it
+    is remembered for the model and `plan` no longer carries it (server/refusals.py)."""
+    attempt = exchange.attempt
+    if plan.reply == "forward" or attempt is None:
+        return False
+    name = refused_param(exc.status, exc.read)
+    if name is None:
+        return False
+    body = without(plan.body, {name})
+    if body is None:
+        return False
+    REFUSALS.learn(attempt.provider.name, attempt.model, name, exc.read.message)
+    plan.body = body
+    plan.log["refused"] = name
+    return True
 
 
 async def _last(exchange: Exchange, plan: Plan, report: Report, rekey: Rekey | None) -> None:

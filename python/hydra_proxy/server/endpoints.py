@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import parse_qs
 
 import orjson
 
-from ..config import models_listing, request_traits
+from ..config import ModelInfo, models_listing, not_found_message, request_traits
 from ..errors import ProxyError, invalid_request
 from ..tokens import estimate_input_tokens
 from ..usage.dashboard import PREFIX
-from . import console, member_checks
+from . import console, member_checks, model_listing
 from .browser_guard import preflight_answer
 from .exchange import Exchange
 from .limits import (
@@ -25,6 +26,7 @@ from .limits import (
 )
 
 DASHBOARD = PREFIX
+MODELS_PREFIX = "/v1/models/"
 
 
 async def read_json(exchange: Exchange) -> bytes:
@@ -73,52 +75,45 @@ async def count_tokens(exchange: Exchange) -> None:
     await exchange.respond(200, orjson.dumps({"input_tokens": count}))
 
 
+def _listing(exchange: Exchange) -> list[ModelInfo]:
+    """Every listed name the request's key may use (member_checks.usable)."""
+    return member_checks.usable(exchange, models_listing(exchange.worker.settings))
+
+
 async def models(exchange: Exchange) -> None:
-    """Every routable name (models_listing), in the client's shape: Anthropic's when the
-    request has anthropic-version, else OpenAI's; context window and max output where
-    known."""
+    """Every routable name (server/model_listing.py) in the client's shape: Codex's catalog
+    when the request has ``client_version``, Anthropic's when it has anthropic-version,
+    else OpenAI's."""
     exchange.authorize()
-    worker = exchange.worker
-    listing = member_checks.usable(exchange, models_listing(worker.settings))
-    if exchange.header(b"anthropic-version") is not None:
-        data: list[dict[str, Any]] = []
-        for m in listing:
-            item: dict[str, Any] = {
-                "type": "model",
-                "id": m.id,
-                "display_name": m.id,
-                "created_at": "1970-01-01T00:00:00Z",
-            }
-            if m.context_window is not None:
-                item["max_input_tokens"] = m.context_window
-            if m.max_output is not None:
-                item["max_tokens"] = m.max_output
-            data.append(item)
-        body = orjson.dumps(
-            {
-                "data": data,
-                "has_more": False,
-                "first_id": listing[0].id if listing else None,
-                "last_id": listing[-1].id if listing else None,
-            }
+    listing = _listing(exchange)
+    query = parse_qs(exchange.scope.get("query_string", b"").decode("latin-1"))
+    body: dict[str, Any]
+    if "client_version" in query:
+        body = model_listing.codex_catalog(listing)
+        exchange.log["catalog"] = "codex"
+    elif exchange.header(b"anthropic-version") is not None:
+        body = model_listing.anthropic_listing(listing)
+    else:
+        body = model_listing.openai_listing(listing, int(exchange.worker.started))
+    await exchange.respond(200, orjson.dumps(body))
+
+
+async def model(exchange: Exchange) -> None:
+    """``GET /v1/models/{id}``: one listed name, in the client's shape (a 404 naming what
+    is listed for any other)."""
+    exchange.authorize()
+    name = exchange.scope["path"][len(MODELS_PREFIX) :]
+    found = next((m for m in _listing(exchange) if m.id == name), None)
+    if found is None:
+        message = not_found_message(exchange.worker.settings, name).removeprefix("model: ")
+        raise ProxyError(
+            404, message, error_type="not_found_error", param="model", code="model_not_found"
         )
-        await exchange.respond(200, body)
-        return
-    created = int(worker.started)
-    rows: list[dict[str, Any]] = []
-    for m in listing:
-        row: dict[str, Any] = {
-            "id": m.id,
-            "object": "model",
-            "created": created,
-            "owned_by": m.provider,
-        }
-        if m.context_window is not None:
-            row["context_window"] = m.context_window
-        if m.max_output is not None:
-            row["max_output_tokens"] = m.max_output
-        rows.append(row)
-    await exchange.respond(200, orjson.dumps({"object": "list", "data": rows}))
+    if exchange.header(b"anthropic-version") is not None:
+        body = model_listing.anthropic_entry(found)
+    else:
+        body = model_listing.openai_entry(found, int(exchange.worker.started))
+    await exchange.respond(200, orjson.dumps(body))
 
 
 async def metrics(exchange: Exchange) -> None:
@@ -165,3 +160,15 @@ async def not_found(exchange: Exchange) -> None:
         raise ProxyError(405, f"method {method} not allowed", error_type="invalid_request_error")
     path: str = exchange.scope["path"]
     raise ProxyError(404, f"no endpoint {method} {path}", error_type="not_found_error")
+
+
+async def missing_v1(exchange: Exchange) -> None:
+    """A path that is an endpoint's without its ``/v1`` (a base URL set without it)."""
+    method: str = exchange.scope["method"]
+    path: str = exchange.scope["path"]
+    raise ProxyError(
+        404,
+        f"no endpoint {method} {path}: did you mean /v1{path}? Add /v1 to the base URL "
+        "(e.g. http://127.0.0.1:3456/v1)",
+        error_type="not_found_error",
+    )

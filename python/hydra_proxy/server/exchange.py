@@ -320,6 +320,7 @@ class Exchange:
                 not_found_message(settings, traits.model),
                 error_type="not_found_error",
                 param=param,
+                code="model_not_found",  # what OpenAI's SDKs and clients check
             )
         return decision
 

@@ -16,7 +16,8 @@ MAX_SESSIONS = 4096  # sessions remembered per worker (the least recently seen g
 class LeftOutNotices:
     """Logs, once per session and provider, what was left out of its requests: images a
     text-only provider cannot read, a web search tool it cannot run, thinking on a tool
-    turn whose signed thinking the client did not bring back."""
+    turn whose signed thinking the client did not bring back, output tokens above the
+    model's limit."""
 
     def __init__(self) -> None:
         self._told: OrderedDict[tuple[str, str, str], None] = OrderedDict()
@@ -41,6 +42,19 @@ class LeftOutNotices:
             "the session goes on with a placeholder (said once per session). Add an "
             "`images = true` route to a provider that reads them to keep them.",
             count,
+            provider,
+        )
+        return True
+
+    def output_limit(self, session: str, provider: str, asked: int, limit: int) -> bool:
+        """Log, once per session and provider, that max_tokens was lowered to the limit."""
+        if not self._first("output_limit", session, provider):
+            return False
+        log.warning(
+            "max_tokens %d lowered to %d, the output limit of provider %r's model (said once "
+            "per session); set the route's max_output to change it",
+            asked,
+            limit,
             provider,
         )
         return True

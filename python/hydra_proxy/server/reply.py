@@ -194,6 +194,9 @@ async def _answer(
     assert plan.convert is not None
     accounting.note_reply(exchange, upstream_reply)
     reply = plan.convert(upstream_reply)
+    if plan.content_type is not None:
+        await exchange.respond(200, reply, plan.content_type, _SSE_HEADERS[1:])
+        return
     await exchange.respond(200, orjson.dumps(reply))
 
 

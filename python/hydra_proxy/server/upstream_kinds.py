@@ -114,7 +114,11 @@ class Plan:
     transducer: Callable[[], StreamTransducer] | None = None
     """relay: builds the transducer (called after the upstream request was sent)."""
     convert: Callable[[Any], Any] | None = None
-    """json: the upstream's parsed reply -> the client's reply (a JSON-able object)."""
+    """json: the upstream's parsed reply -> the client's reply (a JSON-able object, or the
+    bytes of `content_type`)."""
+    content_type: bytes | None = None
+    """json: the client reply's type when it is not JSON (a compaction's events, sent at
+    once to a client that asked for a stream)."""
     stream_headers: list[tuple[bytes, bytes]] | None = None
     """relay: the client response's headers, when not server-sent events'."""
     strip: Callable[[bytes], bytes] | None = None
@@ -234,6 +238,10 @@ def translated(
         canonical, left_out = without_images(canonical)
         if left_out:
             log["images_left_out"] = left_out
+    limit = attempt.max_tokens_limit
+    asked = canonical.get("max_tokens")
+    if limit is not None and isinstance(asked, int) and asked > limit:
+        log["max_tokens_lowered"] = f"{asked}->{limit}"  # each writer clamps to it
     cache_key = (
         session_key() if session_key is not None and provider.cache_hints != "none" else None
     )
@@ -312,6 +320,8 @@ def _chat(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
     provider = to.attempt.provider
     target = ChatTarget(
         **to.target_fields(canonical),
+        effort_form=provider.effort_form,
+        effort_levels=provider.effort_levels,
         max_tokens_field=provider.max_tokens_field,
         replay_reasoning=provider.replay_reasoning,
         cache_control=provider.cache_hints == "cache_control",

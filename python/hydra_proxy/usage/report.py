@@ -1,4 +1,5 @@
-"""The usage report: records aggregated by model, route, provider, key or day (pure)."""
+"""The usage report: records aggregated by model, route, provider, key, team, agent (a
+session's teammates apart from its lead) or day (pure)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from .record import UsageRecord
 
 __all__ = ["GROUPINGS", "Grouping", "ReportRow", "aggregate", "parse_since", "render_table"]
 
-Grouping = Literal["model", "route", "provider", "key", "team", "day"]
-GROUPINGS: tuple[Grouping, ...] = ("model", "route", "provider", "key", "team", "day")
+Grouping = Literal["model", "route", "provider", "key", "team", "agent", "day"]
+GROUPINGS: tuple[Grouping, ...] = ("model", "route", "provider", "key", "team", "agent", "day")
+LEAD = "lead"  # the agent of the requests without an agent id: a session's lead
 
 
 def day_of(t: float) -> str:
@@ -29,6 +31,7 @@ _KEYS: dict[Grouping, Callable[[UsageRecord], str]] = {
     # A named key by its name; a HYDRA_PROXY_KEYS key by its id.
     "key": lambda r: r.key_name or r.key_id or "-",
     "team": lambda r: r.team or "-",
+    "agent": lambda r: r.agent or LEAD,
     "day": lambda r: day_of(r.time),
 }
 

@@ -111,6 +111,7 @@ class UsageService:
         stream: bool = False,
         key_name: str | None = None,
         team: str | None = None,
+        agent: str | None = None,
         refusal: str | None = None,
     ) -> UsageRecord:
         """A priced record; ``key`` (the presented proxy key) is kept only as its short id.
@@ -145,7 +146,7 @@ class UsageService:
             stream,
             key_name,
             team,
-            None,
+            agent,
             refusal,
         )
 

@@ -351,6 +351,11 @@ class ChatTarget:
     max_tokens_limit: int | None = None
     # The model takes `reasoning_effort`.
     reasoning: bool = False
+    # How it takes a reasoning level (canonical.effort: reasoning_effort | thinking |
+    # enable_thinking | none; None: reasoning_effort when `reasoning`) and, for
+    # reasoning_effort, the levels it names (empty: OpenAI's).
+    effort_form: str | None = None
+    effort_levels: tuple[str, ...] = ()
     # DeepSeek/Kimi-style: needs `reasoning_content` back on assistant turns.
     replay_reasoning: bool = False
     # Key for hydra_proxy.signature.

@@ -15,7 +15,7 @@ effort) is `canonical`'s. Here: ``max_tokens`` -> ``target.max_tokens_field``;
 ``stop_sequences`` -> ``stop`` (at most `MAX_STOP_SEQUENCES`); ``temperature``/``top_p``
 are passed unless the target has ``sampling=False`` (o-series/GPT-5 reasoning models
 reject non-default values); ``top_k`` is dropped; ``reasoning_effort`` for a
-``reasoning`` target, or the route's effort for any (`canonical.effort`); ``output_config.format`` (or the older top-level
+the upstream's effort form, or the route's effort for any (`canonical.effort`); ``output_config.format`` (or the older top-level
 ``output_format``) json_schema -> ``response_format`` json_schema named ``output``
 without ``strict`` (OpenAI strict mode requires a schema subset Anthropic does not);
 ``metadata.user_id`` -> ``user``; ``target.prompt_cache_key`` -> ``prompt_cache_key``;
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....canonical.effort import openai_effort
+from ....canonical.effort import chat_effort, requested_level
 from ....canonical.params import (
     max_tokens,
     openai_user,
@@ -49,7 +49,6 @@ from ....canonical.params import (
     stop_sequences,
     user_id,
 )
-from ....canonical.thinking import thinking_effort
 from ....canonical.tools import custom_tools, read_tool_choice, refuse_mcp_servers, web_search_tool
 from ....canonical.web_search import openrouter_plugin, without_forced_search
 from ....errors import invalid_request
@@ -104,12 +103,18 @@ def chat_request_from_messages(
     if search is not None:
         out["plugins"] = [openrouter_plugin(search)]
 
+    # The level in the upstream's own form (canonical.effort): the route's, else the
+    # request's; a route's level goes as reasoning_effort to an upstream of no other form.
+    form = target.effort_form or ("reasoning_effort" if target.reasoning else "none")
     if target.effort is not None:
-        out["reasoning_effort"] = openai_effort(target.effort)
-    elif target.reasoning:
-        effort = thinking_effort(body)
-        if effort is not None:
-            out["reasoning_effort"] = effort
+        out.update(chat_effort(target.effort, "reasoning_effort" if form == "none" else form,
+                               target.effort_levels))  # fmt: skip
+    elif form != "none":
+        level = requested_level(body)
+        # Thinking off says no level to a reasoning_effort model: its own default (not
+        # every one takes "none"); a thinking switch is turned off.
+        if level is not None and not (level == "none" and form == "reasoning_effort"):
+            out.update(chat_effort(level, form, target.effort_levels))
 
     schema = output_schema(body)
     if schema is not None:

@@ -16,8 +16,12 @@ latest assistant turn, once, and every call must be answered before the next ass
 turn and by the end of the input: else a 400 naming ``input[i].call_id``. ``reasoning``
 items: `replay`. Items of OpenAI-hosted tools (``web_search_call``, ``file_search_call``,
 ``computer_call``, ``image_generation_call``, ``code_interpreter_call``,
-``local_shell_call``, ``mcp_*``, ``compaction``...) ran at OpenAI and cannot be replayed
-anywhere else: skipped and reported in `Translation.dropped_items`. The sequence rules
+``local_shell_call``, ``mcp_*``...) ran at OpenAI and cannot be replayed anywhere else:
+skipped and reported in `Translation.dropped_items`. A ``compaction`` item the proxy wrote
+(`responses.compaction`) becomes the summary it carries, as user text at its place; any
+other (OpenAI's encrypted one) is noted in `foreign_compaction` (the ingress refuses it
+unless an OpenAI Responses upstream gets the request as it is). ``compaction_trigger``,
+only as the last item, asks for a compaction (`compaction_asked`). The sequence rules
 (merged turns, the leading user turn, no trailing thinking or whitespace) are
 `canonical.turns`'s.
 """
@@ -30,6 +34,7 @@ from typing import Any
 from ....canonical.fields import bad, required_string, type_name, unknown_role
 from ....canonical.tools import read_arguments
 from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from ...compaction import decode_compaction, restored_summary
 from ...reasoning import is_carrier
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
 from .content import input_part, read_texts
@@ -65,6 +70,8 @@ class InputReader(TurnBuilder):
         self.dropped: list[str] = []  # hosted-tool item types, in order, once each
         self.dropped_seen: set[str] = set()
         self.forged = 0  # carriers that did not verify
+        self.compaction_asked = False  # the input ends with a compaction_trigger
+        self.foreign_compaction: str | None = None  # the first compaction item not ours
 
     def add_input(self, value: Any) -> None:
         if value is None:
@@ -75,7 +82,13 @@ class InputReader(TurnBuilder):
             return
         if not isinstance(value, list):
             raise bad("input", f"must be a string or an array, got {type_name(value)}")
+        last = len(value) - 1
         for i, item in enumerate(value):
+            if isinstance(item, dict) and item.get("type") == "compaction_trigger":
+                if i != last:
+                    raise bad(f"input[{i}].type", "compaction_trigger must be the last item")
+                self.compaction_asked = True
+                continue
             self._item(item, f"input[{i}]")
         self.check_answered()
 
@@ -103,6 +116,12 @@ class InputReader(TurnBuilder):
                 self.forged += isinstance(encrypted, str) and is_carrier(encrypted)
             elif blocks:
                 self._assistant_turn().blocks.extend(blocks)
+        elif itype == "compaction":
+            summary = decode_compaction(item.get("encrypted_content"), self.key)
+            if summary is not None:
+                self.user_turn().blocks.append({"type": "text", "text": restored_summary(summary)})
+            elif self.foreign_compaction is None:
+                self.foreign_compaction = path
         elif itype == "item_reference":
             raise bad(
                 f"{path}.type",

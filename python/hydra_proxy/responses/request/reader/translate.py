@@ -29,6 +29,7 @@ from ....canonical.request import Requested, canonical_request
 from ....canonical.target import MessagesTarget
 from ....canonical.thinking import requested_thinking
 from ....errors import invalid_request
+from ...compaction import SUMMARY_REQUEST
 from ...context import ENCRYPTED_REASONING, ResponsesContext
 from .input import InputReader
 from .params import (
@@ -56,6 +57,8 @@ class Translation:
     restored_blocks: int = 0  # thinking/redacted blocks restored from carriers and sent
     skipped_reasoning: int = 0  # reasoning items that were not a valid carrier
     thinking_disabled: bool = False  # thinking off: the tool loop's thinking was not restorable
+    compaction: bool = False  # a compaction_trigger: the reply is the summary, as one item
+    foreign_compaction: str | None = None  # where a compaction item not the proxy's stands
 
 
 def messages_request_from_responses(body: Any, target: MessagesTarget) -> Translation:
@@ -96,6 +99,12 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
     if instructions and instructions.strip():
         reader.system.append(instructions)
     reader.add_input(body.get("input"))
+    if reader.compaction_asked:
+        # The model writes the summary as text: the tools stay declared (a history with
+        # tool calls needs them) but none may be called.
+        reader.user_turn().blocks.append({"type": "text", "text": SUMMARY_REQUEST})
+        if asked.tools:
+            asked.tool_choice = {"type": "none"}
     request = canonical_request(asked, reader, target)
     parallel = body.get("parallel_tool_calls")
     context = ResponsesContext(
@@ -126,4 +135,6 @@ def messages_request_from_responses(body: Any, target: MessagesTarget) -> Transl
         restored_blocks=request.restored_blocks,
         skipped_reasoning=reader.skipped,
         thinking_disabled=request.thinking_disabled,
+        compaction=reader.compaction_asked,
+        foreign_compaction=reader.foreign_compaction,
     )

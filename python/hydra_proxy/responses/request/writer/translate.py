@@ -12,7 +12,7 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
 - ``store: false`` always (the proxy keeps no state, and neither should the upstream);
   ``stream`` as asked. For a ``reasoning`` target ``include:
   ["reasoning.encrypted_content"]`` and ``reasoning: {effort, summary: "auto"}`` (effort
-  as `canonical.thinking.thinking_effort` reads it, omitted when there is none), so the
+  the level as asked, `canonical.effort.requested_level`, omitted when there is none), so the
   reasoning comes back replayable and readable. A route's effort (`canonical.effort`) is
   ``reasoning.effort`` for any target.
 - Tools -> ``{"type": "function", name, description, parameters, strict: false}``
@@ -33,9 +33,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ....canonical.effort import openai_effort
+from ....canonical.effort import openai_effort, requested_level
 from ....canonical.params import max_tokens, openai_user, output_schema, sampling, user_id
-from ....canonical.thinking import thinking_effort
 from ....canonical.tools import custom_tools, read_tool_choice, web_search_tool, without_web_search
 from ....canonical.web_search import responses_tool
 from ....errors import invalid_request
@@ -100,9 +99,8 @@ def responses_request_from_messages(
     if target.sampling:
         out.update(numbers)
     if target.reasoning or target.effort is not None:
-        effort = (
-            openai_effort(target.effort) if target.effort is not None else thinking_effort(body)
-        )
+        level = target.effort if target.effort is not None else requested_level(body)
+        effort = openai_effort(level) if level is not None else None
         reasoning: dict[str, Any] = {"summary": "auto"} if target.reasoning else {}
         if effort is not None:
             reasoning["effort"] = effort
