@@ -179,8 +179,8 @@ def expected_bytes(case: Case, config: Path, signing_key_file: Path, impl: str) 
     decision = exchange.decide(request.traits)
     plan = request.plan(decision, decision.attempts[0])
     upstream = b"".join(upstream_events(case))
-    if plan.reply == "forward":
-        return upstream
+    if plan.reply == "forward":  # as it is, less what the client did not ask for
+        return plan.strip(upstream) if plan.strip is not None else upstream
     assert plan.reply == "relay" and plan.transducer is not None
     transducer = plan.transducer()
     out = transducer.feed(upstream)
