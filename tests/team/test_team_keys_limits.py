@@ -74,7 +74,8 @@ def test_tpm_settled_from_real_usage(mock: MockServer, ledger: str, tmp_path: Pa
 def test_concurrent_streams(mock: MockServer, ledger: str, tmp_path: Path) -> None:
     secret = create(ledger, "alice", streams=2)
     with proxy(mock, ledger, tmp_path) as server:
-        mock.script([turn(ttfb_ms=600) for _ in range(4)])
+        # Replies slow enough that all four are in flight together on a loaded machine.
+        mock.script([turn(ttfb_ms=3000) for _ in range(4)])
         with ThreadPoolExecutor(4) as pool:
             replies = list(
                 pool.map(lambda _: call(server.port, "POST", "/v1/messages", messages(), secret),
