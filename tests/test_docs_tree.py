@@ -1,5 +1,6 @@
-"""The contributor docs stay true to the tree: every repository path README.md,
-CONTRIBUTING.md and docs/ARCHITECTURE.md name exists, and every count they state that the
+"""The docs stay true to the tree: every repository path README.md, CONTRIBUTING.md,
+docs/ARCHITECTURE.md and docs/BENCHMARKS.md name exists, every link of the docs leads to a
+file and heading that exist, and every count they state that the
 code can give (compositions, model entries, protocols) is the code's own."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from hydra_proxy.server.app import MODEL_ENTRIES
 from hydra_proxy.transducers import COMPOSITIONS
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ("README.md", "CONTRIBUTING.md", "docs/ARCHITECTURE.md")
+DOCS = ("README.md", "CONTRIBUTING.md", "docs/ARCHITECTURE.md", "docs/BENCHMARKS.md")
 # What the docs name lives in these folders; build output (target/, .venv/) does not count.
 TREE_ROOTS = (".ci", "benches", "deploy", "docs", "fuzz", "python", "rust", "tests")
 # Made by a command the doc shows, never in a checkout.
@@ -147,3 +148,33 @@ def test_every_test_folder_and_package_folder_is_in_contributing() -> None:
     )
     assert [f for f in test_folders if not re.search(rf"\b{f}/", tests)] == []
     assert [p for p in packages if not re.search(rf"\b{p}/", layout)] == []
+
+
+def anchor(heading: str) -> str:
+    """The fragment a Markdown renderer gives a heading (GitHub's rule)."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(doc: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", doc.read_text("utf-8"), flags=re.S)
+    return {anchor(h) for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+
+
+@pytest.mark.parametrize(
+    "doc", sorted({*DOCS, *(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))})
+)
+def test_every_link_of_a_doc_leads_somewhere(doc: str) -> None:
+    source = ROOT / doc
+    text = source.read_text("utf-8")
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path, _, fragment = target.partition("#")
+        linked = (source.parent / path).resolve() if path else source
+        if not linked.exists() or (
+            linked.suffix == ".md" and fragment and fragment not in anchors(linked)
+        ):
+            broken.append(target)
+    assert broken == []
