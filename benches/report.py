@@ -1,4 +1,4 @@
-"""Turn a pytest-benchmark JSON file into the README's Markdown table.
+"""Turn a pytest-benchmark JSON file into the Markdown table of docs/BENCHMARKS.md.
 
 python -m pytest benches --benchmark-only --benchmark-json=benches/results/micro.json
 python benches/report.py benches/results/micro.json > benches/results/micro.md

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import gemini_client_golden
 from failure_streams import failure_inputs
 from gemini_golden import GEMINI_DIRECTIONS, make_gemini
 from gemini_streams import gemini_stream
@@ -493,7 +494,7 @@ RESPONSES_DIRECTIONS: dict[str, tuple[str, tuple[Any, ...]]] = {
 }
 
 
-def _responses_class(name: str, impl: str) -> Any:
+def _composition_class(name: str, impl: str) -> Any:
     if impl == "python":
         return getattr(transducers.PYTHON, name)
     if _native is None:
@@ -512,11 +513,14 @@ def make(case: dict[str, Any], impl: str) -> Any:
         options["tool_names"] = [tuple(row) for row in options["tool_names"]]
     if case["direction"] in RESPONSES_DIRECTIONS:
         name, args = RESPONSES_DIRECTIONS[case["direction"]]
-        return _responses_class(name, impl)(*args, **options)
+        return _composition_class(name, impl)(*args, **options)
     if case["direction"] == "messages_via_chat":
         return messages_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
     if case["direction"] in GEMINI_DIRECTIONS:
         return make_gemini(case["direction"], impl, options)
+    if case["direction"] in gemini_client_golden.DIRECTIONS:
+        name = gemini_client_golden.DIRECTIONS[case["direction"]][0]
+        return _composition_class(name, impl)(*gemini_client_golden.CLIENT_ARGUMENTS, **options)
     return chat_via_messages_class(impl)("chatcmpl-golden", "claude-golden", 1764547200, **options)
 
 
@@ -547,5 +551,6 @@ def run(
         "has_content": t.has_content,
         "stop_reason": t.stop_reason,
         "usage": list(t.usage),
+        "reasoning_tokens": t.reasoning_tokens,
     }
     return b"".join(out), state

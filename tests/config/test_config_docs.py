@@ -3,6 +3,7 @@ preset, its team example validates and routes as it says, its error example is r
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from pathlib import Path
@@ -105,3 +106,13 @@ def test_the_error_example_is_what_the_cli_prints(
     )
     assert cli.main(["config", "check", "--config", "hydra.toml"]) == 2
     assert capsys.readouterr().err == example
+
+
+def test_every_serve_flag_is_in_the_flags_table() -> None:
+    commands = argparse.ArgumentParser().add_subparsers()
+    cli._serve_parser(commands)
+    serve = commands.choices["serve"]
+    flags = [o for a in serve._actions for o in a.option_strings if o.startswith("--")]
+    table = section("`serve` flags and the environment")
+    named = set(re.findall(r"`(--[a-z-]+)`", table))
+    assert [f for f in flags if f != "--help" and f not in named] == []

@@ -22,6 +22,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import gemini_client_golden  # noqa: E402
 import gemini_golden  # noqa: E402
 import golden_cases  # noqa: E402
 from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
@@ -204,6 +205,7 @@ def cases() -> list[dict[str, Any]]:
     out += golden_cases.scripted_cases()
     out += golden_cases.failure_cases()
     out += gemini_golden.cases()
+    out += gemini_client_golden.cases()
     for case in out:
         case.setdefault("script", ["feed", "finish"])
         case["name"] = golden_cases.case_name(case)

@@ -7,12 +7,14 @@ Each case is replayed on both implementations, whole and split at seeded random 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import random
 from typing import Any
 
 import pytest
 
+from compositions import COMPOSITIONS
 from golden_cases import GOLDEN, load_input, run
 
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text())
@@ -24,18 +26,41 @@ def test_cases_cover_every_input() -> None:
         f"input:{p.relative_to(GOLDEN / 'inputs')}" for p in (GOLDEN / "inputs").glob("*/*.sse")
     }
     assert stored <= used
-    assert {c["direction"] for c in CASES} == {
-        "messages_via_chat",
-        "chat_via_messages",
-        "responses_via_chat",
-        "responses_via_messages",
-        "responses_via_gemini",
-        "messages_via_responses",
-        "chat_via_responses",
-        "messages_via_gemini",
-        "chat_via_gemini",
-    }
     assert len({(c["direction"], c["name"]) for c in CASES}) == len(CASES)
+
+
+def test_every_composition_has_goldens() -> None:
+    assert {c["direction"] for c in CASES} == set(COMPOSITIONS)
+
+
+def test_the_recording_is_every_case_the_recorder_makes() -> None:
+    spec = importlib.util.spec_from_file_location("golden_record", GOLDEN / "record.py")
+    assert spec is not None and spec.loader is not None
+    record = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(record)
+    recorded = [{k: v for k, v in c.items() if k != "state"} for c in CASES]
+    assert recorded == record.cases()
+
+
+def test_the_gemini_outputs_are_gemini_chunks_or_errors() -> None:
+    for case in (c for c in CASES if COMPOSITIONS[c["direction"]][1] == "gemini"):
+        out = (GOLDEN / "outputs" / case["direction"] / f"{case['name']}.sse").read_bytes()
+        events = [e for e in out.split(b"\r\n\r\n") if e]
+        for event in events:
+            assert event.startswith(b"data: {")
+            chunk = json.loads(event[6:])
+            assert set(chunk) <= {
+                "candidates",
+                "usageMetadata",
+                "modelVersion",
+                "responseId",
+                "error",
+            }
+        if case["state"]["complete"]:
+            last = json.loads(events[-1][6:])
+            assert last["candidates"][0]["finishReason"] and "usageMetadata" in last
+        elif case["state"]["error"] is not None:
+            assert set(json.loads(events[-1][6:])["error"]) == {"code", "message", "status"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['direction']}/{c['name']}" for c in CASES])
