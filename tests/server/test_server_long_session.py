@@ -36,23 +36,36 @@ def proxy(upstream: RawUpstream) -> Iterator[ProxyServer]:
 
 
 def send(proxy: ProxyServer, body: bytes, session_id: str) -> tuple[int, bytes]:
+    status, data, _ = exchange(proxy, body, session_id)
+    return status, data
+
+
+def exchange(proxy: ProxyServer, body: bytes, session_id: str) -> tuple[int, bytes, str]:
+    """The reply's status, body and request id."""
     conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
     headers = {"content-type": "application/json", "x-claude-code-session-id": session_id}
     conn.request("POST", "/v1/messages", body, headers)
     response = conn.getresponse()
     data = response.read()
     conn.close()
-    return response.status, data
+    return response.status, data, response.getheader("x-request-id") or ""
 
 
-def logged_reuse(proxy: ProxyServer, expected: int) -> list[int]:
-    """The access log's `messages_reused` counts (a line is written just after its reply)."""
-    deadline = time.monotonic() + 5
+def logged_reuse(proxy: ProxyServer, request_ids: list[str]) -> list[int | None]:
+    """Each request's `messages_reused` count from its access-log line, found by its id (a
+    line is written just after its reply, so lines of requests in a row may land in
+    another order); None for a line without one."""
+    deadline = time.monotonic() + 10
     while True:
-        counts = [int(n) for n in re.findall(r"messages_reused=(\d+)", proxy.log_text())]
-        if len(counts) >= expected or time.monotonic() > deadline:
-            return counts
+        lines = {found[1]: found[2] for found in re.finditer(r"id=(\S+)([^\n]*)", proxy.log_text())}
+        if all(rid in lines for rid in request_ids) or time.monotonic() > deadline:
+            break
         time.sleep(0.05)
+    counts: list[int | None] = []
+    for rid in request_ids:
+        found = re.search(r"messages_reused=(\d+)", lines.get(rid, ""))
+        counts.append(int(found[1]) if found else None)
+    return counts
 
 
 def upstream_bodies(upstream: RawUpstream, since: int) -> list[bytes]:
@@ -70,15 +83,19 @@ def test_a_sessions_turns_reach_the_upstream_as_new_sessions_would(
     ordered = [main[0], main[1], subagent[0], main[2], subagent[1], main[3], subagent[2],
                main[4], main[5]]  # fmt: skip
     before = len(upstream.requests)
+    ids = []
     for body in ordered:
-        status, reply = send(proxy, body, "one-session")
+        status, reply, rid = exchange(proxy, body, "one-session")
         assert status == 200 and b"event: message_stop" in reply
+        ids.append(rid)
     reused = upstream_bodies(upstream, before)
-    counts = logged_reuse(proxy, 7)
+    counts = logged_reuse(proxy, ids)
     before = len(upstream.requests)
+    fresh_ids = []
     for i, body in enumerate(ordered):
-        status, _ = send(proxy, body, f"fresh-{i}")
+        status, _, rid = exchange(proxy, body, f"fresh-{i}")
         assert status == 200
+        fresh_ids.append(rid)
     fresh = upstream_bodies(upstream, before)
     assert len(reused) == len(fresh) == len(ordered)
     for i, (a, b) in enumerate(zip(reused, fresh, strict=True)):
@@ -91,8 +108,11 @@ def test_a_sessions_turns_reach_the_upstream_as_new_sessions_would(
     # (its breakpoint moved on); the subagent's first turn, the four it began with. The
     # first body is under MIN_BYTES: parsed whole, and not kept.
     assert len(main[0]) < MIN_BYTES <= len(main[1])
-    assert counts == [4, 7, 5, 9, 7, 11, 13]
-    assert logged_reuse(proxy, 7) == counts  # the new sessions' turns reused nothing
+    # In the order sent: main 0 and 1 (main 0 was not kept, so main 1 is parsed whole),
+    # subagent 0 (the four messages it began with), main 2, subagent 1, main 3, subagent 2,
+    # main 4, main 5.
+    assert counts == [None, None, 4, 7, 5, 9, 7, 11, 13]
+    assert logged_reuse(proxy, fresh_ids) == [None] * len(ordered)  # new sessions reuse nothing
 
 
 def test_a_broken_turn_is_refused_and_the_session_goes_on(proxy: ProxyServer) -> None:
