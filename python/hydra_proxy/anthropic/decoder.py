@@ -35,6 +35,9 @@ from ..stream.transducer import Decoding, Emit
 
 MSG_UNKNOWN_BLOCK = "the upstream sent a delta for a content block it never started"
 
+# What `_unreadable` is told of an event whose data is not JSON.
+_NOT_JSON = object()
+
 # What an open block is, for matching its deltas.
 _TEXT, _THINKING, _TOOL, _REDACTED, _SERVER_TOOL = 1, 2, 3, 4, 5
 
@@ -83,19 +86,12 @@ class AnthropicDecoder(Decoding):
         try:
             payload = loads_lossy(data)
         except JSONDecodeError:
-            if event == b"error":
-                text = data.decode("utf-8", "replace")
-                self._fail(*upstream_error(text), emit)
-            else:
-                self._fail("api_error", MSG_INVALID_JSON, emit)
+            self._unreadable(event == b"error", data, _NOT_JSON, emit)
             return
         try:
             kind, index, block, delta, usage, message, has_error = _read_event(payload)
         except BadShape:
-            if event == b"error" or (type(payload) is dict and payload.get("error") is not None):
-                self._fail(*upstream_error(payload), emit)
-            else:
-                self._fail("api_error", MSG_BAD_SHAPE, emit)
+            self._unreadable(event == b"error", data, payload, emit)
             return
         if kind is None:
             kind = event.decode("utf-8", "replace") if event is not None else None
@@ -113,14 +109,30 @@ class AnthropicDecoder(Decoding):
         elif kind == "content_block_stop":
             self._block_stop(index, emit)
         elif kind == "message_delta":
-            if delta is not None and delta[5] is not None:
-                self._has_stop_reason = True
-                emit(ev.StopReason(delta[5]))
+            self._message_delta(delta, emit)
         elif kind == "message_stop":
             self._end(emit)
         elif kind == "ping":
             emit(ev.Ping())
         # Other (future) event types are ignored, as the Anthropic docs ask of clients.
+
+    def _unreadable(self, is_error_event: bool, data: bytes, payload: object, emit: Emit) -> None:
+        """An event that cannot be read (`payload` not JSON, or of a shape it cannot have):
+        the upstream's error when it says it is one, else a malformed stream."""
+        if payload is _NOT_JSON:
+            if is_error_event:
+                self._fail(*upstream_error(data.decode("utf-8", "replace")), emit)
+            else:
+                self._fail("api_error", MSG_INVALID_JSON, emit)
+        elif is_error_event or (type(payload) is dict and payload.get("error") is not None):
+            self._fail(*upstream_error(payload), emit)
+        else:
+            self._fail("api_error", MSG_BAD_SHAPE, emit)
+
+    def _message_delta(self, delta: Any, emit: Emit) -> None:
+        if delta is not None and delta[5] is not None:
+            self._has_stop_reason = True
+            emit(ev.StopReason(delta[5]))
 
     def finish(self, emit: Emit) -> None:
         if self._has_stop_reason:
