@@ -10,6 +10,8 @@ from .options import BENCH_MODES, DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, Mo
 from .replay import ReplayCache, ReplayError
 from .server import is_loopback, serve
 
+DESCRIPTION = "An LLM API server for demos, tests and benchmarks."
+
 _EPILOG = """\
 Per-request overrides (headers): x-mock-chunks, x-mock-chunk-size, x-mock-delay-ms,
 x-mock-jitter-ms, x-mock-ttfb-ms, x-mock-split-bytes, x-mock-error-rate,
