@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from ..usage.ledger import query_filter
 from .period import utc_text
 from .store import KeyStore, PostgresKeyStore
 
@@ -169,20 +170,10 @@ def entries(
     limit: int = DEFAULT_LIMIT,
 ) -> list[Entry]:
     """The newest entries first: at most `limit`, from `since` on, of one `subject`."""
-    m = store.mark
-    where: list[str] = []
-    params: list[Any] = []
-    if since is not None:
-        where.append(f"time >= {m}")
-        params.append(since)
-    if subject is not None:
-        where.append(f"subject = {m}")
-        params.append(subject)
-    sql = f"SELECT {', '.join(_COLUMNS)} FROM hydra_audit"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY time DESC, id DESC LIMIT {m}"
-    params.append(max(1, min(int(limit), MAX_LIMIT)))
+    tail, params = query_filter(
+        store.mark, since, max(1, min(int(limit), MAX_LIMIT)), subject, column="subject"
+    )
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM hydra_audit{tail}"
     with store.transaction() as cur:
         cur.execute(sql, params)
         rows = cur.fetchall()

@@ -284,17 +284,23 @@ class Ledger(ABC):
 
 
 def query_filter(
-    placeholder: str, since: Any, limit: int | None, key_name: str | None
+    placeholder: str,
+    since: Any,
+    limit: int | None,
+    key_name: str | None,
+    *,
+    column: str = "key_name",
 ) -> tuple[str, list[Any]]:
-    """What follows a query's SELECT ... FROM: the WHERE (since, key_name), newest first,
-    at most ``limit``; and its parameters, each written as ``placeholder`` in the SQL."""
+    """What follows a query's SELECT ... FROM: the WHERE (since, and `column` equal to
+    `key_name` when given), newest first, at most ``limit``; and its parameters, each
+    written as ``placeholder`` in the SQL. The audit log's queries take it too."""
     params: list[Any] = []
     where = []
     if since is not None:
         where.append(f"time >= {placeholder}")
         params.append(since)
     if key_name is not None:
-        where.append(f"key_name = {placeholder}")
+        where.append(f"{column} = {placeholder}")
         params.append(key_name)
     sql = " WHERE " + " AND ".join(where) if where else ""
     sql += " ORDER BY time DESC, id DESC"
