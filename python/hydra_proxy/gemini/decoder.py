@@ -183,13 +183,7 @@ class GeminiDecoder(StartsAtFirstBytes):
             if self._ended:
                 return
         if thought:
-            if text:
-                self._open_thinking(emit)
-                if self._key:
-                    self._thinking.append(text)
-                emit(ev.ThinkingDelta(self._blocks - 1, text))
-            if signature is not None:
-                self._close_thinking(signature, emit)
+            self._thought(text, signature, emit)
             return
         if signature is not None:
             self._close_thinking(signature, emit)
@@ -199,14 +193,30 @@ class GeminiDecoder(StartsAtFirstBytes):
             self._call(call, index, emit)
             return
         content = text if text is not None else other
-        if content is not None and content.strip():
+        if content:
+            self._text(content, emit)
+
+    def _thought(self, text: str | None, signature: str | None, emit: Emit) -> None:
+        """A thought part: its text streams into the open thinking block, and its signature
+        (when it has one) closes that block."""
+        if text:
+            self._open_thinking(emit)
+            if self._key:
+                self._thinking.append(text)
+            emit(ev.ThinkingDelta(self._blocks - 1, text))
+        if signature is not None:
+            self._close_thinking(signature, emit)
+
+    def _text(self, content: str, emit: Emit) -> None:
+        """A part's text (or the text a part shows) goes into the open text block, or opens
+        one; whitespace alone opens none."""
+        if content.strip():
             if self._open != _TEXT:
                 self._close(emit)
                 self._open_block(_TEXT, ev.Text(), emit)
-            emit(ev.TextDelta(self._blocks - 1, content))
-        elif content and self._open == _TEXT:
-            # Whitespace: part of the open text block, no block of its own (as not streamed).
-            emit(ev.TextDelta(self._blocks - 1, content))
+        elif self._open != _TEXT:
+            return  # whitespace: no block of its own (as not streamed)
+        emit(ev.TextDelta(self._blocks - 1, content))
 
     def _call(self, call: _Call, index: int, emit: Emit) -> None:
         name, call_id, args, partial, will_continue = call

@@ -113,11 +113,7 @@ class ResponsesDecoder(Decoding):
         try:
             payload = loads_lossy(data)
         except JSONDecodeError:
-            if event == b"error":
-                # An error event in plain text (a gateway's): its text is the message.
-                self._upstream_error({"message": data.decode("utf-8", "replace")}, emit)
-            else:
-                self._fail("api_error", MSG_INVALID_JSON, emit)
+            self._not_json(event == b"error", data, emit)
             return
         if type(payload) is not dict:
             self._fail("api_error", MSG_BAD_SHAPE, emit)
@@ -130,9 +126,7 @@ class ResponsesDecoder(Decoding):
             self._upstream_error(error, emit)
             return
         if not self._started:
-            self._started = True
-            response = _dict(payload, "response")
-            emit(ev.MessageStart(_str(response, "id"), _str(response, "model")))
+            self._begin(payload, emit)
         index = uint(payload.get("output_index"))
         index = -1 if index is None else index
         if kind in _TEXT_DELTAS:
@@ -156,6 +150,20 @@ class ResponsesDecoder(Decoding):
 
     def finish(self, emit: Emit) -> None:
         self._fail("api_error", MSG_CUT_OFF, emit)
+
+    def _not_json(self, is_error_event: bool, data: bytes, emit: Emit) -> None:
+        if is_error_event:
+            # An error event in plain text (a gateway's): its text is the message.
+            self._upstream_error({"message": data.decode("utf-8", "replace")}, emit)
+        else:
+            self._fail("api_error", MSG_INVALID_JSON, emit)
+
+    def _begin(self, payload: dict[str, Any], emit: Emit) -> None:
+        """The first event starts the message, with the upstream's id and model when it
+        names its response."""
+        self._started = True
+        response = _dict(payload, "response")
+        emit(ev.MessageStart(_str(response, "id"), _str(response, "model")))
 
     # -- blocks --------------------------------------------------------------------------
 
@@ -266,39 +274,51 @@ class ResponsesDecoder(Decoding):
         if kind == "reasoning" and self._reasoning == index:
             self._reasoning_done(item, index, emit)
         elif kind == "function_call":
-            block = self._is_open(_TOOL, index)
-            if block is not None:
-                arguments = _str(item, "arguments")
-                if not self._streamed and arguments:
-                    emit(ev.ToolArgumentsDelta(block, arguments))
-                self._close(emit)
+            self._function_call_done(item, index, emit)
         elif kind == "custom_tool_call":
-            block = self._is_open(_CUSTOM, index)
-            if block is not None:
-                if self._streamed:
-                    emit(ev.ToolArgumentsDelta(block, '"}'))
-                else:
-                    tool_input = _str(item, "input") or ""
-                    emit(
-                        ev.ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}")
-                    )
-                self._close(emit)
+            self._custom_call_done(item, index, emit)
         elif kind == "web_search_call":
             self._search_done(item, index, emit)
         elif kind == "message":
-            if self._is_open(_TEXT, index) is not None:
-                self._close(emit)
-            elif self._texted != index:
-                for part in _list(item, "content"):
-                    if type(part) is not dict:
-                        continue
-                    field = "refusal" if part.get("type") == "refusal" else "text"
-                    text = _str(part, field)
-                    if part.get("type") in ("output_text", "refusal") and text:
-                        block = self._start(_TEXT, index, 0, ev.Text(), emit)
-                        emit(ev.TextDelta(block, text))
-                        self._close(emit)
-            self._texted = index
+            self._message_done(item, index, emit)
+
+    def _function_call_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The call's arguments, when none streamed, and its block stops."""
+        block = self._is_open(_TOOL, index)
+        if block is not None:
+            arguments = _str(item, "arguments")
+            if not self._streamed and arguments:
+                emit(ev.ToolArgumentsDelta(block, arguments))
+            self._close(emit)
+
+    def _custom_call_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The streamed input's closing, or the whole input when none streamed; its block
+        stops."""
+        block = self._is_open(_CUSTOM, index)
+        if block is not None:
+            if self._streamed:
+                emit(ev.ToolArgumentsDelta(block, '"}'))
+            else:
+                tool_input = _str(item, "input") or ""
+                emit(ev.ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}"))
+            self._close(emit)
+
+    def _message_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The message's text block stops; a message whose text never streamed gets its
+        text blocks here."""
+        if self._is_open(_TEXT, index) is not None:
+            self._close(emit)
+        elif self._texted != index:
+            for part in _list(item, "content"):
+                if type(part) is not dict:
+                    continue
+                field = "refusal" if part.get("type") == "refusal" else "text"
+                text = _str(part, field)
+                if part.get("type") in ("output_text", "refusal") and text:
+                    block = self._start(_TEXT, index, 0, ev.Text(), emit)
+                    emit(ev.TextDelta(block, text))
+                    self._close(emit)
+        self._texted = index
 
     def _search_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
         search_id = _str(item, "id") or ""

@@ -362,19 +362,7 @@ impl GeminiDecoder {
             }
         }
         if part.thought {
-            if let Some(text) = part.text.as_deref().filter(|t| !t.is_empty()) {
-                self.open_thinking(emit);
-                if !self.key.is_empty() {
-                    self.thinking.push_str(text);
-                }
-                emit.emit(Event::ThinkingDelta {
-                    block: self.blocks - 1,
-                    thinking: text,
-                });
-            }
-            if let Some(signature) = signature {
-                self.close_thinking(signature, emit);
-            }
+            self.thought(part.text.as_deref(), signature, emit);
             return;
         }
         if let Some(signature) = signature {
@@ -394,9 +382,32 @@ impl GeminiDecoder {
                 other.as_deref()
             }
         };
-        let Some(content) = content.filter(|c| !c.is_empty()) else {
-            return;
-        };
+        if let Some(content) = content.filter(|c| !c.is_empty()) {
+            self.text(content, emit);
+        }
+    }
+
+    /// A thought part: its text streams into the open thinking block, and its signature
+    /// (when it has one) closes that block.
+    fn thought<S: Sink>(&mut self, text: Option<&str>, signature: Option<&str>, emit: &mut S) {
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
+            self.open_thinking(emit);
+            if !self.key.is_empty() {
+                self.thinking.push_str(text);
+            }
+            emit.emit(Event::ThinkingDelta {
+                block: self.blocks - 1,
+                thinking: text,
+            });
+        }
+        if let Some(signature) = signature {
+            self.close_thinking(signature, emit);
+        }
+    }
+
+    /// A part's text (or the text a part shows) goes into the open text block, or opens
+    /// one; whitespace alone opens none.
+    fn text<S: Sink>(&mut self, content: &str, emit: &mut S) {
         if !content.trim_matches(is_py_space).is_empty() {
             if self.open != Open::Text {
                 self.close(emit);
