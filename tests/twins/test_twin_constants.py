@@ -70,9 +70,9 @@ def test_mapping_functions_use_the_tables() -> None:
     assert mapping.finish_reason("weird") == "stop"
 
 
-# The readers are split out of the decoder on the Rust side only (chunk.rs, event.rs: the
+# The readers are split out of the decoder on the Rust side only (chunk.rs: the
 # Python twins are `_read_chunk` / `_read_event` in decoder.py).
-READERS = {"rust/src/chat/chunk.rs", "rust/src/anthropic/event.rs"}
+READERS = {"rust/src/chat/chunk.rs", "rust/src/anthropic/chunk.rs"}
 # The stream layer's module names; a protocol package also holds request/response modules
 # (pure Python, no Rust twin), which the Python -> Rust direction leaves out.
 STREAM_MODULES = {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta, ReadError, SearchResult};
+use super::chunk::{read_chunk, BlockStart, Delta, ReadError, SearchResult};
 use crate::errors::upstream_error;
 use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -64,14 +64,14 @@ impl Decoder for AnthropicDecoder {
         let last_wins: Option<String>;
         let mut slot = None;
         let mut retry = None;
-        let parsed = match read_event(&text, &mut slot) {
+        let parsed = match read_chunk(&text, &mut slot) {
             Ok(parsed) => parsed,
             // A key repeated after a wrong-typed value: read as Python reads it (rare).
             Err(ReadError::Shape(_))
                 if {
                     last_wins = crate::json::last_key_wins(&text);
                     last_wins.is_some()
-                } && read_event(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
+                } && read_chunk(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
             {
                 retry.as_ref().unwrap()
             }

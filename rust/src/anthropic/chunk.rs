@@ -1,5 +1,5 @@
 //! Reading one Anthropic Messages stream event, the Anthropic decoder's reader (twin of
-//! `_read_event` in python/hydra_proxy/anthropic/decoder.py): only the fields the decoder
+//! python/hydra_proxy/anthropic/chunk.py): only the fields the decoder
 //! uses, the whole event checked before any of it is acted on.
 //!
 //! The event and its `content_block` / `delta` objects are read in place ([`Fill`]): they
@@ -18,7 +18,7 @@ use crate::json::read::{
 use crate::stream::Usage;
 
 #[derive(Default)]
-pub struct Event<'a> {
+pub struct Chunk<'a> {
     pub kind: Option<Cow<'a, str>>,
     pub index: Option<u64>,
     pub block: Option<BlockStart<'a>>,
@@ -28,7 +28,7 @@ pub struct Event<'a> {
     pub has_error: bool,
 }
 
-impl Event<'_> {
+impl Chunk<'_> {
     /// The event's usage: its own, or message_start's.
     pub fn usage(&self) -> Option<Usage> {
         self.top_usage
@@ -93,7 +93,7 @@ pub struct Delta<'a> {
     pub citation: Option<&'a RawValue>,
 }
 
-impl<'de> Fields<'de> for Event<'de> {
+impl<'de> Fields<'de> for Chunk<'de> {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "type" => self.kind = map.next_value::<OptStr>()?.0,
@@ -203,10 +203,10 @@ pub enum ReadError {
 /// skips lone surrogate escapes, overflowing numbers and any depth) or the read failed
 /// (a syntax error anywhere wins over a shape error before it, as with orjson.loads).
 #[inline]
-pub fn read_event<'s, 'a>(
+pub fn read_chunk<'s, 'a>(
     json: &'a str,
-    slot: &'s mut Option<Event<'a>>,
-) -> Result<&'s Event<'a>, ReadError> {
+    slot: &'s mut Option<Chunk<'a>>,
+) -> Result<&'s Chunk<'a>, ReadError> {
     take_skipped();
     let mut de = serde_json::Deserializer::from_str(json);
     // The typed fields nest 3 deep; what is skipped is checked by the scanner, whose depth
