@@ -11,6 +11,9 @@ for `ResponseError.code` (`RESPONSE_ERROR_CODES`): a rate limit is
 
 From a ``responses`` upstream, a reply with ``status: "failed"`` or an ``error`` object
 becomes a `ProxyError` with the Anthropic error type for its code (`upstream_failure`).
+
+The stream's part of it (error codes, an upstream's failure) is mirrored in
+rust/src/responses/errors.rs.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ restored through `ToolNames`, ``arguments`` compact JSON) or a ``custom_tool_cal
 ``output_tokens``, ``output_tokens_details.reasoning_tokens`` = the ``reasoning_tokens``
 argument, at most ``output_tokens`` (Anthropic does not report it separately; the server
 may count it with its tokenizer), ``total_tokens``.
+
+The stream's part of it (item ids, the status table) is mirrored in rust/src/responses/items.rs.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ un-flattened by splitting the string, only through that table.
 
 Custom (free-form) tools take one string: `CUSTOM_INPUT_SCHEMA`. On the way back a call's
 ``input["input"]`` string is the ``custom_tool_call`` ``input`` (`custom_input`).
+
+The stream's part of it (`flatten`, without the names already taken) is mirrored in
+rust/src/responses/tools.rs.
 """
 
 from __future__ import annotations

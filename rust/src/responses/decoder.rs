@@ -11,7 +11,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
+use super::chunk::{get_dict, get_list, get_str, texts, uint};
+use super::errors::upstream_failure;
+use super::reasoning::sign_upstream_item;
+use super::tools::flatten;
+use crate::json::parse;
 use crate::json::write::write_str;
 use crate::json::{self, trim_json_ws};
 use crate::signature::sign_thinking;
@@ -52,42 +56,6 @@ pub struct ResponsesDecoder {
     reasoning: Option<i128>,
     thinking: String,
     summary_index: Option<u64>,
-}
-
-static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-
-fn empty() -> &'static Map<String, Value> {
-    EMPTY.get_or_init(Map::new)
-}
-
-fn get_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
-}
-
-fn get_dict<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a Map<String, Value> {
-    match obj.get(key).and_then(Value::as_object) {
-        Some(map) => map,
-        None => empty(),
-    }
-}
-
-fn get_list<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a [Value] {
-    obj.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn uint(obj: &Map<String, Value>, key: &str) -> Option<u64> {
-    obj.get(key).and_then(Value::as_u64)
-}
-
-fn texts<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a str> {
-    parts
-        .iter()
-        .filter_map(Value::as_object)
-        .filter(|part| get_str(part, "type") == Some(kind))
-        .filter_map(|part| get_str(part, "text"))
-        .collect()
 }
 
 /// `text` escaped as inside a JSON string (escaping is per character).

@@ -11,9 +11,12 @@
 
 use std::collections::HashMap;
 
+use super::errors::response_error_code;
+use super::items::{incomplete_reason, item_id};
 use super::output::{self as out, ResponseTail};
-use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
+use super::reasoning::encode_carrier;
 use crate::continuation::Block;
+use crate::json::parse;
 use crate::json::trim_json_ws;
 use crate::stream::Ending;
 use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
