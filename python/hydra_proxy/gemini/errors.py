@@ -1,5 +1,6 @@
 """Gemini HTTP error bodies -> the proxy's `ProxyError` (status, Anthropic type, message,
-retry-after).
+retry-after); a streamed ``error`` chunk's type and message are read alike by the native
+decoder (rust/src/gemini/errors.rs).
 
 Gemini answers errors with a google.rpc.Status in JSON::
 
@@ -16,9 +17,6 @@ reason ``API_KEY_INVALID``; that is an authentication error (401), so clients sa
 your key" rather than "fix your request". The message is Gemini's own. Retry-after: the
 ``RetryInfo.retryDelay`` (a protobuf Duration like ``"34.4s"``) rounded up to whole
 seconds, else the HTTP ``Retry-After`` header the caller passes.
-
-The stream's part of it (an `error` chunk's Anthropic error) is mirrored in
-rust/src/gemini/errors.rs.
 """
 
 from __future__ import annotations

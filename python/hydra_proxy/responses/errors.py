@@ -1,4 +1,5 @@
-"""Failures in the Responses API's shapes, both directions.
+"""Failures in the Responses API's shapes, both directions (the codes and the upstream
+failure of the native stream: rust/src/responses/errors.rs).
 
 Before the first byte a client gets an HTTP error with OpenAI's body
 ``{"error": {message, type, param, code}}`` (`error_body`, the same shape the Chat
@@ -11,9 +12,6 @@ for `ResponseError.code` (`RESPONSE_ERROR_CODES`): a rate limit is
 
 From a ``responses`` upstream, a reply with ``status: "failed"`` or an ``error`` object
 becomes a `ProxyError` with the Anthropic error type for its code (`upstream_failure`).
-
-The stream's part of it (error codes, an upstream's failure) is mirrored in
-rust/src/responses/errors.rs.
 """
 
 from __future__ import annotations

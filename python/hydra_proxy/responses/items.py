@@ -1,5 +1,6 @@
 """The pieces of a Responses ``response`` object that the non-streamed writer
-(`response.writer`) and the stream encoder build alike.
+(`response.writer`) and the stream encoder build alike (what the native encoder needs of
+them is in rust/src/responses/items.rs).
 
 ``status`` from the stop reason (`response_status`): ``max_tokens`` /
 ``model_context_window_exceeded`` -> ``incomplete`` with ``incomplete_details.reason:
@@ -17,8 +18,6 @@ restored through `ToolNames`, ``arguments`` compact JSON) or a ``custom_tool_cal
 ``output_tokens``, ``output_tokens_details.reasoning_tokens`` = the ``reasoning_tokens``
 argument, at most ``output_tokens`` (Anthropic does not report it separately; the server
 may count it with its tokenizer), ``total_tokens``.
-
-The stream's part of it (item ids, the status table) is mirrored in rust/src/responses/items.rs.
 """
 
 from __future__ import annotations

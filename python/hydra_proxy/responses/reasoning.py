@@ -1,4 +1,6 @@
 """Thinking that survives ``store: false``: the two reasoning carriers of the Responses API.
+The native stream's side of them (the client carrier, an upstream item's signature) is
+rust/src/responses/reasoning.rs.
 
 The proxy keeps no conversation state, so everything a later turn needs travels with the
 client, versioned and integrity-checked with the proxy's signing key (HMAC-SHA256), and is
@@ -31,9 +33,6 @@ Upstream carrier: a thinking block's ``signature`` (the ``responses`` provider k
   HMAC-SHA256(key, b"hydra1.rs1\\0" + ITEM + b"\\0" + utf8(thinking text)). It starts with
   `signature.PREFIX`, so the Anthropic passthrough strips it like every proxy signature,
   and the Chat writer (which verifies ``hydra1.`` signatures over the text alone) drops it.
-
-The stream's part of it (the client carrier, the upstream item's signature) is mirrored in
-rust/src/responses/reasoning.rs.
 """
 
 from __future__ import annotations

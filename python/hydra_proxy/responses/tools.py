@@ -1,4 +1,5 @@
-"""Responses tool names and custom tool input, as the canonical request carries them.
+"""Responses tool names and custom tool input, as the canonical request carries them
+(the native decoder's flattening: rust/src/responses/tools.rs).
 
 Namespace tools (Codex's ``multi_agent_v1``) are sent flattened: each inner tool is named
 ``<namespace>__<name>`` (`NAMESPACE_SEPARATOR`; both halves are ``[A-Za-z0-9_-]``, so the
@@ -10,9 +11,6 @@ un-flattened by splitting the string, only through that table.
 
 Custom (free-form) tools take one string: `CUSTOM_INPUT_SCHEMA`. On the way back a call's
 ``input["input"]`` string is the ``custom_tool_call`` ``input`` (`custom_input`).
-
-The stream's part of it (`flatten`, without the names already taken) is mirrored in
-rust/src/responses/tools.rs.
 """
 
 from __future__ import annotations

@@ -126,38 +126,6 @@ impl Decoder for AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
-    /// An event that cannot be read (not JSON, or of a shape it cannot have): the
-    /// upstream's error when it says it is one, else a malformed stream.
-    fn unreadable<S: Sink>(
-        &mut self,
-        is_error_event: bool,
-        err: ReadError,
-        text: Cow<'_, str>,
-        emit: &mut S,
-    ) {
-        // A shape error may come before a later error key, so the (valid) text is read
-        // again as a tree to look for one.
-        let value = match err {
-            ReadError::Syntax => None,
-            ReadError::Shape(err) => {
-                debug_assert_eq!(err.classify(), Category::Data);
-                crate::json::parse(&text)
-            }
-        };
-        match value {
-            None if is_error_event => {
-                let (kind, message) = upstream_error(&Value::String(text.into_owned()));
-                self.fail(kind, &message, emit);
-            }
-            None => self.fail("api_error", MSG_INVALID_JSON, emit),
-            Some(value) if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) => {
-                let (kind, message) = upstream_error(&value);
-                self.fail(kind, &message, emit);
-            }
-            Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
-        }
-    }
-
     fn message_delta<S: Sink>(&mut self, delta: Option<&Delta<'_>>, emit: &mut S) {
         if let Some(reason) = delta.and_then(|d| d.stop_reason.as_deref()) {
             self.has_stop_reason = true;
@@ -284,6 +252,38 @@ impl AnthropicDecoder {
             emit.emit(Event::BlockStop { block });
         } else {
             self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
+        }
+    }
+
+    /// An event that cannot be read (not JSON, or of a shape it cannot have): the
+    /// upstream's error when it says it is one, else a malformed stream.
+    fn unreadable<S: Sink>(
+        &mut self,
+        is_error_event: bool,
+        err: ReadError,
+        text: Cow<'_, str>,
+        emit: &mut S,
+    ) {
+        // A shape error may come before a later error key, so the (valid) text is read
+        // again as a tree to look for one.
+        let value = match err {
+            ReadError::Syntax => None,
+            ReadError::Shape(err) => {
+                debug_assert_eq!(err.classify(), Category::Data);
+                crate::json::parse(&text)
+            }
+        };
+        match value {
+            None if is_error_event => {
+                let (kind, message) = upstream_error(&Value::String(text.into_owned()));
+                self.fail(kind, &message, emit);
+            }
+            None => self.fail("api_error", MSG_INVALID_JSON, emit),
+            Some(value) if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) => {
+                let (kind, message) = upstream_error(&value);
+                self.fail(kind, &message, emit);
+            }
+            Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
         }
     }
 

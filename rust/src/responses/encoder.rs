@@ -548,9 +548,7 @@ impl ResponsesEncoder {
 
     /// A text block's citations become annotations spanning the block.
     fn annotate(&mut self, out: &mut Vec<u8>) {
-        let index = self.count;
-        let mut seq = self.seq;
-        if let Some(Item::Message {
+        let Some(Item::Message {
             id,
             length,
             block_start,
@@ -559,20 +557,21 @@ impl ResponsesEncoder {
             annotation_count,
             ..
         }) = &mut self.item
-        {
-            for (title, url) in citations.drain(..) {
-                let mut annotation = Vec::new();
-                out::url_citation(&mut annotation, *block_start, *length, &title, &url);
-                out::annotation_added(out, seq, id, index, *annotation_count, &annotation);
-                seq += 1;
-                if *annotation_count > 0 {
-                    annotations.push(b',');
-                }
-                annotations.extend_from_slice(&annotation);
-                *annotation_count += 1;
+        else {
+            return;
+        };
+        for (title, url) in citations.drain(..) {
+            let mut annotation = Vec::new();
+            out::url_citation(&mut annotation, *block_start, *length, &title, &url);
+            let index = *annotation_count;
+            out::annotation_added(out, self.seq, id, self.count, index, &annotation);
+            self.seq += 1;
+            if *annotation_count > 0 {
+                annotations.push(b',');
             }
+            annotations.extend_from_slice(&annotation);
+            *annotation_count += 1;
         }
-        self.seq = seq;
     }
 
     /// Finish the open item: its done events, and it joins the output.
