@@ -22,10 +22,9 @@ from openai.types.chat import ChatCompletion
 
 from hydra_proxy import continuation
 from hydra_proxy.canonical.target import MessagesTarget
-from hydra_proxy.chat.mapping import FINISH_REASONS, finish_reason
+from hydra_proxy.chat.mapping import FINISH_REASONS, chat_usage, finish_reason
 from hydra_proxy.chat.request.reader import messages_request_from_chat
 from hydra_proxy.chat.response.writer import chat_completion_from_message
-from hydra_proxy.chat.usage import chat_usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "anthropic"
 KEY = b"continuation-key-0123456789abcdef"

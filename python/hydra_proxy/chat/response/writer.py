@@ -41,8 +41,7 @@ from typing import Any
 from ... import continuation
 from ...canonical.message import typed_objects, url_citations
 from ...canonical.tools import tool_arguments
-from ..mapping import finish_reason
-from ..usage import chat_usage
+from ..mapping import chat_usage, finish_reason
 
 __all__ = ["chat_completion_from_message"]
 
