@@ -202,7 +202,7 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     previous turns when `scope` names a session), checked, read and routed. Returns the
     exchange and the ClientRequest."""
     from hydra_proxy.server.exchange import Exchange
-    from hydra_proxy.server.ingress import messages
+    from hydra_proxy.server.ingress import anthropic
     from hydra_proxy.server.limits import parse_request, require_model
 
     async def never(*_: Any) -> Any:
@@ -211,7 +211,7 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     exchange = Exchange(worker, scope, never, never)
     exchange.account("anthropic")
     parsed, exchange.turn = parse_request(body, 128, worker.turns, exchange.session)
-    request = messages.read(exchange, require_model(parsed), body)
+    request = anthropic.read(exchange, require_model(parsed), body)
     exchange.decision = exchange.decide(request.traits)
     return exchange, request
 
@@ -379,7 +379,7 @@ STEP_FRAMES: profilelib.Steps = (
             "parse_request",
             "previous_turn.py",
             "request_traits",
-            "ingress/messages.py",
+            "ingress/anthropic.py",
         ),
     ),
     ("read the client's body", ("read_json_body", "read_body")),

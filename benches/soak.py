@@ -56,7 +56,7 @@ import loadlib_proc as proc  # noqa: E402
 from hydra_proxy.config import load  # noqa: E402
 from hydra_proxy.mock.replay import load_reply  # noqa: E402
 from hydra_proxy.server.exchange import Exchange  # noqa: E402
-from hydra_proxy.server.ingress import chat, messages, responses  # noqa: E402
+from hydra_proxy.server.ingress import anthropic, chat, responses  # noqa: E402
 from hydra_proxy.server.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
 from servers import ProxyServer  # noqa: E402
@@ -68,7 +68,7 @@ ENDPOINT = {
     "chat": "/v1/chat/completions",
     "responses": "/v1/responses",
 }
-INGRESS = {"anthropic": messages.read, "chat": chat.read, "responses": responses.read}
+INGRESS = {"anthropic": anthropic.read, "chat": chat.read, "responses": responses.read}
 PROVIDER = {"openai": "up-chat", "anthropic": "up-anthropic", "gemini": "up-gemini",
             "responses": "up-responses"}  # fmt: skip
 
@@ -88,15 +88,15 @@ class Case:
 
 
 CASES = (
-    Case("anthropic", "openai", "openai/oaipy-gpt4o-parallel-tool-calls.sse"),
-    Case("anthropic", "openai", "openai/vercel-deepseek-reasoning-then-tool-call.jsonl"),
+    Case("anthropic", "openai", "chat/oaipy-gpt4o-parallel-tool-calls.sse"),
+    Case("anthropic", "openai", "chat/vercel-deepseek-reasoning-then-tool-call.jsonl"),
     Case("anthropic", "gemini",
          "gemini/pydantic-gemini3pro-stream-function-call-thought-signature.1.sse"),
     Case("anthropic", "responses", "responses/pydantic-gpt5-stream-reasoning-function-call.sse"),
     Case("chat", "anthropic", "anthropic/pydantic-thinking-signature.sse"),
     Case("chat", "anthropic", "anthropic/sdkpy-text-then-tool-use.sse"),
-    Case("chat", "openai", "openai/oaipy-gpt4o-tool-call.sse"),
-    Case("responses", "openai", "openai/pydantic-zai-glm-reasoning-content.sse"),
+    Case("chat", "openai", "chat/oaipy-gpt4o-tool-call.sse"),
+    Case("responses", "openai", "chat/pydantic-zai-glm-reasoning-content.sse"),
     Case("responses", "anthropic", "anthropic/pydantic-thinking-signature.sse"),
 )  # fmt: skip
 

@@ -64,7 +64,7 @@ def chat_stream(events: int) -> bytes:
 
 def test_baseline_translate_250_events(benchmark: Any) -> None:
     body = chat_stream(EVENTS)
-    cls = select().MessagesViaChatStream
+    cls = select().AnthropicViaChatStream
 
     def translate() -> int:
         t = cls("msg_bench", "claude-sonnet-4-5", 20, signing_key=b"bench-key")

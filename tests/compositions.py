@@ -23,7 +23,7 @@ from implementations import NATIVE_MISSING, _native
 KEY = b"compositions-key"
 
 # A protocol as the tests name it, from the word a composition's class name gives it.
-PROTOCOL = {"Messages": "anthropic", "Chat": "chat", "Responses": "responses", "Gemini": "gemini"}
+PROTOCOL = {"Anthropic": "anthropic", "Chat": "chat", "Responses": "responses", "Gemini": "gemini"}
 # client protocol -> the encoder's leading arguments and the options that add output (every
 # composition signs its upstream's replay state; Chat clients carry the continuation).
 CLIENT_ARGUMENTS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {

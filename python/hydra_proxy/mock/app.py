@@ -46,7 +46,7 @@ from typing import Any, Final
 
 import orjson
 
-from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
+from . import anthropic_wire, chat_wire, gemini_wire, responses_wire
 from .options import MockOptions
 from .prefix_cache import PrefixCache
 from .replay import ReplayCache, ReplayError
@@ -107,10 +107,10 @@ class _Wire:
                 kind = "not_found_error"
             return anthropic_wire.error_reply(status, kind, message)
         kind = "not_found_error" if status == 404 else "invalid_request_error"
-        return openai_wire.error_reply(status, kind, message)
+        return chat_wire.error_reply(status, kind, message)
 
 
-_OPENAI = _Wire("openai", openai_wire.render, openai_wire.overloaded_reply, "chatcmpl-")
+_OPENAI = _Wire("openai", chat_wire.render, chat_wire.overloaded_reply, "chatcmpl-")
 _ANTHROPIC = _Wire("anthropic", anthropic_wire.render, anthropic_wire.overloaded_reply, "msg_")
 _RESPONSES = _Wire("responses", responses_wire.render, responses_wire.overloaded_reply, "resp_")
 _GEMINI_PREFIXES: Final = ("/v1beta/models/", "/v1/models/")
@@ -298,7 +298,7 @@ class MockApp:
             return None
         for name in self.options.refuse_params:
             if name in body:
-                return openai_wire.error_reply(
+                return chat_wire.error_reply(
                     400,
                     "invalid_request_error",
                     f"Unsupported parameter: '{name}' is not supported with this model.",
@@ -308,7 +308,7 @@ class MockApp:
         limit = self.options.max_output
         asked = body.get("max_tokens", body.get("max_completion_tokens"))
         if limit is not None and isinstance(asked, int) and asked > limit:
-            return openai_wire.error_reply(
+            return chat_wire.error_reply(
                 400,
                 "invalid_request_error",
                 f"Invalid max_tokens value, the valid range of max_tokens is [1, {limit}]",

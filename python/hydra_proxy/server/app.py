@@ -37,7 +37,7 @@ from .exchange import (
     Scope,
     Send,
 )
-from .ingress import chat, gemini, messages, responses
+from .ingress import anthropic, chat, gemini, responses
 from .limits import (
     check_content_type,
     closes_connection,
@@ -222,7 +222,7 @@ MODEL_ENTRIES: tuple[ModelEntry, ...] = (
         "POST",
         "/v1/messages",
         "anthropic",
-        messages.read,
+        anthropic.read,
         {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
     ),
     ModelEntry(
