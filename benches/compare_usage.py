@@ -66,7 +66,7 @@ else:
     import os
     os.environ["HYDRA_SIGNING_KEY_FILE"] = str(work / "signing-key")
     worker = Worker.create(Settings())
-    attempt = Attempt(Provider("openai", "openai", "https://x.test/v1"), "gpt-4o", RouteOptions())
+    attempt = Attempt(Provider("openai", "chat", "https://x.test/v1"), "gpt-4o", RouteOptions())
     decision = RouteDecision(Route("claude-*", "openai"), 0, (attempt,), "claude-sonnet-4-5")
     scope = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
 

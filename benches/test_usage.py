@@ -55,7 +55,7 @@ RECORD = UsageRecord(
     key_id="a1b2c3d4",
     stream=True,
 )
-PROVIDER = Provider("openai", "openai", "https://api.openai.com/v1")
+PROVIDER = Provider("openai", "chat", "https://api.openai.com/v1")
 ATTEMPT = Attempt(PROVIDER, "gpt-4o-2024-08-06", RouteOptions())
 DECISION = RouteDecision(Route("claude-*", "openai"), 0, (ATTEMPT,), "claude-sonnet-4-5")
 SCOPE = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}

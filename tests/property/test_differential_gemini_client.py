@@ -19,12 +19,12 @@ from implementations import NATIVE_MISSING, _native, end_state, feed_all
 
 KEY = b"differential-gemini-key"
 CLASSES = {
-    "openai": "GeminiViaChatStream",
+    "chat": "GeminiViaChatStream",
     "anthropic": "GeminiViaAnthropicStream",
     "responses": "GeminiViaResponsesStream",
 }
 STRATEGIES = {
-    "openai": chat_streams.streams(),
+    "chat": chat_streams.streams(),
     "anthropic": anthropic_streams.streams(),
     "responses": responses_streams.streams(),
 }

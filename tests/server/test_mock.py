@@ -159,7 +159,7 @@ def test_openai_canned_streamed_and_not(mock: MockServer, oai: openai.OpenAI) ->
     assert complete.usage is not None and complete.usage.completion_tokens > 0
 
 
-def test_openai_stream_without_include_usage_has_no_usage(mock: MockServer) -> None:
+def test_chat_stream_without_include_usage_has_no_usage(mock: MockServer) -> None:
     status, headers, body = raw_post(mock, "/v1/chat/completions", {**CHAT, "stream": True})
     assert status == 200
     assert headers["content-type"].startswith("text/event-stream")

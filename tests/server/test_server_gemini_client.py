@@ -210,7 +210,7 @@ def _rebuild(proxy: ProxyServer, mock: MockServer, name: str, kind: str) -> None
 def test_sdk_rebuilds_every_chat_recording(
     on_chat: ProxyServer, mock: MockServer, name: str
 ) -> None:
-    _rebuild(on_chat, mock, name, "openai")
+    _rebuild(on_chat, mock, name, "chat")
     sent = mock.requests()[-1]
     assert sent["path"] == "/v1/chat/completions" and sent["body"]["stream"] is True
 

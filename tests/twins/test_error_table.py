@@ -181,7 +181,7 @@ CONFIG = """
 retries = {retries}
 
 [providers.oa]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = "OA_KEY"
 
@@ -196,17 +196,17 @@ base_url = "{url}/v1beta"
 api_key_env = "GE_KEY"
 
 [providers.pool1]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 
 [providers.pool2]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 
 [providers.pool3]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 

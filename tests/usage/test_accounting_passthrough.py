@@ -94,12 +94,12 @@ def test_chat_streams(name: str) -> None:
     usages = [e["usage"] for e in data_events(body) if isinstance(e.get("usage"), dict)]
     expected = tokens_from_chat(usages[-1]) if usages else None
     for seed in range(3):
-        assert passed(body, seed).usage("openai") == expected, seed
+        assert passed(body, seed).usage("chat") == expected, seed
 
 
 def test_deepseek_reasoning_is_read() -> None:
     tokens = passed(recorded_chat_stream("vercel-deepseek-reasoning-content.jsonl"), 0).usage(
-        "openai"
+        "chat"
     )
     assert tokens is not None and tokens.reasoning == 205
 

@@ -64,7 +64,7 @@ def gemini_reply_usage(name: str) -> Tokens:
 def config(mock_url: str) -> str:
     return f"""
 [providers.deepseek]
-kind = "openai"
+kind = "chat"
 base_url = "{mock_url}/v1"
 api_key_optional = true
 

@@ -17,6 +17,7 @@ from typing import Any
 from .errors import ConfigError, Problem
 from .overlay import Overlay, from_overlay
 from .presets import preset_row, presets
+from .protocols import with_current_kind
 from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
 from .schema import (
@@ -290,6 +291,7 @@ class Validator:
                     path, f"{where} must be a table", f"write [providers.{name}] and keys under it"
                 )
                 continue
+            raw = with_current_kind(raw)
             problems_before = len(self.problems)
             self.check_table(path, raw, PROVIDER, where)
             preset_name = raw.get("preset", name if name in presets() else None)
