@@ -12,6 +12,7 @@ from hydra_proxy import errors, stream
 from hydra_proxy.anthropic import decoder as anthropic_decoder
 from hydra_proxy.chat import decoder as chat_decoder
 from hydra_proxy.chat import mapping
+from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.responses import errors as responses_errors
 from hydra_proxy.responses import items as responses_items
 from hydra_proxy.stream import messages
@@ -85,7 +86,7 @@ STREAM_MODULES = {
 }
 
 
-@pytest.mark.parametrize("package", ["stream", "anthropic", "chat", "gemini", "responses"])
+@pytest.mark.parametrize("package", ["stream", *PROTOCOLS])
 def test_every_rust_module_has_a_python_twin(package: str) -> None:
     """Each Rust module of a stream folder has its Python twin of the same name, which
     names it (a Rust module twinning part of a Python one mirrors what the stream needs of
