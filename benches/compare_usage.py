@@ -73,13 +73,26 @@ else:
     def one():
         exchange = Exchange(worker, scope, None, None)
         exchange.account("anthropic")
-        exchange.decision, exchange.attempt, exchange.stream = decision, attempt, True
-        exchange.client_key = b"team-key"
+        if hasattr(exchange, "route"):  # the exchange in parts: request, route, outcome
+            from hydra_proxy.config.routes import RequestTraits
+            from hydra_proxy.server.exchange import Asked, Caller
+
+            exchange.read_as(Asked(RequestTraits(decision.requested_model), stream=True))
+            exchange.route.decided(decision)
+            exchange.route.sending(attempt)
+            exchange.caller = Caller(worker.signing_key, client_key=b"team-key")
+        else:
+            exchange.decision, exchange.attempt, exchange.stream = decision, attempt, True
+            exchange.client_key = b"team-key"
         t = accounting.built_by(exchange, make)
         t.feed(stream)
         t.finish()
-        exchange.first_byte = exchange.started + 0.3
-        exchange.status = 200
+        if hasattr(exchange, "outcome"):
+            exchange.outcome.first_byte = exchange.started + 0.3
+            exchange.outcome.started(200)
+        else:
+            exchange.first_byte = exchange.started + 0.3
+            exchange.status = 200
         return lambda usage, i: accounting.close(exchange, usage)
 
 def finished():

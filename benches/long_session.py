@@ -204,15 +204,17 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     from hydra_proxy.server.exchange import Exchange
     from hydra_proxy.server.ingress import messages
     from hydra_proxy.server.limits import parse_request, require_model
+    from hydra_proxy.server.routing import decide_route
 
     async def never(*_: Any) -> Any:
         raise AssertionError("the in-process steps do no I/O")
 
     exchange = Exchange(worker, scope, never, never)
     exchange.account("anthropic")
-    parsed, exchange.turn = parse_request(body, 128, worker.turns, exchange.session)
+    parsed, kept = parse_request(body, 128, worker.turns, exchange.session)
+    exchange.keep(kept)
     request = messages.read(exchange, require_model(parsed), body)
-    exchange.decision = exchange.decide(request.traits)
+    exchange.route.decided(decide_route(worker, request.traits))
     return exchange, request
 
 
@@ -228,7 +230,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     worker, scope = bench_context()
     request = orjson.loads(body)
     exchange, routed = read_request(worker, scope, body)
-    attempt = exchange.decision.attempts[0]
+    attempt = exchange.route.decision.attempts[0]
     chat_body = WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None))[
         1
     ]
@@ -238,7 +240,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
 
     def whole(raw: bytes, scope: dict[str, Any] = scope) -> None:
         fresh_exchange, fresh = read_request(worker, scope, raw)
-        decision = fresh_exchange.decision
+        decision = fresh_exchange.route.decision
         built = fresh.plan(decision, decision.attempts[0])
         assert built.transducer is not None
         built.transducer()
@@ -261,7 +263,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
         "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
         "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None)), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),
-        "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.decision, attempt), reps, budget_s),
+        "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.route.decision, attempt), reps, budget_s),
         # The estimate runs on a fresh parse each request: its own time is minus the parse.
         "token estimate, warm": fastest_s(warm_estimate, reps, budget_s) - parse_cost,
         "token estimate, cold": fastest_s(cold_estimate, max(3, reps // 4), budget_s) - parse_cost,
@@ -334,7 +336,7 @@ def chat_twin(body: bytes) -> bytes:
     mock reads the same bytes both ways)."""
     worker, scope = bench_context()
     exchange, routed = read_request(worker, scope, body)
-    upstream: bytes = routed.plan(exchange.decision, exchange.decision.attempts[0]).body
+    upstream: bytes = routed.plan(exchange.route.decision, exchange.route.decision.attempts[0]).body
     return upstream
 
 

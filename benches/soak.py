@@ -57,6 +57,7 @@ from hydra_proxy.config import load  # noqa: E402
 from hydra_proxy.mock.replay import load_reply  # noqa: E402
 from hydra_proxy.server.exchange import Exchange  # noqa: E402
 from hydra_proxy.server.ingress import chat, messages, responses  # noqa: E402
+from hydra_proxy.server.routing import decide_route  # noqa: E402
 from hydra_proxy.server.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
 from servers import ProxyServer  # noqa: E402
@@ -176,7 +177,7 @@ def expected_bytes(case: Case, config: Path, signing_key_file: Path, impl: str) 
     exchange = Exchange(worker, scope, None, None)  # type: ignore[arg-type]  # no I/O here
     body = request_body(case)
     request = INGRESS[case.client](exchange, body, orjson.dumps(body))
-    decision = exchange.decide(request.traits)
+    decision = decide_route(worker, request.traits)
     plan = request.plan(decision, decision.attempts[0])
     upstream = b"".join(upstream_events(case))
     if plan.reply == "forward":  # as it is, less what the client did not ask for

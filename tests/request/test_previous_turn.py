@@ -23,7 +23,7 @@ from hydra_proxy.json_depth import nested_deeper_than
 from hydra_proxy.server import previous_turn
 from hydra_proxy.server.limits import parse_object, parse_request
 from hydra_proxy.server.previous_turn import PreviousTurns
-from hydra_proxy.server.upstream_kinds import translated
+from hydra_proxy.server.upstream_kinds import ClientReply, SessionHints, translated
 from hydra_proxy.tokens import estimate_input_tokens
 from implementations import NATIVE_MISSING, _native
 from long_sessions import session
@@ -38,18 +38,22 @@ KINDS = ("openai", "openai-reasoning", "deepseek", "openrouter", "anthropic", "r
 
 def plan_body(request: dict[str, Any], upstream: str, memo: dict[Any, Any] | None) -> bytes:
     """The upstream body the server sends for `request` on `upstream`'s kind."""
-    exchange = SimpleNamespace(signing_key=SIGNING_KEY, worker=SimpleNamespace(impl=None))
-    plan = translated(
-        exchange,  # type: ignore[arg-type]  # the transducer is never built here
-        request,
-        attempt_for(upstream),
+    exchange = SimpleNamespace(
+        caller=SimpleNamespace(signing_key=SIGNING_KEY), worker=SimpleNamespace(impl=None)
+    )
+    reply = ClientReply(
         "anthropic",
         True,
         request["model"],
         lambda message: message,
         lambda factory: None,  # type: ignore[arg-type,return-value]
-        lambda: "session-1",
-        memo=memo,
+    )
+    plan = translated(
+        exchange,  # type: ignore[arg-type]  # the transducer is never built here
+        request,
+        attempt_for(upstream),
+        reply,
+        SessionHints(lambda: "session-1", memo),
     )
     return plan.body
 

@@ -1,10 +1,11 @@
 """Per-request bookkeeping: one usage record and one access-log line per model request.
 
-The Exchange of a model request notes what it learns on the way (the route decision, the
-attempt that answered, the transducer, the upstream's reply usage, the head and tail of
-passed-through bytes, what the client was sent, the error type); `close` turns that into
-the record, once, whatever the outcome. Only the send wrappers run per chunk: one attribute
-test once the first byte is out (Exchange), the passthrough's tap, and `Relayed.add`.
+The Exchange of a model request notes what it learns on the way: its route the decision
+and the attempt that answered (server/routing.py), its outcome the transducer, the
+upstream's reply usage, the head and tail of passed-through bytes, what the client was
+sent and the error type (server/outcome.py); `close` turns that into the record, once,
+whatever the outcome. Only the send wrappers run per chunk: one attribute test once the
+first byte is out (`Outcome.watch`), the passthrough's tap, and `Relayed.add`.
 
 Where the upstream gave no counts (it sends none, or the stream was cut before them), the
 record counts what the client was sent, with the proxy's tokenizer, and the input at the
@@ -17,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,8 +32,11 @@ from ..usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from .exchange import Exchange, Message, Relayed, Send
 from .sessions import agent_id
+
+if TYPE_CHECKING:
+    from .exchange import Exchange, Message, Send
+    from .outcome import Outcome, Relayed
 
 # Passed-through bytes kept to read the usage from: Anthropic puts the input counts in the
 # first event (message_start), every protocol its final counts in the last events.
@@ -245,7 +249,8 @@ def _texts(value: Any, keys: frozenset[str], out: list[str]) -> None:
 def tap(exchange: Exchange, send: Send, strip: Callable[[bytes], bytes] | None = None) -> Send:
     """`send`, keeping the head and tail of a forwarded body; `strip`: what of the body
     the client does not get (it is kept here: the usage the proxy asked for itself)."""
-    kept = exchange.passthrough = Passthrough()
+    kept = Passthrough()
+    exchange.outcome.forwarding(kept)
 
     def tapped(message: Message) -> Awaitable[None]:
         body = message.get("body")
@@ -262,15 +267,15 @@ def tap(exchange: Exchange, send: Send, strip: Callable[[bytes], bytes] | None =
 
 def note_reply(exchange: Exchange, reply: object) -> None:
     """The upstream's non-streamed JSON reply: its usage object is kept."""
-    attempt = exchange.attempt
-    exchange.reply_usage = None if attempt is None else reply_usage(attempt.provider.kind, reply)
+    attempt = exchange.route.attempt
+    exchange.outcome.replied(None if attempt is None else reply_usage(attempt.provider.kind, reply))
 
 
 def built_by(exchange: Exchange, make: Callable[[], StreamTransducer]) -> StreamTransducer:
     """Builds a relay's transducer and notes it (and its input estimate: its usage before
     any event)."""
-    exchange.transducer = transducer = make()
-    exchange.estimate = transducer.usage[0]
+    transducer = make()
+    exchange.outcome.relaying(transducer)
     return transducer
 
 
@@ -281,26 +286,28 @@ def tokens(exchange: Exchange) -> tuple[Tokens, bool]:
     counts, estimated = _reported(exchange)
     if not estimated:
         return counts, False
-    relayed = exchange.relayed
+    relayed = exchange.outcome.relayed
     protocol = exchange.protocol
+    asked = exchange.asked
     if relayed is not None and relayed.size and protocol is not None:
-        output = relayed_tokens(relayed, protocol, exchange.stream)
+        output = relayed_tokens(relayed, protocol, asked is not None and asked.stream)
         if output > counts.output:
             counts = counts._replace(output=output)
-    if counts.input == 0 and counts.cache_read == 0 and exchange.traits is not None:
-        counts = counts._replace(input=exchange.traits.input_tokens)
+    if counts.input == 0 and counts.cache_read == 0 and asked is not None:
+        counts = counts._replace(input=asked.traits.input_tokens)
     return counts, True
 
 
 def _reported(exchange: Exchange) -> tuple[Tokens, bool]:
     """The upstream's counts, and whether they may fall short (none reported, or cut)."""
-    transducer = exchange.transducer
-    attempt = exchange.attempt
+    outcome = exchange.outcome
+    transducer = outcome.transducer
+    attempt = exchange.route.attempt
     if transducer is not None:
         first, cached, output = transducer.usage
         reasoning = transducer.reasoning_tokens
         if exchange.protocol == "anthropic":  # Anthropic conventions already
-            reported = not (first == exchange.estimate and cached == 0 and output == 0)
+            reported = not (first == outcome.estimate and cached == 0 and output == 0)
             counts = Tokens(first, output, cached, 0, reasoning)
         else:  # Chat conventions: the prompt includes the cached tokens
             reported = first > 0 or output > 0
@@ -310,87 +317,106 @@ def _reported(exchange: Exchange) -> tuple[Tokens, bool]:
         return Tokens(), False
     upstream = attempt.provider.kind
     reader = _READERS.get(upstream)
-    if exchange.reply_usage is not None and reader is not None:
-        return reader(exchange.reply_usage), False
-    if exchange.passthrough is not None:
-        found = exchange.passthrough.usage(upstream)
+    if outcome.reply_usage is not None and reader is not None:
+        return reader(outcome.reply_usage), False
+    if outcome.passthrough is not None:
+        found = outcome.passthrough.usage(upstream)
         if found is not None:
-            return found, not exchange.passthrough.ended
+            return found, not outcome.passthrough.ended
         return Tokens(), True
-    return Tokens(), exchange.error_type is None
+    return Tokens(), outcome.error_type is None
 
 
 def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
     """Record the request; returns the access-log details."""
-    assert exchange.protocol is not None
+    protocol = exchange.protocol
+    assert protocol is not None
     now = time.monotonic()
-    status = exchange.status
+    outcome = exchange.outcome
+    status = outcome.status
     # An error answered before the reply started: nothing was generated or billed.
     counts, estimated = tokens(exchange) if status < 400 else (Tokens(), False)
-    exchange.counts = counts
-    decision = exchange.decision
-    attempt = exchange.attempt if decision is not None else None
-    transducer = exchange.transducer
-    error_type = exchange.error_type
+    outcome.counted(counts)
+    decision = exchange.route.decision
+    attempt = exchange.route.attempt if decision is not None else None
+    routed = decision is not None and attempt is not None
+    stream = routed and exchange.asked is not None and exchange.asked.stream
+    error_type = _error_type(outcome)
+    agent = agent_id(exchange.header)
+    details = _details(exchange, counts, estimated, error_type, agent)
+    if usage is None:
+        return details
+    member = exchange.caller.member
+    first_byte = outcome.first_byte
+    usage.finish(
+        usage.make_record(
+            time=exchange.started_wall,
+            request_id=exchange.request_id,
+            protocol=protocol,
+            # A request refused after routing keeps what it asked for; only an attempt
+            # names a provider and an upstream model.
+            route=decision.route.match if decision else "",
+            provider=attempt.provider.name if decision and attempt else "",
+            requested_model=decision.requested_model if decision else "",
+            target_model=attempt.model if decision and attempt else "",
+            tokens=counts,
+            estimated=estimated,
+            latency_ms=(now - exchange.started) * 1000,
+            ttfb_ms=None if first_byte is None else (first_byte - exchange.started) * 1000,
+            status=status,
+            error_type=error_type,
+            key=exchange.caller.client_key,
+            stream=stream,
+            key_name=member.key.name if member is not None else None,
+            team=member.key.team if member is not None else None,
+            agent=agent,
+            refusal=outcome.refusal,
+        )
+    )
+    return details
+
+
+def _error_type(outcome: Outcome) -> str | None:
+    """The error the record names: the answer's own, else a relay's (its stream's error, or
+    ``client_gone`` when it did not complete), else ``api_error`` for an error status."""
+    error_type = outcome.error_type
+    transducer = outcome.transducer
     if transducer is not None and error_type is None:
         if transducer.error is not None:
-            error_type = transducer.error[0]
-        elif not transducer.complete:
-            error_type = "client_gone"
-    elif status >= 400 and error_type is None:
-        error_type = "api_error"
+            return transducer.error[0]
+        if not transducer.complete:
+            return "client_gone"
+    elif outcome.status >= 400 and error_type is None:
+        return "api_error"
+    return error_type
+
+
+def _details(
+    exchange: Exchange, counts: Tokens, estimated: bool, error_type: str | None, agent: str | None
+) -> dict[str, object]:
+    """The access-log details of a model request's record."""
     details: dict[str, object] = {}
-    agent = agent_id(exchange.header)
     if agent is not None:
         details["agent"] = agent
+    decision, attempt = exchange.route.decision, exchange.route.attempt
     if decision is not None and attempt is not None:
         details["model"] = decision.requested_model
         details["provider"] = attempt.provider.name
-        if exchange.stream:
+        if exchange.asked is not None and exchange.asked.stream:
             details["stream"] = 1
     details["in"] = counts.input
     details["out"] = counts.output
-    if counts.cache_read:
-        details["cache_read"] = counts.cache_read
-    if counts.cache_write:
-        details["cache_write"] = counts.cache_write
-    if counts.reasoning:
-        details["reasoning"] = counts.reasoning
+    for name in ("cache_read", "cache_write", "reasoning"):
+        if getattr(counts, name):
+            details[name] = getattr(counts, name)
     if estimated:
         details["estimated"] = 1
-    if exchange.refusal is not None:
-        details["refusal"] = exchange.refusal
+    outcome = exchange.outcome
+    if outcome.refusal is not None:
+        details["refusal"] = outcome.refusal
+    transducer = outcome.transducer
     if transducer is not None and transducer.stop_reason is not None:
         details["stop"] = transducer.stop_reason
     if error_type is not None:
         details["error"] = error_type
-    if usage is not None:
-        routed = decision is not None and attempt is not None
-        usage.finish(
-            usage.make_record(
-                time=exchange.started_wall,
-                request_id=exchange.request_id,
-                protocol=exchange.protocol,
-                # A request refused after routing keeps what it asked for; only an attempt
-                # names a provider and an upstream model.
-                route=decision.route.match if decision else "",
-                provider=attempt.provider.name if decision and attempt else "",
-                requested_model=decision.requested_model if decision else "",
-                target_model=attempt.model if decision and attempt else "",
-                tokens=counts,
-                estimated=estimated,
-                latency_ms=(now - exchange.started) * 1000,
-                ttfb_ms=None
-                if exchange.first_byte is None
-                else (exchange.first_byte - exchange.started) * 1000,
-                status=status,
-                error_type=error_type,
-                key=exchange.client_key,
-                stream=exchange.stream if routed else False,
-                key_name=exchange.member.key.name if exchange.member is not None else None,
-                team=exchange.member.key.team if exchange.member is not None else None,
-                agent=agent,
-                refusal=exchange.refusal,
-            )
-        )
     return details

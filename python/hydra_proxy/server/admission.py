@@ -46,7 +46,7 @@ _HOLD_WEIGHT = 0.2
 
 
 @dataclass(frozen=True)
-class Limits:
+class ConcurrencyLimits:
     """How many exchanges may run at once, per worker (0: unbounded), and how long and how
     many may wait past the bound."""
 
@@ -67,9 +67,9 @@ class Limits:
         return self.provider_overrides.get(name, self.provider_streams)
 
 
-def limits_of(settings: Settings) -> Limits:
-    """The `[admission]` settings as Limits."""
-    return Limits(
+def limits_of(settings: Settings) -> ConcurrencyLimits:
+    """The `[admission]` settings as ConcurrencyLimits."""
+    return ConcurrencyLimits(
         provider_streams=settings.provider_streams,
         provider_overrides=dict(settings.provider_stream_overrides),
         key_streams=settings.key_streams,
@@ -237,7 +237,7 @@ def local_gate(name: str, limit: int, depth: int, label: str, key: str) -> Gate:
 class Admission:
     """The worker's gates, made as providers and keys are first seen."""
 
-    def __init__(self, limits: Limits, make_gate: GateMaker = local_gate) -> None:
+    def __init__(self, limits: ConcurrencyLimits, make_gate: GateMaker = local_gate) -> None:
         self.limits = limits
         self.make_gate = make_gate
         self.providers: dict[str, Gate | None] = {}

@@ -5,7 +5,7 @@ name in `ROUTES`, else the 404/405 fallback; a ProxyError out of a handler is an
 the client's protocol, and every request ends with one access-log line (and, for a model
 request, one usage record). A model request runs the same pipeline whatever its entry
 (`MODEL_ENTRIES`: every way in, Gemini's path-named models included; tests are
-parametrised over it): authorize -> read and parse (the session's previous turn reused;
+parametrised over it): the client key checked -> read and parse (the session's previous turn reused;
 a big body in a thread) -> the ingress's ClientRequest (no I/O) -> the route decision ->
 a named key's checks (server/member_checks.py) -> each attempt in order
 (server/attempts.py) -> relay | forward | json (server/reply.py) -> the settlement.
@@ -30,6 +30,7 @@ from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecisio
 from ..errors import ProxyError
 from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
 from .exchange import (
+    Asked,
     ClientGone,
     ClientRequest,
     Exchange,
@@ -45,6 +46,7 @@ from .limits import (
     read_json_body,
     require_model,
 )
+from .routing import decide_route
 from .shutdown import refusal
 from .upstream_kinds import Plan
 from .worker import Worker, keys_refresh, start_team, start_usage
@@ -97,7 +99,7 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     exchange.account(entry.protocol)
     if worker.shutdown.draining:
         raise refusal()
-    exchange.authorize()
+    exchange.authenticate_client()
     settings = worker.settings
     check_content_type(exchange.scope)
     body = await read_json_body(
@@ -108,26 +110,27 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
         request = await asyncio.to_thread(_without_gc, _read_big, entry, exchange, body, path_model)
     else:
         request = _read(entry, exchange, body, path_model)
-    if exchange.turn is not None and exchange.turn.reused:
-        exchange.log["messages_reused"] = exchange.turn.reused
-    exchange.traits = request.traits
+    kept = exchange.kept
+    if kept is not None and kept.reused:
+        exchange.log["messages_reused"] = kept.reused
+    exchange.read_as(Asked(request.traits, request.stream))
     param = None if entry.protocol == "anthropic" else "model"
-    exchange.decision = exchange.decide(request.traits, param=param)
-    exchange.stream = request.stream
-    if exchange.member is not None:  # a named key: its rights, limits and budget
+    exchange.route.decided(decide_route(worker, request.traits, param=param))
+    if exchange.caller.member is not None:  # a named key: its rights, limits and budget
         await member_checks.admit(exchange, request.traits)
     if not big:
-        await attempts.answer(exchange, request)
+        await attempts.try_route(exchange, request)
         return
-    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.decision)
+    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.route.decision)
     try:
-        await attempts.answer(exchange, request)
+        await attempts.try_route(exchange, request)
     finally:
         # Freeing a big request's millions of objects holds the GIL as long as making them
         # did: the last references are dropped in a thread, not on the event loop.
-        held: list[object] = [request, exchange.traits]
+        held: list[object] = [request, request.traits]
+        stream = request.stream
         del request
-        exchange.traits = await asyncio.to_thread(_let_go, held)
+        exchange.read_as(Asked(await asyncio.to_thread(_let_go, held), stream))
 
 
 # A body at least this large is parsed, read by its ingress and its first attempt planned
@@ -171,9 +174,10 @@ def _let_go(held: list[Any]) -> RequestTraits:
 def _read(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: str) -> ClientRequest:
     """The body parsed (reusing the session's previous turn) and read by the ingress."""
     settings = exchange.worker.settings
-    parsed, exchange.turn = parse_request(
+    parsed, kept = parse_request(
         body, settings.max_json_depth, exchange.worker.turns, exchange.session, entry.conversation
     )
+    exchange.keep(kept)
     if entry.model_in_path:  # the path names the model, the body does not
         parsed["model"] = path_model
     return entry.read(exchange, require_model(parsed), body)
@@ -183,7 +187,7 @@ def _read_big(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: st
     """`_read`, and the counts the request will need later (memoized by the ingress), here
     in the thread rather than on the event loop."""
     request = _read(entry, exchange, body, path_model)
-    if exchange.member is not None:
+    if exchange.caller.member is not None:
         _ = request.traits.input_bound  # a named key's limits reserve it
     elif entry.protocol == "anthropic":
         _ = request.traits.input_tokens  # message_start carries it
@@ -368,7 +372,7 @@ class App:
         exchange = Exchange(self.worker, scope, receive, send)
         try:
             # Host and Origin first (a web page must not drive the proxy), for every endpoint.
-            exchange.send = browser_guard.check(self.worker.browser, scope, send)
+            exchange.guard(partial(browser_guard.check, self.worker.browser, scope))
             await handler_for(scope["method"], scope["path"])(exchange)
         except ProxyError as exc:
             await exchange.fail(exc, close=closes_connection(exc))
@@ -378,18 +382,18 @@ class App:
             details = exchange.log
             if exchange.protocol is not None:
                 details = {**details, **accounting.close(exchange, self.worker.usage)}
-            held = exchange.held
+            held = exchange.route.held
             if held is not None and self.worker.team is not None:
-                attempt = exchange.attempt
+                attempt = exchange.route.attempt
                 await self.worker.team.settle(
-                    held, attempt.model if attempt is not None else None, exchange.counts
+                    held, attempt.model if attempt is not None else None, exchange.outcome.counts
                 )
             if access_log.isEnabledFor(logging.INFO):
                 access_log.info(
                     "%s %s %d %.1fms id=%s%s",
                     scope["method"],
                     scope["path"],
-                    exchange.status,
+                    exchange.outcome.status,
                     (time.monotonic() - exchange.started) * 1000,
                     exchange.request_id,
                     "".join(f" {k}={v}" for k, v in details.items()) if details else "",

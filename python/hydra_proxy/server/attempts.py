@@ -49,7 +49,7 @@ from .left_out import NOTICES
 from .refusals import REFUSALS, refused_param, without
 from .reply import UpstreamHTTPError, UpstreamUnavailable
 from .sessions import session_id
-from .upstream_kinds import Plan, authorize
+from .upstream_kinds import Plan, with_provider_key
 
 if sys.version_info >= (3, 11):
     _timeout = asyncio.timeout
@@ -217,7 +217,7 @@ class _Reporter:
             self.pool.report(self.key, status, retry_after, time.monotonic(), body or b"")
 
 
-async def answer(exchange: Exchange, request: ClientRequest) -> None:
+async def try_route(exchange: Exchange, request: ClientRequest) -> None:
     """Try the attempts of the exchange's route in order and answer the client (raises
     ProxyError before any byte).
 
@@ -229,7 +229,7 @@ async def answer(exchange: Exchange, request: ClientRequest) -> None:
     if admission is None:
         await _attempts(exchange, request, None)
         return
-    key_id = client_key_id(exchange.client_key)
+    key_id = client_key_id(exchange.caller.client_key)
     admitted = Admitted(
         admission, session_of(exchange.scope, key_id), exchange.receive, worker.usage
     )
@@ -242,11 +242,11 @@ async def answer(exchange: Exchange, request: ClientRequest) -> None:
 
 async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitted | None) -> None:
     worker = exchange.worker
-    decision = exchange.decision
+    decision = exchange.route.decision
     assert decision is not None
     tried: list[str] = []
-    log: dict[str, object] = {"route": decision.label, **exchange.log}
-    exchange.log = log
+    exchange.log_first({"route": decision.label})
+    log = exchange.log
     resting: ProxyError | None = None
     attempts = decision.attempts
     # A session keeps its pool key until the key rests (the upstream's state is per key).
@@ -282,7 +282,7 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
         searches_left_out = "web_search_left_out" in plan.log
         lowered = plan.log.get("max_tokens_lowered")
         if isinstance(left_out, int) or searches_left_out or isinstance(lowered, str):
-            session = session_of(exchange.scope, client_key_id(exchange.client_key))
+            session = session_of(exchange.scope, client_key_id(exchange.caller.client_key))
             if isinstance(left_out, int):
                 NOTICES.images(session, name, left_out)
             if searches_left_out:
@@ -291,12 +291,14 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
                 asked, _, limit = lowered.partition("->")
                 NOTICES.output_limit(session, name, int(asked), int(limit))
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
-        authorize(
-            plan, attempt.provider.kind, key.value if key is not None else exchange.provider_key
+        with_provider_key(
+            plan,
+            attempt.provider.kind,
+            key.value if key is not None else exchange.caller.provider_key,
         )
-        exchange.attempt = attempt  # the usage record names the attempt that answered
-        plan.log.update(log)
-        log = exchange.log = plan.log
+        exchange.route.sending(attempt)  # the usage record names the attempt that answered
+        exchange.log_first(plan.log)
+        plan.log = exchange.log  # what the plan notes from now on goes to the access log
         report = _Reporter(name, pool, key, tried, log)
         if last:
             rekey = _rekey(attempt, pool, key, tried, log, session) if pool is not None else None
@@ -325,7 +327,7 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
         report(200, None)
         connected: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
         connected.set_result(response)
-        await reply.answer(exchange, plan, connected)
+        await reply.deliver(exchange, plan, connected)
         return
     assert resting is not None  # only resting keys end the loop without an answer
     raise resting
@@ -348,7 +350,7 @@ def _rekey(
         other = pool.acquire(time.monotonic(), session)
         if other is None or other is key:
             return None
-        authorize(plan, attempt.provider.kind, other.value)
+        with_provider_key(plan, attempt.provider.kind, other.value)
         return _Reporter(attempt.provider.name, pool, other, tried, log)
 
     return rekey
@@ -389,7 +391,7 @@ async def _send(
 def _without_refused(exchange: Exchange, plan: Plan, exc: UpstreamHTTPError) -> bool:
     """Whether the upstream refused a field the translated request may go without: then it
     is remembered for the model and `plan` no longer carries it (server/refusals.py)."""
-    attempt = exchange.attempt
+    attempt = exchange.route.attempt
     if plan.reply == "forward" or attempt is None:
         return False
     name = refused_param(exc.status, exc.read)
@@ -408,7 +410,7 @@ async def _last(exchange: Exchange, plan: Plan, report: Report, rekey: Rekey | N
     """The last attempt: a relay's request is written now and its reply relayed while the
     upstream works; another reply is awaited, then answered."""
     if plan.reply != "relay":
-        await reply.answer(exchange, plan, _send(exchange, plan, None, report, rekey))
+        await reply.deliver(exchange, plan, _send(exchange, plan, None, report, rekey))
         return
     try:
         call = start(exchange.worker.http, plan.url, plan.headers, plan.body)
@@ -431,4 +433,4 @@ async def _last(exchange: Exchange, plan: Plan, report: Report, rekey: Rekey | N
         except asyncio.CancelledError:
             connecting.cancel()
             raise
-    await reply.answer(exchange, plan, connecting, call.response)
+    await reply.deliver(exchange, plan, connecting, call.response)

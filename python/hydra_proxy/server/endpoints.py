@@ -24,6 +24,7 @@ from .limits import (
     read_telemetry,
     require_model,
 )
+from .routing import decide_route
 
 DASHBOARD = PREFIX
 MODELS_PREFIX = "/v1/models/"
@@ -57,17 +58,18 @@ async def event_logging(exchange: Exchange) -> None:
     """Claude Code's telemetry: accepted and dropped (read within its own bound); with
     proxy keys, only from a client that holds one."""
     if exchange.worker.proxy_keys or exchange.worker.team is not None:
-        exchange.authorize()
+        exchange.authenticate_client()
     await read_telemetry(exchange.scope, exchange.receive, exchange.worker.settings.body_timeout)
     await exchange.respond(200, b"{}")
 
 
 async def count_tokens(exchange: Exchange) -> None:
     """POST /v1/messages/count_tokens: the proxy's estimate for a routable request."""
-    exchange.authorize()
+    exchange.authenticate_client()
     body = await read_json(exchange)
     request = require_model(parse_object(body, exchange.worker.settings.max_json_depth))
-    decision = exchange.decide(request_traits(request, headers=exchange.scope["headers"]))
+    traits = request_traits(request, headers=exchange.scope["headers"])
+    decision = decide_route(exchange.worker, traits)
     await member_checks.admit_count(exchange, decision)
     if not isinstance(request.get("messages"), list):
         raise invalid_request("messages: a list of messages is required", "messages")
@@ -84,7 +86,7 @@ async def models(exchange: Exchange) -> None:
     """Every routable name (server/model_listing.py) in the client's shape: Codex's catalog
     when the request has ``client_version``, Anthropic's when it has anthropic-version,
     else OpenAI's."""
-    exchange.authorize()
+    exchange.authenticate_client()
     listing = _listing(exchange)
     query = parse_qs(exchange.scope.get("query_string", b"").decode("latin-1"))
     body: dict[str, Any]
@@ -101,7 +103,7 @@ async def models(exchange: Exchange) -> None:
 async def model(exchange: Exchange) -> None:
     """``GET /v1/models/{id}``: one listed name, in the client's shape (a 404 naming what
     is listed for any other)."""
-    exchange.authorize()
+    exchange.authenticate_client()
     name = exchange.scope["path"][len(MODELS_PREFIX) :]
     found = next((m for m in _listing(exchange) if m.id == name), None)
     if found is None:
@@ -121,8 +123,8 @@ async def metrics(exchange: Exchange) -> None:
     them (the admin key and a HYDRA_PROXY_KEYS key can)."""
     team = exchange.worker.team
     if team is None or not team.is_admin(exchange.presented_key()):
-        exchange.authorize()
-        if exchange.member is not None:
+        exchange.authenticate_client()
+        if exchange.caller.member is not None:
             raise ProxyError(
                 403,
                 "the metrics show every key: they need the admin key",

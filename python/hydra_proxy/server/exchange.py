@@ -2,15 +2,17 @@
 and the response boundary.
 
 The app makes an `Exchange` for every request and hands it to the endpoint's handler; the
-layers below take it instead of the ASGI triple and the worker's services:
+layers below take it instead of the ASGI triple and the worker's services. It holds three
+parts, each set in one module (tests/server/test_exchange_parts.py):
 
-- the ingress reads the request through it (`header`, `decide`) and plans each upstream
-  attempt from it, with no I/O (`ClientRequest`, upstream_kinds.Plan);
-- the attempts and the reply write to the client through it, and note on it what the usage
-  record and the access log need (the route decision, the attempt that answered, the
-  transducer, the reply's usage, the error type);
-- every response starts here (`start`: the request id header, the status noted) and every
-  error body passes the one redaction (`respond`), in the client's protocol (`fail`).
+- what is known when the request is read, set here once: its scope, id and start, who
+  sent it (`Caller`, when its key is checked), its protocol, its session's kept turn and
+  what it asks (`Asked`, once read by its ingress, with no I/O: `ClientRequest`);
+- what the route decides (`route`: server/routing.py);
+- what the answer records (`outcome`: server/outcome.py), read by server/accounting.py.
+
+Every response starts here (`start`: the request id header, the status noted) and every
+error body passes the one redaction (`respond`), in the client's protocol (`fail`).
 """
 
 from __future__ import annotations
@@ -23,27 +25,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from ..config.check import not_found_message
-from ..config.routes import (
-    Attempt,
-    ClientProtocol,
-    RequestTraits,
-    RouteDecision,
-    decide,
-)
+from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecision
 from ..errors import ProxyError
 from ..gemini import output as gemini_output
 from ..redaction import Redactor
 from ..signing_key import for_client
+from .outcome import Outcome
+from .routing import Routing
 from .sessions import session_id
 
 if TYPE_CHECKING:
-    from ..team.checks import Pass
     from ..team.service import Member
-    from ..transducers import StreamTransducer
-    from ..usage.record import Tokens
-    from .accounting import Passthrough
-    from .previous_turn import Turn
+    from .previous_turn import KeptRequest
     from .upstream_kinds import Plan
     from .worker import Worker
 
@@ -113,28 +106,6 @@ def request_id() -> str:
     return "req_hydra" + os.urandom(12).hex()
 
 
-# What a model request's client was sent, kept to count a reply whose counts never came
-# (server/accounting.py; past this, the rest is counted at the rate of what was kept).
-RELAYED_BYTES = 1 << 20
-
-
-class Relayed:
-    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
-
-    __slots__ = ("kept", "kept_size", "size")
-
-    def __init__(self) -> None:
-        self.kept: list[bytes] = []
-        self.kept_size = 0
-        self.size = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.size += len(chunk)
-        if self.kept_size < RELAYED_BYTES:
-            self.kept.append(chunk)
-            self.kept_size += len(chunk)
-
-
 class UpstreamUnreachable(ProxyError):
     """An upstream that cannot be reached at all: a configuration error (a local server not
     started, a wrong base_url), not overload. Answered with ``x-should-retry: false`` so that
@@ -154,39 +125,51 @@ class ClientRequest:
     answered (built on demand for the attempt's provider kind and model)."""
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who sent a request, as its key says (set once, when the key is checked)."""
+
+    signing_key: bytes
+    """What the request's carriers are signed and verified with: with proxy keys, the
+    client key's own (derived), so what one member was handed does not verify for
+    another."""
+    client_key: bytes | None = None
+    """The proxy key the client presented (its id is recorded, never itself)."""
+    provider_key: str | None = None
+    """Key passthrough: the client's own provider key, sent upstream instead of the
+    provider's."""
+    member: Member | None = None
+    """The named key presented (hydra_proxy.team), with its team."""
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A model request as its ingress read it: what routing looks at (its input estimate
+    also counts a reply the upstream gave no counts for), and whether it asked for a
+    stream."""
+
+    traits: RequestTraits
+    stream: bool
+
+
 class Exchange:
-    """One request: what it is, the worker serving it, and what the proxy learns as it
-    answers (for the access log and the usage record)."""
+    """One request: what it is, the worker serving it, what its route decides (`route`) and
+    what its answer records (`outcome`)."""
 
     __slots__ = (
-        "attempt",
-        "client_key",
-        "counts",
-        "decision",
-        "error_type",
-        "estimate",
-        "first_byte",
-        "held",
+        "asked",
+        "caller",
+        "kept",
         "log",
-        "member",
-        "passthrough",
+        "outcome",
         "protocol",
-        "provider_key",
         "receive",
-        "refusal",
-        "relayed",
-        "reply_usage",
         "request_id",
+        "route",
         "scope",
         "send",
-        "signing_key",
         "started",
         "started_wall",
-        "status",
-        "stream",
-        "traits",
-        "transducer",
-        "turn",
         "worker",
     )
 
@@ -195,67 +178,44 @@ class Exchange:
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.protocol: ClientProtocol | None = None
-        """The client protocol of a model request (None: any other endpoint)."""
         self.request_id = request_id()
         self.started = time.monotonic()
         self.started_wall = time.time()
-        self.status = 0
+        self.protocol: ClientProtocol | None = None
+        """The client protocol of a model request (None: any other endpoint)."""
+        self.caller = Caller(worker.signing_key)
+        self.kept: KeptRequest | None = None
+        """This request as its session's latest (None: not kept; server/previous_turn)."""
+        self.asked: Asked | None = None
+        self.route = Routing()
+        self.outcome = Outcome()
         self.log: dict[str, object] = {}
-        """Details for the access-log line."""
-        self.client_key: bytes | None = None
-        self.signing_key: bytes = worker.signing_key
-        """What the request's carriers are signed and verified with: with proxy keys, the
-        client key's own (derived), so what one member was handed does not verify for
-        another."""
-        """The proxy key the client presented (its id is recorded, never itself)."""
-        self.provider_key: str | None = None
-        """Key passthrough: the client's own provider key, sent upstream instead of the
-        provider's."""
-        self.first_byte: float | None = None
-        self.decision: RouteDecision | None = None
-        self.attempt: Attempt | None = None
-        """The attempt being sent: the usage record names the one that answered."""
-        self.stream = False
-        self.transducer: StreamTransducer | None = None
-        self.estimate = 0
-        self.reply_usage: dict[str, Any] | None = None
-        self.passthrough: Passthrough | None = None
-        self.error_type: str | None = None
-        self.traits: RequestTraits | None = None
-        """The model request as routing read it (its input estimate for a record the
-        upstream gave no counts for)."""
-        self.relayed: Relayed | None = None
-        """What the client was sent of a model request's reply (server/accounting.py)."""
-        self.refusal: str | None = None
-        """Why the proxy refused a model request itself, before any upstream attempt (the
-        usage record's `refusal`: no spend)."""
-        self.member: Member | None = None
-        """The named key presented (hydra_proxy.team), with its team."""
-        self.held: Pass | None = None
-        """What the named key's checks hold for this request until it settles."""
-        self.counts: Tokens | None = None
-        """The usage record's token counts (set when the request is recorded)."""
-        self.turn: Turn | None = None
-        """This request as its session's latest turn (None: not kept; server/previous_turn)."""
+        """Details for the access-log line (one dict for the request's life)."""
+
+    def guard(self, wrap: Callable[[Send], Send]) -> None:
+        """Every response goes through `wrap(send)` (raising: the request is refused)."""
+        self.send = wrap(self.send)
 
     def account(self, protocol: ClientProtocol) -> None:
         """A model request: it gets a usage record (server/accounting.py), the time its
-        first body byte goes out is noted and what it is sent kept (`Relayed`; the same
-        awaitable is returned: relay.py tests it to send from a parser callback)."""
+        first body byte goes out is noted and what it is sent kept (`Outcome.watch`)."""
         self.protocol = protocol
-        send = self.send
-        relayed = self.relayed = Relayed()
+        self.send = self.outcome.watch(self.send)
 
-        def watched(message: Message) -> Awaitable[None]:
-            body = message.get("body")
-            if body:
-                if self.first_byte is None:
-                    self.first_byte = time.monotonic()
-                relayed.add(body)
-            return send(message)
+    def keep(self, kept: KeptRequest | None) -> None:
+        """The request as its session's kept latest (its turns reused by the next)."""
+        self.kept = kept
 
-        self.send = watched
+    def read_as(self, asked: Asked) -> None:
+        """What the ingress read; again only for a big body's, its objects let go."""
+        self.asked = asked
+
+    def log_first(self, details: dict[str, object]) -> None:
+        """The access-log details with `details` first, then what was noted so far (the
+        same dict: what holds it goes on adding to it)."""
+        noted = {**details, **self.log}
+        self.log.clear()
+        self.log.update(noted)
 
     # -- the request --------------------------------------------------------------------
 
@@ -266,7 +226,7 @@ class Exchange:
         """The client's session, as its previous requests are kept (None: it names none):
         one client key's sessions apart from another's."""
         named = session_id(self.header)
-        return None if named is None else (self.client_key, named)
+        return None if named is None else (self.caller.client_key, named)
 
     def presented_key(self) -> bytes | None:
         """The key the client sent: x-api-key, else an Authorization bearer token; a
@@ -275,18 +235,18 @@ class Exchange:
         if presented is None:
             bearer = self.header(b"authorization") or b""
             presented = bearer[7:].strip() if bearer[:7].lower() == b"bearer " else None
-        if presented is None and self.gemini_client():
+        if presented is None and gemini_client(self.scope):
             presented = self.header(b"x-goog-api-key") or query_key(self.scope)
         return presented
 
-    def authorize(self) -> None:
+    def authenticate_client(self) -> None:
         """With proxy keys set, the client must present one of them (`client_key`); in
         key-passthrough mode it must present a key, which goes upstream (`provider_key`)."""
         presented = self.presented_key()
         worker = self.worker
         if worker.settings.key_passthrough:
             if presented:
-                self.provider_key = presented.decode("latin-1")
+                self.caller = Caller(worker.signing_key, provider_key=presented.decode("latin-1"))
                 return
             raise ProxyError(
                 401,
@@ -298,38 +258,23 @@ class Exchange:
         if not worker.proxy_keys and team is None:
             return
         if team is not None and presented is not None and team.recognizes(presented):
-            self.member = member = team.authenticate(presented, self.started_wall)
-            self.client_key = presented
+            member = team.authenticate(presented, self.started_wall)
             # Derived from the name, not the secret: a rotation breaks no session.
-            self.signing_key = for_client(worker.signing_key, b"hk:" + member.key.name.encode())
+            signing_key = for_client(worker.signing_key, b"hk:" + member.key.name.encode())
+            self.caller = Caller(signing_key, client_key=presented, member=member)
             return
         if presented is not None and is_proxy_key(worker.proxy_keys, presented):
-            self.client_key = presented
-            self.signing_key = for_client(worker.signing_key, presented)
+            signing_key = for_client(worker.signing_key, presented)
+            self.caller = Caller(signing_key, client_key=presented)
             return
         raise ProxyError(401, "invalid or missing proxy API key", error_type="authentication_error")
-
-    def decide(self, traits: RequestTraits, *, param: str | None = None) -> RouteDecision:
-        """The route the request takes, or a 404 `not_found_error` listing what is routable."""
-        worker = self.worker
-        settings = worker.settings
-        decision = decide(settings.routes, worker.default_route, settings.providers, traits)
-        if decision is None:
-            raise ProxyError(
-                404,
-                not_found_message(settings, traits.model),
-                error_type="not_found_error",
-                param=param,
-                code="model_not_found",  # what OpenAI's SDKs and clients check
-            )
-        return decision
 
     # -- the response boundary -----------------------------------------------------------
 
     def start(self, status: int, headers: Headers) -> Message:
         """The http.response.start message, tagged with the request id; notes the status for
         the access log (every response of this app starts here: body sends are not wrapped)."""
-        self.status = status
+        self.outcome.started(status)
         headers = [*headers, (b"x-request-id", self.request_id.encode())]
         return {"type": "http.response.start", "status": status, "headers": headers}
 
@@ -349,8 +294,9 @@ class Exchange:
     def redactor(self) -> Redactor:
         """The worker's redaction, and in key-passthrough mode also this client's key."""
         redactor = self.worker.redactor
-        if self.provider_key is not None:
-            redactor = redactor.with_secrets((self.provider_key,))
+        provider_key = self.caller.provider_key
+        if provider_key is not None:
+            redactor = redactor.with_secrets((provider_key,))
         return redactor
 
     async def respond_error(
@@ -377,12 +323,13 @@ class Exchange:
         """Answer `exc` in the client's protocol (before anything else was sent); `close`:
         the request's body was left unread, so the connection cannot carry another."""
         if self.protocol is not None:
-            self.error_type = exc.error_type
-            if self.attempt is None:  # no upstream was asked: the proxy's own refusal
-                self.refusal = getattr(exc, "cause", None) or exc.error_type
-        if self.anthropic_client():
+            refusal = None
+            if self.route.attempt is None:  # no upstream was asked: the proxy's own refusal
+                refusal = getattr(exc, "cause", None) or exc.error_type
+            self.outcome.failed(exc.error_type, refusal)
+        if anthropic_client(self.scope):
             status, body = exc.status, exc.anthropic_body(self.request_id)
-        elif self.gemini_client():
+        elif gemini_client(self.scope):
             status, _ = gemini_output.error_status(exc.error_type)
             body = gemini_output.error_body(exc.error_type, exc.message)
         else:
@@ -396,12 +343,21 @@ class Exchange:
             close=close or self.worker.shutdown.draining,  # the worker stops: no next request
         )
 
-    def gemini_client(self) -> bool:
-        """Whether errors take the Gemini shape (the Gemini API's paths)."""
-        path: str = self.scope["path"]
-        return path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path)
 
-    def anthropic_client(self) -> bool:
-        """Whether errors take the Anthropic shape (else OpenAI's)."""
-        path: str = self.scope["path"]
-        return path.startswith("/v1/messages") or self.header(b"anthropic-version") is not None
+def gemini_client(scope: Scope) -> bool:
+    """Whether errors take the Gemini shape (the Gemini API's paths)."""
+    path: str = scope["path"]
+    return path.startswith("/v1beta/") or (path.startswith("/v1/models/") and ":" in path)
+
+
+def anthropic_client(scope: Scope) -> bool:
+    """Whether errors take the Anthropic shape (else OpenAI's)."""
+    path: str = scope["path"]
+    return path.startswith("/v1/messages") or header(scope, b"anthropic-version") is not None
+
+
+PARTS: tuple[type, ...] = (Exchange, Routing, Outcome)
+"""The parts of an exchange whose fields change as it is answered: each is set only in its
+own module (tests/server/test_exchange_parts.py)."""
+FROZEN_PARTS: tuple[type, ...] = (Caller, Asked)
+"""The parts that never change once made."""

@@ -29,6 +29,7 @@ from . import member_checks
 from .exchange import Exchange
 from .ingress import gemini
 from .limits import check_content_type, check_model_name, parse_object, read_json_body
+from .routing import decide_route
 
 PREFIX = "/v1beta/models"
 V1_PREFIX = "/v1/models/"  # the stable API version: its model methods (GET /v1/models is OpenAI's)
@@ -101,14 +102,15 @@ async def _body(exchange: Exchange) -> dict[str, Any]:
 
 
 async def _count_tokens(exchange: Exchange, model: str) -> None:
-    exchange.authorize()
+    exchange.authenticate_client()
     request = await _body(exchange)
     inner = request.get("generateContentRequest")
     if isinstance(inner, dict):
         request = inner
-    translation = gemini.translate(request, model, exchange.signing_key, None, stream=False)
-    decision = exchange.decide(
-        request_traits(translation.body, client="gemini", headers=exchange.scope["headers"])
+    translation = gemini.translate(request, model, exchange.caller.signing_key, None, stream=False)
+    decision = decide_route(
+        exchange.worker,
+        request_traits(translation.body, client="gemini", headers=exchange.scope["headers"]),
     )
     await member_checks.admit_count(exchange, decision)
     count = estimate_input_tokens(translation.body)
@@ -129,13 +131,13 @@ def _model(info: Any) -> dict[str, Any]:
 
 
 async def _list(exchange: Exchange) -> None:
-    exchange.authorize()
+    exchange.authenticate_client()
     listing = member_checks.usable(exchange, models_listing(exchange.worker.settings))
     await exchange.respond(200, orjson.dumps({"models": [_model(m) for m in listing]}))
 
 
 async def _get(exchange: Exchange, model: str) -> None:
-    exchange.authorize()
+    exchange.authenticate_client()
     for info in member_checks.usable(exchange, models_listing(exchange.worker.settings)):
         if info.id == model:
             await exchange.respond(200, orjson.dumps(_model(info)))

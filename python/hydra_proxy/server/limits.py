@@ -29,7 +29,7 @@ from ..errors import ProxyError, invalid_request
 from ..json_depth import nested_deeper_than
 from .browser_guard import content_type_refusal
 from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
-from .previous_turn import PreviousTurns, Turn
+from .previous_turn import KeptRequest, PreviousTurns
 
 _text_deeper_than: Callable[[bytes, int], bool] | None
 try:  # the native core reads the depth off the bytes, faster than the walk
@@ -149,10 +149,10 @@ def parse_request(
     turns: PreviousTurns,
     session: Callable[[], object],
     conversation: bytes = b"messages",
-) -> tuple[dict[str, Any], Turn | None]:
+) -> tuple[dict[str, Any], KeptRequest | None]:
     """`parse_object`, reusing what the client's `session` parsed of the same turns (the
     body's `conversation` member) in its previous requests (server/previous_turn.py); with
-    the Turn kept for the next request. A small body is parsed whole: there is little to
+    the KeptRequest kept for the next request. A small body is parsed whole: there is little to
     reuse."""
     if len(body) < turns.min_bytes:
         return parse_object(body, max_depth), None

@@ -17,22 +17,25 @@ if TYPE_CHECKING:
 
 
 async def admit(exchange: Exchange, traits: RequestTraits) -> None:
-    team, member, decision = exchange.worker.team, exchange.member, exchange.decision
+    team, member, decision = exchange.worker.team, exchange.caller.member, exchange.route.decision
     if member is None:
         return
     assert team is not None and decision is not None
     checks = team.checks
     exchange.log["key"] = member.key.name
     exchange.log["model"] = decision.requested_model
-    exchange.decision = decision = checks.rights(member.key, decision)
-    exchange.held = await checks.admit(
-        member.key, member.team, decision, traits, exchange.request_id, time.time()
+    decision = checks.rights(member.key, decision)
+    exchange.route.decided(decision)
+    exchange.route.holding(
+        await checks.admit(
+            member.key, member.team, decision, traits, exchange.request_id, time.time()
+        )
     )
 
 
 async def admit_count(exchange: Exchange, decision: RouteDecision) -> None:
     """A token count: the model must be one the key may use, and it counts as a request."""
-    team, member = exchange.worker.team, exchange.member
+    team, member = exchange.worker.team, exchange.caller.member
     if member is None:
         return
     assert team is not None
@@ -44,7 +47,7 @@ async def admit_count(exchange: Exchange, decision: RouteDecision) -> None:
 def usable(exchange: Exchange, listing: list[ModelInfo]) -> list[ModelInfo]:
     """What a model listing shows the request's key: with named rights, only the names it
     may use (every listing of every protocol filters through here)."""
-    member = exchange.member
+    member = exchange.caller.member
     if member is None or not member.key.models:
         return listing
     return [m for m in listing if member.key.may_use(m.id)]

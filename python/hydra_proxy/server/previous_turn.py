@@ -8,7 +8,7 @@ leading message byte-equal to the one at the same place before is the *same* par
 as then; the rest is parsed by orjson as always: the text around the array (with ``[]`` in
 its place) and every message that changed or is new. The request is what a fresh parse
 gives (the tests compare them); an unchanged message being the same object lets later steps
-reuse what they made of it (`Turn.memo`: the Chat writer's state, the token counts).
+reuse what they made of it (`KeptRequest.memo`: the Chat writer's state, the token counts).
 
 Nothing downstream may change a parsed request in place (they copy before changing: the
 same rule lets the attempts of one fallback chain share it), or the next turn would see
@@ -42,7 +42,7 @@ else:
     _elements = _native.json_member_elements
     _same_leading = _native.json_same_leading
 
-__all__ = ["MAX_BYTES", "MIN_BYTES", "PreviousTurns", "Turn"]
+__all__ = ["MAX_BYTES", "MIN_BYTES", "KeptRequest", "PreviousTurns"]
 
 MIN_BYTES = 64 << 10
 # A body at least this large is parsed a turn at a time even when it is not kept: each
@@ -58,7 +58,7 @@ CONTINUED = 2
 
 
 @dataclass(slots=True)
-class Turn:
+class KeptRequest:
     """One request of a session: its body, where its messages stand in it, the parsed
     messages, and what later steps keep of them for the next turn."""
 
@@ -86,15 +86,15 @@ class PreviousTurns:
         self.max_sessions = max_sessions
         self.min_bytes = min_bytes
         self.size = 0
-        self._sessions: OrderedDict[Any, list[Turn]] = OrderedDict()
+        self._sessions: OrderedDict[Any, list[KeptRequest]] = OrderedDict()
         # A big body is parsed in a thread (server/app.py): the sessions' lookups and
         # changes are short and taken one at a time; the parsing is not.
         self._lock = threading.Lock()
 
     def parse(
         self, session: Any, body: bytes, member: bytes = b"messages"
-    ) -> tuple[Any, Turn | None]:
-        """`body` parsed (a fresh orjson parse's equal), and its Turn when it is kept (None:
+    ) -> tuple[Any, KeptRequest | None]:
+        """`body` parsed (a fresh orjson parse's equal), and its KeptRequest when it is kept (None:
         parsed whole and not kept); `member`: where the body keeps its turns (a Gemini
         body's ``contents``, a Responses body's ``input``). Raises what orjson raises for a
         body it refuses; the caller parses it again for the error message."""
@@ -109,7 +109,7 @@ class PreviousTurns:
         if split is None:
             return orjson.loads(body), None
         open_at, close_at, offsets, depth = split
-        previous: Turn | None = None
+        previous: KeptRequest | None = None
         reused = 0
         if kept:
             with self._lock:
@@ -125,14 +125,16 @@ class PreviousTurns:
         request[name] = messages
         if not kept:
             return request, None
-        turn = Turn(body, offsets, messages, depth, previous.memo if previous else {}, reused)
+        turn = KeptRequest(
+            body, offsets, messages, depth, previous.memo if previous else {}, reused
+        )
         with self._lock:
             self._keep(session, self._sessions.get(session), previous, turn)
         return request, turn
 
     def _closest(
-        self, turns: list[Turn], body: bytes, offsets: list[int]
-    ) -> tuple[Turn | None, int]:
+        self, turns: list[KeptRequest], body: bytes, offsets: list[int]
+    ) -> tuple[KeptRequest | None, int]:
         """The kept turn sharing the most leading messages with `body`, and how many."""
         assert _same_leading is not None
         best, most = None, 0
@@ -143,7 +145,11 @@ class PreviousTurns:
         return best, most
 
     def _keep(
-        self, session: Any, turns: list[Turn] | None, previous: Turn | None, turn: Turn
+        self,
+        session: Any,
+        turns: list[KeptRequest] | None,
+        previous: KeptRequest | None,
+        turn: KeptRequest,
     ) -> None:
         if turns is None:
             turns = self._sessions[session] = []

@@ -54,7 +54,7 @@ def client_error(
     exchange: Exchange, exc: UpstreamHTTPError | UpstreamUnavailable, url: str
 ) -> ProxyError:
     """An upstream failure before the first byte, as the error the client should see."""
-    attempt = exchange.attempt
+    attempt = exchange.route.attempt
     provider = attempt.provider.name if attempt is not None else None
     if isinstance(exc, UpstreamUnavailable):
         where = f"provider {provider!r} at {url}" if provider else ""
@@ -94,7 +94,7 @@ async def answer_http_error(exchange: Exchange, plan: Plan, exc: UpstreamHTTPErr
     sent a well-formed error of the right class, else converted (raises ProxyError)."""
     error = client_error(exchange, exc, plan.url)
     if plan.reply == "forward" and _passes_through(exchange, exc, error):
-        exchange.error_type = error.error_type  # same protocol: the upstream's own error
+        exchange.outcome.failed(error.error_type)  # same protocol: the upstream's own error
         await exchange.respond_error(exc.status, exc.body, exc.retry_after)
         return
     raise error from None
@@ -123,7 +123,7 @@ async def read_json(response: H1Response, limit: int, idle_timeout: float | None
         response.release()
 
 
-async def answer(
+async def deliver(
     exchange: Exchange,
     plan: Plan,
     upstream: Awaitable[H1Response],
@@ -137,19 +137,19 @@ async def answer(
     dropped if the relay ends before it was waited for. A stream is counted in the usage
     service's open-streams gauge while it runs."""
     usage = exchange.worker.usage
-    decision, attempt = exchange.decision, exchange.attempt
-    if usage is None or decision is None or attempt is None or not exchange.stream:
-        await _answer(exchange, plan, upstream, written)
+    decision, attempt, asked = exchange.route.decision, exchange.route.attempt, exchange.asked
+    if usage is None or decision is None or attempt is None or asked is None or not asked.stream:
+        await _deliver(exchange, plan, upstream, written)
         return
     route, provider = decision.route.match, attempt.provider.name
     usage.stream_opened(route, provider)
     try:
-        await _answer(exchange, plan, upstream, written)
+        await _deliver(exchange, plan, upstream, written)
     finally:
         usage.stream_closed(route, provider)
 
 
-async def _answer(
+async def _deliver(
     exchange: Exchange, plan: Plan, upstream: Awaitable[H1Response], written: H1Response | None
 ) -> None:
     if plan.reply == "relay":
@@ -189,7 +189,7 @@ async def _answer(
             idle_timeout=settings.idle_timeout,
             stall_timeout=settings.send_stall_timeout,
         )
-        exchange.error_type = failure
+        exchange.outcome.failed(failure)
         return
     assert plan.convert is not None
     accounting.note_reply(exchange, upstream_reply)

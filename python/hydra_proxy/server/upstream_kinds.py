@@ -67,7 +67,7 @@ class Dialect:
         return url
 
     def headers(self, *, accept: str | None) -> dict[str, str]:
-        """The request headers but the key (`authorize` adds it, per attempt)."""
+        """The request headers but the key (`with_provider_key` adds it, per attempt)."""
         headers = {"content-type": "application/json", **dict(self.fixed_headers)}
         if accept is not None:
             headers["accept"] = accept
@@ -150,7 +150,7 @@ def dumps(body: Any) -> bytes:
     return b"{" + b",".join(members) + b"}"
 
 
-def authorize(plan: Plan, kind: ProviderKind, key: str | None) -> Plan:
+def with_provider_key(plan: Plan, kind: ProviderKind, key: str | None) -> Plan:
     """`plan` with the attempt's key (a pool's, or the client's own in key-passthrough mode)
     in the header its provider kind takes: the one place a key goes upstream."""
     if key:
@@ -198,33 +198,51 @@ _CLIENT_KIND: dict[ClientProtocol, str] = {
 }
 
 
+@dataclass(frozen=True)
+class ClientReply:
+    """How a translated attempt's canonical reply reaches its client (its ingress says)."""
+
+    protocol: ClientProtocol
+    stream: bool
+    model: str
+    """The model the reply reports."""
+    write: Callable[[dict[str, Any]], Any]
+    """A Message -> the client's JSON reply."""
+    build: Callable[[Factory], StreamTransducer]
+    """The stream transducer, from its factory, with the client's constructor arguments."""
+    log_model: str | None = None
+    """The model the log names when it is not the reported one."""
+
+
+@dataclass(frozen=True)
+class SessionHints:
+    """What the client's session lends an upstream request."""
+
+    cache_key: Callable[[], str | None] | None = None
+    """The session as a prompt-cache key (server.sessions), read for upstreams whose
+    `cache_hints` take one."""
+    memo: dict[Any, Any] | None = None
+    """What the session's previous request left for the writers
+    (server/previous_turn.KeptRequest.memo)."""
+
+
+NO_SESSION = SessionHints()
+
+
 def translated(
     exchange: Exchange,
     canonical: dict[str, Any],
     attempt: Attempt,
-    client: ClientProtocol,
-    stream: bool,
-    reported_model: str,
-    write_reply: Callable[[dict[str, Any]], Any],
-    build: Callable[[Factory], StreamTransducer],
-    session_key: Callable[[], str | None] | None = None,
-    *,
-    log_model: str | None = None,
-    memo: dict[Any, Any] | None = None,
+    reply: ClientReply,
+    session: SessionHints = NO_SESSION,
 ) -> Plan:
     """The plan of a translated attempt, the same for every client protocol and upstream
-    kind. The client's ingress says how the canonical reply reaches its client:
-    `write_reply` (a Message -> the client's JSON reply), `build` (the stream transducer,
-    from its factory, with the client's constructor arguments); `session_key`: the client's
-    session as a prompt-cache key (server.sessions), read for upstreams whose `cache_hints`
-    take one; `log_model`: the model the log names when it is not the reported one;
-    `memo`: what the session's previous request left for the writers
-    (server/previous_turn.Turn.memo). A text-only attempt (`Attempt.vision`) gets a
-    placeholder for each image (canonical.text_only; counted in the log as
-    ``images_left_out``)."""
-    signing_key = exchange.signing_key
+    kind. A text-only attempt (`Attempt.vision`) gets a placeholder for each image
+    (canonical.text_only; counted in the log as ``images_left_out``)."""
+    signing_key = exchange.caller.signing_key
     impl = exchange.worker.impl
-    log: dict[str, object] = {"model": log_model or reported_model}
+    client, stream, reported_model = reply.protocol, reply.stream, reply.model
+    log: dict[str, object] = {"model": reply.log_model or reported_model}
     provider = attempt.provider
     kind = provider.kind
     if web_search_tool(canonical.get("tools")) is not None and not runs_web_search(
@@ -242,10 +260,11 @@ def translated(
     asked = canonical.get("max_tokens")
     if limit is not None and isinstance(asked, int) and asked > limit:
         log["max_tokens_lowered"] = f"{asked}->{limit}"  # each writer clamps to it
-    cache_key = (
-        session_key() if session_key is not None and provider.cache_hints != "none" else None
+    hinted = session.cache_key is not None and provider.cache_hints != "none"
+    cache_key = session.cache_key() if hinted and session.cache_key is not None else None
+    path, body = WRITERS[kind](
+        canonical, BodyFor(attempt, signing_key, stream, cache_key, session.memo)
     )
-    path, body = WRITERS[kind](canonical, BodyFor(attempt, signing_key, stream, cache_key, memo))
     plan = Plan(
         url=provider.base_url.rstrip("/") + path,
         headers=DIALECTS[kind].headers(
@@ -256,12 +275,13 @@ def translated(
         log={**log, "stream": 1} if stream else log,
     )
     if stream:
+        build = reply.build
         plan.transducer = lambda: build(impl.transducer(kind, _CLIENT_KIND[client]))
     else:
-        read = READERS[kind]
+        read, write = READERS[kind], reply.write
 
-        def convert(reply: Any) -> Any:
-            return write_reply(read(reply, ids.message_id(), reported_model, signing_key))
+        def convert(answer: Any) -> Any:
+            return write(read(answer, ids.message_id(), reported_model, signing_key))
 
         plan.convert = convert
     return plan

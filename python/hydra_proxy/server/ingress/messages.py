@@ -19,8 +19,10 @@ from ..exchange import ClientRequest, Exchange
 from ..sessions import session_cache_key
 from ..upstream_kinds import (
     DIALECTS,
+    ClientReply,
     Factory,
     Plan,
+    SessionHints,
     passthrough,
     route_effort,
     strip_proxy_signatures,
@@ -33,7 +35,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
         # Read as `is True` below: "yes" would silently become a non-streamed request.
         raise invalid_request("stream: must be a boolean", "stream")
     # Counted at most once: by a long_context rule, else by the stream's message_start.
-    memo = exchange.turn.memo if exchange.turn is not None else None
+    memo = exchange.kept.memo if exchange.kept is not None else None
     estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
     headers = exchange.scope["headers"]
     traits = request_traits(
@@ -57,7 +59,7 @@ def _translated(
     memo: dict[Any, Any] | None,
 ) -> Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     max_event_bytes = worker.settings.max_event_bytes
 
     def build(factory: Factory) -> StreamTransducer:
@@ -78,19 +80,11 @@ def _translated(
         return session_cache_key(None, exchange.header)
 
     stream = request.get("stream") is True
-    return translated_plan(
-        exchange,
-        request,
-        attempt,
-        "anthropic",
-        stream,
-        reported_model,
-        lambda message: message,  # the canonical reply is the client's own
-        build,
-        session_key,
-        log_model=request["model"],
-        memo=memo,
+    # The canonical reply is the client's own.
+    reply = ClientReply(
+        "anthropic", stream, reported_model, lambda message: message, build, request["model"]
     )
+    return translated_plan(exchange, request, attempt, reply, SessionHints(session_key, memo))
 
 
 def _passthrough(
