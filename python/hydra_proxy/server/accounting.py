@@ -163,8 +163,19 @@ def _json_usage_in(
         if rest[:1] == b":" and rest[1:].lstrip()[:1] == b"{":
             break
     start = text.find(b"{", at)
-    if start < 0:
+    end = _object_end(text, start) if start >= 0 else None
+    if end is None:
         return None
+    try:
+        usage = orjson.loads(text[start:end])
+    except orjson.JSONDecodeError:
+        return None
+    return reader(usage) if isinstance(usage, dict) else None
+
+
+def _object_end(text: bytes, start: int) -> int | None:
+    """Where the JSON object opening at `start` ends (past its closing brace; None: cut
+    before it), its strings' braces passed over."""
     depth = 0
     in_string = False
     i = start
@@ -182,11 +193,7 @@ def _json_usage_in(
         elif c == 0x7D:
             depth -= 1
             if depth == 0:
-                try:
-                    usage = orjson.loads(text[start : i + 1])
-                except orjson.JSONDecodeError:
-                    return None
-                return reader(usage) if isinstance(usage, dict) else None
+                return i + 1
         i += 1
     return None
 

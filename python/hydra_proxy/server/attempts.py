@@ -162,15 +162,7 @@ async def post(
             raise
         if response.status == 200:
             return response
-        try:
-            error_body = await response.read(
-                MAX_ERROR_BODY, partial=True, idle_timeout=settings.idle_timeout
-            )
-        except (H1Error, TimeoutError):  # cut, or stalled: the status still tells
-            error_body = b""
-        finally:
-            response.release()
-        error = UpstreamHTTPError(response.status, error_body, response.headers.get("retry-after"))
+        error = await _http_error(response, settings.idle_timeout)
         if error.status in RETRY_STATUSES and tries < retries:
             delay = _retry_delay(tries, error.retry_after)
             if delay is not None:  # else the client gets the status and retry-after
@@ -179,6 +171,18 @@ async def post(
                 await asyncio.sleep(delay)
                 continue
         raise error
+
+
+async def _http_error(response: H1Response, idle_timeout: float | None) -> UpstreamHTTPError:
+    """An error status, with the start of its body (MAX_ERROR_BODY bytes; the connection
+    is released)."""
+    try:
+        body = await response.read(MAX_ERROR_BODY, partial=True, idle_timeout=idle_timeout)
+    except (H1Error, TimeoutError):  # cut, or stalled: the status still tells
+        body = b""
+    finally:
+        response.release()
+    return UpstreamHTTPError(response.status, body, response.headers.get("retry-after"))
 
 
 # -- the attempts ------------------------------------------------------------------------
@@ -256,40 +260,20 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
     for index, attempt in enumerate(attempts):
         name = attempt.provider.name
         pool = worker.pools.get(name)
+        last = index + 1 == len(attempts)
         key: Key | None = None
         if pool is not None and len(pool):
-            key = pool.acquire(time.monotonic(), session)
-            if key is None and len(pool) == 1 and index + 1 == len(attempts):
-                # A lone key on the last attempt still goes: nothing else could answer, and
-                # the upstream's own 429 (with its retry-after) is the truth.
-                key = pool.keys[0]
+            key = _take_key(pool, session, last=last)
             if key is None:
                 tried.append(f"{name}:cooling")
                 log["attempts"] = ",".join(tried)
                 resting = _keys_resting(name, pool, time.monotonic())
                 continue
-        last = index + 1 == len(attempts)
         if admitted is not None and not await admitted.enter(name, log, last=last):
             tried.append(f"{name}:full")
             log["attempts"] = ",".join(tried)
             continue
-        plan = request.plan(decision, attempt)
-        if plan.reply != "forward":  # translated: what this model refused stays out
-            refused = REFUSALS.by_model.get((name, attempt.model))
-            if refused:
-                plan.body = without(plan.body, refused) or plan.body
-        left_out = plan.log.get("images_left_out")
-        searches_left_out = "web_search_left_out" in plan.log
-        lowered = plan.log.get("max_tokens_lowered")
-        if isinstance(left_out, int) or searches_left_out or isinstance(lowered, str):
-            session = session_of(exchange.scope, client_key_id(exchange.caller.client_key))
-            if isinstance(left_out, int):
-                NOTICES.images(session, name, left_out)
-            if searches_left_out:
-                NOTICES.web_search(session, name)
-            if isinstance(lowered, str):
-                asked, _, limit = lowered.partition("->")
-                NOTICES.output_limit(session, name, int(asked), int(limit))
+        plan = _plan(exchange, request, attempt)
         # The pool's key, or in key-passthrough mode the client's own (there are no pools).
         with_provider_key(
             plan,
@@ -304,33 +288,79 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             rekey = _rekey(attempt, pool, key, tried, log, session) if pool is not None else None
             await _last(exchange, plan, report, rekey)
             return
-        try:
-            try:
-                call = start(worker.http, plan.url, plan.headers, plan.body)
-                response = await post(worker.http, worker.settings, call, retries=0)
-            except UpstreamHTTPError as exc:
-                if not _without_refused(exchange, plan, exc):
-                    raise
-                report(exc.status, exc.retry_after, exc.read)
-                call = start(worker.http, plan.url, plan.headers, plan.body)
-                response = await post(worker.http, worker.settings, call, retries=0)
-        except UpstreamHTTPError as exc:
-            report(exc.status, exc.retry_after, exc.read)
-            if should_fall_back(exc.status):
-                continue
-            await reply.answer_http_error(exchange, plan, exc)
+        if await _before_last(exchange, plan, report):
             return
-        except UpstreamUnavailable as exc:
-            report(None, None)
-            reply.client_error(exchange, exc, plan.url)  # logged: the next attempt runs
-            continue
-        report(200, None)
-        connected: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
-        connected.set_result(response)
-        await reply.deliver(exchange, plan, connected)
-        return
     assert resting is not None  # only resting keys end the loop without an answer
     raise resting
+
+
+def _take_key(pool: KeyPool, session: str | None, *, last: bool) -> Key | None:
+    """The attempt's key from its pool (the session's own while it is not resting), None
+    when every key rests. A lone key on the last attempt still goes: nothing else could
+    answer, and the upstream's own 429 (with its retry-after) is the truth."""
+    key = pool.acquire(time.monotonic(), session)
+    if key is None and len(pool) == 1 and last:
+        key = pool.keys[0]
+    return key
+
+
+def _plan(exchange: Exchange, request: ClientRequest, attempt: Attempt) -> Plan:
+    """The attempt's plan, translated without what its model refused before; what it left
+    out for its upstream (images, a web search, output tokens) is told to the session once
+    (server/left_out.py)."""
+    decision = exchange.route.decision
+    assert decision is not None
+    name = attempt.provider.name
+    plan = request.plan(decision, attempt)
+    if plan.reply != "forward":  # translated: what this model refused stays out
+        refused = REFUSALS.by_model.get((name, attempt.model))
+        if refused:
+            plan.body = without(plan.body, refused) or plan.body
+    left_out = plan.log.get("images_left_out")
+    searches_left_out = "web_search_left_out" in plan.log
+    lowered = plan.log.get("max_tokens_lowered")
+    if isinstance(left_out, int) or searches_left_out or isinstance(lowered, str):
+        session = session_of(exchange.scope, client_key_id(exchange.caller.client_key))
+        if isinstance(left_out, int):
+            NOTICES.images(session, name, left_out)
+        if searches_left_out:
+            NOTICES.web_search(session, name)
+        if isinstance(lowered, str):
+            asked, _, limit = lowered.partition("->")
+            NOTICES.output_limit(session, name, int(asked), int(limit))
+    return plan
+
+
+async def _before_last(exchange: Exchange, plan: Plan, report: Report) -> bool:
+    """An attempt before the last, connected before its reply is relayed: whether it
+    answered the client (False: the next attempt runs). Its failures fall back, but an
+    error status that says the request itself is wrong, which is answered."""
+    worker = exchange.worker
+    try:
+        try:
+            call = start(worker.http, plan.url, plan.headers, plan.body)
+            response = await post(worker.http, worker.settings, call, retries=0)
+        except UpstreamHTTPError as exc:
+            if not _without_refused(exchange, plan, exc):
+                raise
+            report(exc.status, exc.retry_after, exc.read)
+            call = start(worker.http, plan.url, plan.headers, plan.body)
+            response = await post(worker.http, worker.settings, call, retries=0)
+    except UpstreamHTTPError as exc:
+        report(exc.status, exc.retry_after, exc.read)
+        if should_fall_back(exc.status):
+            return False
+        await reply.answer_http_error(exchange, plan, exc)
+        return True
+    except UpstreamUnavailable as exc:
+        report(None, None)
+        reply.client_error(exchange, exc, plan.url)  # logged: the next attempt runs
+        return False
+    report(200, None)
+    connected: asyncio.Future[H1Response] = asyncio.get_running_loop().create_future()
+    connected.set_result(response)
+    await reply.deliver(exchange, plan, connected)
+    return True
 
 
 def _rekey(

@@ -5,7 +5,8 @@ page and metrics, Claude Code's telemetry, and the 404/405 fallback."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 import orjson
@@ -27,6 +28,7 @@ from .limits import (
 from .routing import decide_route
 
 DASHBOARD = PREFIX
+T = TypeVar("T")
 MODELS_PREFIX = "/v1/models/"
 
 
@@ -89,15 +91,13 @@ async def models(exchange: Exchange) -> None:
     exchange.authenticate_client()
     listing = _listing(exchange)
     query = parse_qs(exchange.scope.get("query_string", b"").decode("latin-1"))
-    body: dict[str, Any]
     if "client_version" in query:
-        body = model_listing.codex_catalog(listing)
         exchange.log["catalog"] = "codex"
-    elif exchange.header(b"anthropic-version") is not None:
-        body = model_listing.anthropic_listing(listing)
-    else:
-        body = model_listing.openai_listing(listing, int(exchange.worker.started))
-    await exchange.respond(200, orjson.dumps(body))
+        await exchange.respond(200, orjson.dumps(model_listing.codex_catalog(listing)))
+        return
+    await _respond_listed(
+        exchange, model_listing.anthropic_listing, model_listing.openai_listing, listing
+    )
 
 
 async def model(exchange: Exchange) -> None:
@@ -111,10 +111,23 @@ async def model(exchange: Exchange) -> None:
         raise ProxyError(
             404, message, error_type="not_found_error", param="model", code="model_not_found"
         )
+    await _respond_listed(
+        exchange, model_listing.anthropic_entry, model_listing.openai_entry, found
+    )
+
+
+async def _respond_listed(
+    exchange: Exchange,
+    anthropic: Callable[[T], dict[str, Any]],
+    openai: Callable[[T, int], dict[str, Any]],
+    listed: T,
+) -> None:
+    """What is listed, in the client's shape: Anthropic's when it sends anthropic-version,
+    else OpenAI's (its ``created``: when the worker started)."""
     if exchange.header(b"anthropic-version") is not None:
-        body = model_listing.anthropic_entry(found)
+        body = anthropic(listed)
     else:
-        body = model_listing.openai_entry(found, int(exchange.worker.started))
+        body = openai(listed, int(exchange.worker.started))
     await exchange.respond(200, orjson.dumps(body))
 
 
