@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from . import __version__, logs
 from .config import (
@@ -304,70 +306,36 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
-def _mock_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .mock import cli as mock_cli
-
-    mock = sub.add_parser(
-        "mock",
-        help="run the embedded mock upstream (OpenAI and Anthropic APIs)",
-        description="An LLM API server for demos, tests and benchmarks.",
-    )
-    mock_cli.add_arguments(mock)
-
-
-def _mock(args: argparse.Namespace) -> int:
-    from .mock import cli as mock_cli
-
-    return mock_cli.run(args)
+# The subcommands whose module is imported only when chosen (a `serve` never loads them):
+# name -> (module, one-line help). Each module has DESCRIPTION, add_arguments and run.
+_DELEGATED: dict[str, tuple[str, str]] = {
+    "mock": ("mock.cli", "run the embedded mock upstream (OpenAI, Anthropic, Gemini APIs)"),
+    "usage": ("usage.cli", "the usage report: tokens and cost per model, route, key or day"),
+    "keys": ("team.cli", "named client keys: budgets, rate limits, model rights"),
+    "audit": ("team.audit_cli", "the audit log: who changed which key, team or setting, and when"),
+}
 
 
-def _usage_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .usage import cli as usage_cli
+def _delegated(
+    name: str,
+) -> tuple[
+    Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None],
+    Callable[[argparse.Namespace], int],
+]:
+    module_name, help_text = _DELEGATED[name]
 
-    sub.add_parser(
-        "usage",
-        parents=[usage_cli.parser(add_help=False)],
-        help="the usage report: tokens and cost per model, route, key or day",
-        description=usage_cli.DESCRIPTION,
-    )
+    def module() -> Any:
+        return importlib.import_module(f".{module_name}", __package__)
 
+    def add(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        command = module()
+        command.add_arguments(sub.add_parser(name, help=help_text, description=command.DESCRIPTION))
 
-def _usage(args: argparse.Namespace) -> int:
-    from .usage import cli as usage_cli
+    def run(args: argparse.Namespace) -> int:
+        code: int = module().run(args)
+        return code
 
-    return usage_cli.run(args)
-
-
-def _keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .team import cli as keys_cli
-
-    keys = sub.add_parser(
-        "keys", help="named client keys: budgets, rate limits, model rights",
-        description=keys_cli.DESCRIPTION,
-    )  # fmt: skip
-    keys_cli.add_arguments(keys)
-
-
-def _keys(args: argparse.Namespace) -> int:
-    from .team import cli as keys_cli
-
-    return keys_cli.run(args)
-
-
-def _audit_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .team import audit_cli
-
-    audit = sub.add_parser(
-        "audit", help="the audit log: who changed which key, team or setting, and when",
-        description=audit_cli.DESCRIPTION,
-    )  # fmt: skip
-    audit_cli.add_arguments(audit)
-
-
-def _audit(args: argparse.Namespace) -> int:
-    from .team import audit_cli
-
-    return audit_cli.run(args)
+    return add, run
 
 
 # Subcommand -> (add its parser, run it). A new subcommand is one more entry.
@@ -380,10 +348,7 @@ COMMANDS: dict[
 ] = {
     "serve": (_serve_parser, lambda args: _serve(args)),
     "config": (_config_parser, lambda args: _config(args)),
-    "mock": (_mock_parser, lambda args: _mock(args)),
-    "usage": (_usage_parser, lambda args: _usage(args)),
-    "keys": (_keys_parser, lambda args: _keys(args)),
-    "audit": (_audit_parser, lambda args: _audit(args)),
+    **{name: _delegated(name) for name in _DELEGATED},
 }
 
 

@@ -353,19 +353,7 @@ def describe(settings: Settings) -> str:
     lines.append(f"listen: http://{settings.host}:{settings.port} ({settings.workers} worker(s))")
     lines.append("admission: " + _admission_text(settings))
     if settings.redis_url:
-        from ..cluster.failover import mask_url
-
-        where = mask_url(settings.redis_url)
-        if settings.sentinels:
-            where = f"the primary {settings.sentinel_service!r} of Sentinel(s) " + ", ".join(
-                settings.sentinels
-            )
-        elif settings.redis_cluster:
-            where = f"the Redis Cluster of {where}"
-        lines.append(
-            f"cluster: {where}, leases of {settings.lease_ttl:g} s, "
-            f"Redis unreachable after {settings.redis_timeout:g} s: {settings.on_store_failure}"
-        )
+        lines.append("cluster: " + _cluster_text(settings))
     lines.append("routes (first match wins):")
     for index, route in enumerate(settings.routes):
         lines.append(f"  {index + 1}. {_route_text(route)}")
@@ -378,27 +366,50 @@ def describe(settings: Settings) -> str:
     for name, provider in sorted(settings.providers.items()):
         if name not in needed and name not in configured:
             continue
-        extras = (
-            [f"preset {provider.preset}"] if provider.preset and provider.preset != name else []
-        )
-        for column in ("reasoning", "replay_reasoning"):
-            if getattr(provider, column):
-                extras.append(column)
-        if provider.reasoning_field:
-            extras.append(f"reasoning_field={provider.reasoning_field}")
-        if provider.max_tokens_field != "max_tokens":
-            extras.append(provider.max_tokens_field)
-        if not provider.sampling:
-            extras.append("no sampling")
-        for column in ("max_tokens_limit", "context_window", "max_output"):
-            if getattr(provider, column):
-                extras.append(f"{column}={getattr(provider, column)}")
+        extras = _provider_extras(provider, name)
         used = f", used by {needed[name][0]}" if name in needed else ", unused"
         lines.append(
             f"  {name}: {provider.kind} {provider.base_url}; key: {describe_keys(provider)}{used}"
             + (f"; {', '.join(extras)}" if extras else "")
         )
     return "\n".join(lines)
+
+
+def _cluster_text(settings: Settings) -> str:
+    """Where the shared counters live and what an outage does, in a line."""
+    from ..cluster.failover import mask_url
+
+    assert settings.redis_url
+    where = mask_url(settings.redis_url)
+    if settings.sentinels:
+        where = f"the primary {settings.sentinel_service!r} of Sentinel(s) " + ", ".join(
+            settings.sentinels
+        )
+    elif settings.redis_cluster:
+        where = f"the Redis Cluster of {where}"
+    return (
+        f"{where}, leases of {settings.lease_ttl:g} s, "
+        f"Redis unreachable after {settings.redis_timeout:g} s: {settings.on_store_failure}"
+    )
+
+
+def _provider_extras(provider: Provider, name: str) -> list[str]:
+    """A provider's settings that differ from its kind's defaults, as `config check` names
+    them."""
+    extras = [f"preset {provider.preset}"] if provider.preset and provider.preset != name else []
+    for column in ("reasoning", "replay_reasoning"):
+        if getattr(provider, column):
+            extras.append(column)
+    if provider.reasoning_field:
+        extras.append(f"reasoning_field={provider.reasoning_field}")
+    if provider.max_tokens_field != "max_tokens":
+        extras.append(provider.max_tokens_field)
+    if not provider.sampling:
+        extras.append("no sampling")
+    for column in ("max_tokens_limit", "context_window", "max_output"):
+        if getattr(provider, column):
+            extras.append(f"{column}={getattr(provider, column)}")
+    return extras
 
 
 def _admission_text(settings: Settings) -> str:

@@ -108,6 +108,13 @@ def _convert(text: str, spec: Field) -> Any:
     return text
 
 
+def _section(document: dict[str, Any], name: str) -> dict[str, Any]:
+    """A table of the file (checked by the Validator: a wrong type is its problem, not a
+    crash here), or an empty one."""
+    table = document.get(name, {})
+    return table if isinstance(table, dict) else {}
+
+
 def load(
     flags: dict[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -137,26 +144,20 @@ def load(
         document = merge(document, overlay.document)
         check.overlay = overlay
     check.top_level(document)
-    server_cfg = document.get("server", {})
-    server_cfg = server_cfg if isinstance(server_cfg, dict) else {}
+    server_cfg = _section(document, "server")
     check.server(server_cfg)
-    provider_tables = document.get("providers", {})
-    providers = check.providers(provider_tables if isinstance(provider_tables, dict) else {}, env)
+    providers = check.providers(_section(document, "providers"), env)
     route_entries = document.get("routes", [])
     routes = check.routes(route_entries if isinstance(route_entries, list) else [], providers)
-    price_tables = document.get("pricing", {})
-    pricing = check.pricing(price_tables if isinstance(price_tables, dict) else {})
-    usage_cfg = document.get("usage", {})
-    usage_cfg = usage_cfg if isinstance(usage_cfg, dict) else {}
+    pricing = check.pricing(_section(document, "pricing"))
+    usage_cfg = _section(document, "usage")
     check.usage(usage_cfg)
     ledger = env.get(USAGE["ledger"].env or "") or usage_cfg.get("ledger") or DEFAULT_LEDGER
-    admission_cfg = document.get("admission", {})
-    admission_cfg = admission_cfg if isinstance(admission_cfg, dict) else {}
+    admission_cfg = _section(document, "admission")
     stream_overrides = check.admission(admission_cfg, providers)
     admission = _layered(ADMISSION, ("providers",), given, env, admission_cfg, check.problems)
     cluster = _cluster(document, given, env, check)
-    identity_cfg = document.get("identity", {})
-    identity = dict(identity_cfg) if isinstance(identity_cfg, dict) else {}
+    identity = dict(_section(document, "identity"))
     jwks = env.get(IDENTITY["jwks"].env or "") or identity.get("jwks")
     check.identity(identity, jwks if isinstance(jwks, str) else None)
     if jwks:

@@ -114,6 +114,88 @@ def _citations(search: WebSearch, text: str) -> list[dict[str, Any]]:
     ]
 
 
+class _Blocks:
+    """A stream's content blocks, each opened, filled by deltas of the scripted chunk size
+    and closed, in the order of a real Message: thinking, search, text, tool uses."""
+
+    def __init__(self, events: list[bytes], size: int) -> None:
+        self.events = events
+        self.size = size
+        self.index = 0
+
+    def start(self, block: dict[str, Any]) -> None:
+        self.events.append(
+            _event(
+                "content_block_start",
+                {"type": "content_block_start", "index": self.index, "content_block": block},
+            )
+        )
+
+    def delta(self, delta: dict[str, Any]) -> None:
+        self.events.append(
+            _event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": self.index, "delta": delta},
+            )
+        )
+
+    def pieces(self, kind: str, field: str, text: str) -> None:
+        for piece in split_text(text, self.size):
+            self.delta({"type": kind, field: piece})
+
+    def stop(self) -> None:
+        self.events.append(
+            _event("content_block_stop", {"type": "content_block_stop", "index": self.index})
+        )
+        self.index += 1
+
+    def thinking(self, turn: Turn) -> None:
+        if turn.reasoning is not None:
+            self.start({"type": "thinking", "thinking": "", "signature": ""})
+            self.pieces("thinking_delta", "thinking", turn.reasoning)
+            signature = (
+                turn.signature if turn.signature is not None else default_signature(turn.reasoning)
+            )
+            self.delta({"type": "signature_delta", "signature": signature})
+            self.stop()
+        for data in turn.redacted_thinking:
+            self.start({"type": "redacted_thinking", "data": data})
+            self.stop()
+
+    def search(self, turn: Turn, ctx: RenderContext) -> None:
+        if turn.web_search is None:
+            return
+        use, result = _search_blocks(turn.web_search, ctx)
+        self.start({**use, "input": {}})
+        self.delta({"type": "input_json_delta", "partial_json": ""})
+        self.pieces("input_json_delta", "partial_json", orjson.dumps(use["input"]).decode())
+        self.stop()
+        self.start(result)
+        self.stop()
+
+    def text(self, turn: Turn) -> None:
+        if turn.text is None:
+            return
+        search = turn.web_search
+        if search is not None and search.results:
+            self.start({"citations": [], "type": "text", "text": ""})
+            for citation in _citations(search, turn.text):
+                self.delta({"type": "citations_delta", "citation": citation})
+        else:
+            self.start({"type": "text", "text": ""})
+        self.pieces("text_delta", "text", turn.text)
+        self.stop()
+
+    def tool_uses(self, turn: Turn, ctx: RenderContext) -> None:
+        for i, call in enumerate(turn.tool_calls):
+            use = {"type": "tool_use", "id": _tool_use_id(turn, i, ctx), "name": call.name}
+            self.start({**use, "input": {}})
+            self.delta({"type": "input_json_delta", "partial_json": ""})
+            if call.arguments != "{}":
+                self.pieces("input_json_delta", "partial_json", call.arguments)
+            self.stop()
+
+
 def render(turn: Turn, ctx: RenderContext) -> Reply:
     """The turn as an Anthropic response (event stream or complete ``Message``)."""
     if turn.error is not None:
@@ -124,7 +206,6 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     if not ctx.stream:
         return _render_complete(turn, ctx)
 
-    size = ctx.chunk_size
     usage = _usage(resolve_usage(turn))
     start_usage = {
         "input_tokens": usage["input_tokens"],
@@ -153,70 +234,11 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
         ),
         PING,
     ]
-    index = 0
-
-    def delta(delta: dict[str, Any]) -> None:
-        events.append(
-            _event(
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
-            )
-        )
-
-    def start(block: dict[str, Any]) -> None:
-        events.append(
-            _event(
-                "content_block_start",
-                {"type": "content_block_start", "index": index, "content_block": block},
-            )
-        )
-
-    def stop() -> None:
-        nonlocal index
-        events.append(_event("content_block_stop", {"type": "content_block_stop", "index": index}))
-        index += 1
-
-    if turn.reasoning is not None:
-        start({"type": "thinking", "thinking": "", "signature": ""})
-        for piece in split_text(turn.reasoning, size):
-            delta({"type": "thinking_delta", "thinking": piece})
-        signature = (
-            turn.signature if turn.signature is not None else default_signature(turn.reasoning)
-        )
-        delta({"type": "signature_delta", "signature": signature})
-        stop()
-    for data in turn.redacted_thinking:
-        start({"type": "redacted_thinking", "data": data})
-        stop()
-    search = turn.web_search
-    if search is not None:
-        use, result = _search_blocks(search, ctx)
-        start({**use, "input": {}})
-        delta({"type": "input_json_delta", "partial_json": ""})
-        for piece in split_text(orjson.dumps(use["input"]).decode(), size):
-            delta({"type": "input_json_delta", "partial_json": piece})
-        stop()
-        start(result)
-        stop()
-    if turn.text is not None:
-        if search is not None and search.results:
-            start({"citations": [], "type": "text", "text": ""})
-            for citation in _citations(search, turn.text):
-                delta({"type": "citations_delta", "citation": citation})
-        else:
-            start({"type": "text", "text": ""})
-        for piece in split_text(turn.text, size):
-            delta({"type": "text_delta", "text": piece})
-        stop()
-    for i, call in enumerate(turn.tool_calls):
-        start(
-            {"type": "tool_use", "id": _tool_use_id(turn, i, ctx), "name": call.name, "input": {}}
-        )
-        delta({"type": "input_json_delta", "partial_json": ""})
-        if call.arguments != "{}":
-            for piece in split_text(call.arguments, size):
-                delta({"type": "input_json_delta", "partial_json": piece})
-        stop()
+    blocks = _Blocks(events, ctx.chunk_size)
+    blocks.thinking(turn)
+    blocks.search(turn, ctx)
+    blocks.text(turn)
+    blocks.tool_uses(turn, ctx)
     content_end = len(events)
 
     if turn.stream_error is not None:

@@ -1,4 +1,4 @@
-"""``hydra-proxy mock``: flags and entry point (the lead's CLI wires these in)."""
+"""``hydra-proxy mock``: its flags and entry point (cli.py lists it among the subcommands)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..config.check import is_loopback
 from .options import BENCH_MODES, DEFAULT_HOST, DEFAULT_PORT, MAX_BODY_BYTES, MockOptions
 from .replay import ReplayCache, ReplayError
-from .server import is_loopback, serve
+from .server import serve
+
+DESCRIPTION = "An LLM API server for demos, tests and benchmarks."
 
 _EPILOG = """\
 Per-request overrides (headers): x-mock-chunks, x-mock-chunk-size, x-mock-delay-ms,

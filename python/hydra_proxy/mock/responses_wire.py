@@ -211,6 +211,81 @@ def _finished(turn: Turn, ctx: RenderContext, output: list[dict[str, Any]]) -> d
     return body
 
 
+class _Events:
+    """A stream's events, numbered in order, with each output item's events by its kind."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.events: list[bytes] = []
+
+    def emit(self, obj: dict[str, Any]) -> None:
+        events = self.events
+        events.append(_event({"type": obj.pop("type"), "sequence_number": len(events), **obj}))
+
+    def added(self, index: int, item: dict[str, Any]) -> None:
+        self.emit({"type": "response.output_item.added", "output_index": index, "item": item})
+
+    def reasoning(self, item: dict[str, Any], index: int) -> None:
+        self.added(index, {**item, "summary": []})
+        ids = {"item_id": item["id"], "output_index": index}
+        for n, part in enumerate(item["summary"]):
+            at = {**ids, "summary_index": n}
+            empty = {"type": "summary_text", "text": ""}
+            self.emit({"type": "response.reasoning_summary_part.added", **at, "part": empty})
+            for piece in split_text(part["text"], self.size):
+                self.emit({"type": "response.reasoning_summary_text.delta", **at, "delta": piece})
+            self.emit({"type": "response.reasoning_summary_text.done", **at, "text": part["text"]})
+            self.emit({"type": "response.reasoning_summary_part.done", **at, "part": part})
+
+    def message(self, item: dict[str, Any], index: int) -> None:
+        part = item["content"][0]
+        text = part["text"]
+        self.added(index, {**item, "status": "in_progress", "content": []})
+        at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        self.emit({"type": "response.content_part.added", **at, "part": _text_part("")})
+        for piece in split_text(text, self.size):
+            self.emit({"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []})
+        for n, annotation in enumerate(part["annotations"]):
+            self.emit(
+                {
+                    "type": "response.output_text.annotation.added",
+                    **at,
+                    "annotation_index": n,
+                    "annotation": annotation,
+                }
+            )
+        self.emit({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
+        self.emit({"type": "response.content_part.done", **at, "part": part})
+
+    def web_search(self, item: dict[str, Any], index: int) -> None:
+        self.added(index, {"id": item["id"], "type": item["type"], "status": "in_progress"})
+        for step in ("in_progress", "searching", "completed"):
+            self.emit(
+                {
+                    "type": f"response.web_search_call.{step}",
+                    "item_id": item["id"],
+                    "output_index": index,
+                }
+            )
+
+    def call(self, item: dict[str, Any], index: int) -> None:
+        self.added(index, {**item, "status": "in_progress", "arguments": ""})
+        ids = {"item_id": item["id"], "output_index": index}
+        for piece in split_text(item["arguments"], self.size):
+            self.emit({"type": "response.function_call_arguments.delta", **ids, "delta": piece})
+        self.emit(
+            {"type": "response.function_call_arguments.done", **ids, "arguments": item["arguments"]}
+        )
+
+
+# An output item's kind -> its events (any other kind is a function call).
+_ITEM_EVENTS = {
+    "reasoning": _Events.reasoning,
+    "message": _Events.message,
+    "web_search_call": _Events.web_search,
+}
+
+
 def render(turn: Turn, ctx: RenderContext) -> Reply:
     """The turn as a Responses API answer (event stream or finished response object)."""
     if turn.error is not None:
@@ -220,72 +295,15 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     if not ctx.stream:
         return _render_complete(turn, ctx, items)
 
-    size = ctx.chunk_size
-    events: list[bytes] = []
-
-    def emit(obj: dict[str, Any]) -> None:
-        events.append(_event({"type": obj.pop("type"), "sequence_number": len(events), **obj}))
-
+    out = _Events(ctx.chunk_size)
+    emit = out.emit
     created = _response(ctx, "in_progress", [])
     emit({"type": "response.created", "response": created})
     emit({"type": "response.in_progress", "response": created})
     for index, item in enumerate(items):
-        kind = item["type"]
-        ids = {"item_id": item["id"], "output_index": index}
-        if kind == "reasoning":
-            emit(
-                {
-                    "type": "response.output_item.added",
-                    "output_index": index,
-                    "item": {**item, "summary": []},
-                }
-            )
-            for n, part in enumerate(item["summary"]):
-                at = {**ids, "summary_index": n}
-                empty = {"type": "summary_text", "text": ""}
-                emit({"type": "response.reasoning_summary_part.added", **at, "part": empty})
-                for piece in split_text(part["text"], size):
-                    emit({"type": "response.reasoning_summary_text.delta", **at, "delta": piece})
-                emit({"type": "response.reasoning_summary_text.done", **at, "text": part["text"]})
-                emit({"type": "response.reasoning_summary_part.done", **at, "part": part})
-        elif kind == "message":
-            text = item["content"][0]["text"]
-            added = {**item, "status": "in_progress", "content": []}
-            emit({"type": "response.output_item.added", "output_index": index, "item": added})
-            at = {**ids, "content_index": 0}
-            emit({"type": "response.content_part.added", **at, "part": _text_part("")})
-            for piece in split_text(text, size):
-                emit({"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []})
-            annotations = item["content"][0]["annotations"]
-            for n, annotation in enumerate(annotations):
-                emit(
-                    {
-                        "type": "response.output_text.annotation.added",
-                        **at,
-                        "annotation_index": n,
-                        "annotation": annotation,
-                    }
-                )
-            emit({"type": "response.output_text.done", **at, "text": text, "logprobs": []})
-            emit({"type": "response.content_part.done", **at, "part": item["content"][0]})
-        elif kind == "web_search_call":
-            added = {"id": item["id"], "type": kind, "status": "in_progress"}
-            emit({"type": "response.output_item.added", "output_index": index, "item": added})
-            for step in ("in_progress", "searching", "completed"):
-                emit({"type": f"response.web_search_call.{step}", **ids})
-        else:
-            added = {**item, "status": "in_progress", "arguments": ""}
-            emit({"type": "response.output_item.added", "output_index": index, "item": added})
-            for piece in split_text(item["arguments"], size):
-                emit({"type": "response.function_call_arguments.delta", **ids, "delta": piece})
-            emit(
-                {
-                    "type": "response.function_call_arguments.done",
-                    **ids,
-                    "arguments": item["arguments"],
-                }
-            )
+        _ITEM_EVENTS.get(item["type"], _Events.call)(out, item, index)
         emit({"type": "response.output_item.done", "output_index": index, "item": item})
+    events = out.events
     content_end = len(events)
 
     if turn.stream_error is not None:

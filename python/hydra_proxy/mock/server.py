@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.client
-import ipaddress
 import os
 import signal
 import socket
@@ -29,15 +28,6 @@ _PYTHON_DIR = Path(__file__).resolve().parents[2]  # .../python (holds hydra_pro
 
 def _load_app(options: MockOptions) -> ASGIApp:
     return create_app(options)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(

@@ -39,7 +39,7 @@ from ..server.limits import check_content_type, parse_object, read_json_body
 from ..usage.report import parse_since
 from . import alerts, audit, manage
 from .service import TeamKeys
-from .store import KeyStoreError
+from .store import KeyStore, KeyStoreError
 
 PREFIX = "/admin/keys"
 AUDIT = "/admin/audit"
@@ -100,61 +100,111 @@ async def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     raise ProxyError(401, "the admin API needs the admin key", error_type="authentication_error")
 
 
+# A change's work (run in a thread) and the status it answers with.
+_Change = tuple[Callable[[], Any], int]
+
+
+async def _listing(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    if parts:
+        return lambda: manage.listing(store, now, parts[0])["keys"][0], 200
+    return lambda: manage.listing(store, now), 200
+
+
+async def _create(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    doc = _fields(await _body(exchange), ("name", *manage.CHANGES))
+    name = doc.pop("name", None)
+    if not isinstance(name, str):
+        raise invalid_request("name: the key's name (a string) is required", "name")
+
+    def call() -> Any:
+        key, secret = manage.create(store, name, now, **doc)
+        return {**manage.listing(store, now, key.name)["keys"][0], "secret": secret}
+
+    return call, 201
+
+
+async def _update(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    doc = _fields(await _body(exchange), manage.CHANGES)
+
+    def call() -> Any:
+        manage.update(store, parts[0], **doc)
+        return manage.listing(store, now, parts[0])["keys"][0]
+
+    return call, 200
+
+
+async def _revoke(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    return lambda: manage.revoke(store, parts[0], now).public(), 200
+
+
+async def _rotate(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    doc = _fields(await _body(exchange), ("grace_seconds",))
+    grace = doc.get("grace_seconds", manage.DEFAULT_GRACE)
+    if not isinstance(grace, int | float) or isinstance(grace, bool) or grace < 0:
+        raise invalid_request("grace_seconds: a number of seconds, at least 0")
+
+    def call() -> Any:
+        key, secret = manage.rotate(store, parts[0], now, float(grace))
+        return {**key.public(), "secret": secret}
+
+    return call, 200
+
+
+async def _set_team(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    doc = _fields(await _body(exchange), ("budget", "period", "rpm", "tpm"))
+    return lambda: manage.set_team(store, parts[1], **doc).public(), 200
+
+
+async def _set_alert(exchange: Exchange, store: KeyStore, parts: list[str], now: float) -> _Change:
+    target = _alert_target(parts)
+    assert target is not None
+    doc = await _alert_body(exchange) if exchange.scope["method"] == "PUT" else {}
+    return lambda: manage.set_alert(store, *target, **doc), 200
+
+
+def _resource(parts: list[str]) -> str | None:
+    """Which of the admin API's resources a path under /admin/keys names."""
+    if _alert_target(parts) is not None:
+        return "alert"
+    if not parts:
+        return "keys"
+    if len(parts) == 1:
+        return "key"
+    if len(parts) == 2 and parts[0] == TEAMS:
+        return "team"
+    if len(parts) == 2 and parts[1] == "rotate":
+        return "rotate"
+    return None
+
+
+# (resource, method) -> the handler reading the request into its change.
+_HANDLERS: dict[
+    tuple[str, str], Callable[[Exchange, KeyStore, list[str], float], Awaitable[_Change]]
+] = {
+    ("keys", "GET"): _listing,
+    ("keys", "POST"): _create,
+    ("key", "GET"): _listing,
+    ("key", "PATCH"): _update,
+    ("key", "DELETE"): _revoke,
+    ("rotate", "POST"): _rotate,
+    ("team", "PUT"): _set_team,
+    ("alert", "PUT"): _set_alert,
+    ("alert", "DELETE"): _set_alert,
+}
+
+
 async def admin_keys(exchange: Exchange) -> None:
     team, actor = await admin(exchange)
     method: str = exchange.scope["method"]
     parts = [p for p in exchange.scope["path"][len(PREFIX) :].split("/") if p]
-    store = team.store
-    now = time.time()
-    status = 200
-    call: Callable[[], Any]
-    target = _alert_target(parts)
-    if target is not None and method in ("PUT", "DELETE"):
-        doc = await _alert_body(exchange) if method == "PUT" else {}
-        call = lambda: manage.set_alert(store, *target, **doc)  # noqa: E731
-    elif not parts and method == "GET":
-        call = lambda: manage.listing(store, now)  # noqa: E731
-    elif not parts and method == "POST":
-        doc = _fields(await _body(exchange), ("name", *manage.CHANGES))
-        name = doc.pop("name", None)
-        if not isinstance(name, str):
-            raise invalid_request("name: the key's name (a string) is required", "name")
-
-        def call() -> Any:
-            key, secret = manage.create(store, name, now, **doc)
-            return {**manage.listing(store, now, key.name)["keys"][0], "secret": secret}
-
-        status = 201
-    elif len(parts) == 2 and parts[0] == TEAMS and method == "PUT":
-        doc = _fields(await _body(exchange), ("budget", "period", "rpm", "tpm"))
-        call = lambda: manage.set_team(store, parts[1], **doc).public()  # noqa: E731
-    elif len(parts) == 1 and method == "GET":
-        call = lambda: manage.listing(store, now, parts[0])["keys"][0]  # noqa: E731
-    elif len(parts) == 1 and method == "PATCH":
-        doc = _fields(await _body(exchange), manage.CHANGES)
-
-        def call() -> Any:
-            manage.update(store, parts[0], **doc)
-            return manage.listing(store, now, parts[0])["keys"][0]
-
-    elif len(parts) == 1 and method == "DELETE":
-        call = lambda: manage.revoke(store, parts[0], now).public()  # noqa: E731
-    elif len(parts) == 2 and parts[1] == "rotate" and method == "POST":
-        doc = _fields(await _body(exchange), ("grace_seconds",))
-        grace = doc.get("grace_seconds", manage.DEFAULT_GRACE)
-        if not isinstance(grace, int | float) or isinstance(grace, bool) or grace < 0:
-            raise invalid_request("grace_seconds: a number of seconds, at least 0")
-
-        def call() -> Any:
-            key, secret = manage.rotate(store, parts[0], now, float(grace))
-            return {**key.public(), "secret": secret}
-
-    else:
+    handler = _HANDLERS.get((_resource(parts) or "", method))
+    if handler is None:
         raise ProxyError(
             405 if len(parts) <= 2 else 404,
             f"no admin endpoint {method} {exchange.scope['path']}",
             error_type="invalid_request_error",
         )
+    call, status = await handler(exchange, team.store, parts, time.time())
 
     def run() -> Any:
         with audit.acting_as(actor):

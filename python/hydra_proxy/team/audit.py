@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from ..usage.ledger import query_filter
 from .period import utc_text
 from .store import KeyStore, PostgresKeyStore
 
@@ -36,18 +37,26 @@ MAX_LIMIT = 1000
 DEFAULT_LIMIT = 100
 _APPEND_ONLY = "the audit log is append-only"
 
-_SQLITE_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS hydra_audit (
-        id INTEGER PRIMARY KEY,
-        time REAL NOT NULL,
+
+def _table(id_type: str, time_type: str) -> tuple[str, ...]:
+    """The table and its indices in one SQL dialect."""
+    return (
+        f"""CREATE TABLE IF NOT EXISTS hydra_audit (
+        id {id_type} PRIMARY KEY,
+        time {time_type} NOT NULL,
         actor TEXT NOT NULL,
         action TEXT NOT NULL,
         subject TEXT NOT NULL,
         before TEXT,
         after TEXT
     )""",
-    "CREATE INDEX IF NOT EXISTS hydra_audit_time ON hydra_audit (time)",
-    "CREATE INDEX IF NOT EXISTS hydra_audit_subject ON hydra_audit (subject, time)",
+        "CREATE INDEX IF NOT EXISTS hydra_audit_time ON hydra_audit (time)",
+        "CREATE INDEX IF NOT EXISTS hydra_audit_subject ON hydra_audit (subject, time)",
+    )
+
+
+_SQLITE_SCHEMA = (
+    *_table("INTEGER", "REAL"),
     *(
         f"CREATE TRIGGER IF NOT EXISTS hydra_audit_no_{verb.lower()} BEFORE {verb} ON "
         f"hydra_audit BEGIN SELECT RAISE(ABORT, '{_APPEND_ONLY}'); END"
@@ -55,17 +64,7 @@ _SQLITE_SCHEMA = (
     ),
 )
 _POSTGRES_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS hydra_audit (
-        id BIGSERIAL PRIMARY KEY,
-        time DOUBLE PRECISION NOT NULL,
-        actor TEXT NOT NULL,
-        action TEXT NOT NULL,
-        subject TEXT NOT NULL,
-        before TEXT,
-        after TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS hydra_audit_time ON hydra_audit (time)",
-    "CREATE INDEX IF NOT EXISTS hydra_audit_subject ON hydra_audit (subject, time)",
+    *_table("BIGSERIAL", "DOUBLE PRECISION"),
     f"""CREATE OR REPLACE FUNCTION hydra_audit_append_only() RETURNS trigger
         LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '{_APPEND_ONLY}'; END $$""",
     """CREATE OR REPLACE TRIGGER hydra_audit_append_only
@@ -171,20 +170,10 @@ def entries(
     limit: int = DEFAULT_LIMIT,
 ) -> list[Entry]:
     """The newest entries first: at most `limit`, from `since` on, of one `subject`."""
-    m = store.mark
-    where: list[str] = []
-    params: list[Any] = []
-    if since is not None:
-        where.append(f"time >= {m}")
-        params.append(since)
-    if subject is not None:
-        where.append(f"subject = {m}")
-        params.append(subject)
-    sql = f"SELECT {', '.join(_COLUMNS)} FROM hydra_audit"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += f" ORDER BY time DESC, id DESC LIMIT {m}"
-    params.append(max(1, min(int(limit), MAX_LIMIT)))
+    tail, params = query_filter(
+        store.mark, since, max(1, min(int(limit), MAX_LIMIT)), subject, column="subject"
+    )
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM hydra_audit{tail}"
     with store.transaction() as cur:
         cur.execute(sql, params)
         rows = cur.fetchall()

@@ -209,72 +209,88 @@ class Checks:
         holder: str,
         now: float,
     ) -> Pass:
-        counters = self.counters
         found = self._subjects(key, team)
-        window = self.window
-        scale = window / 60.0
-        held = Pass(counters, holder, found, window=window)
-        try:
-            for s in found:
-                tpm = s.limits.tpm
-                if tpm is not None:
-                    if not held.tpm_reserved:
-                        held.tpm_reserved = expected_tokens(decision, traits)
-                    reserve = held.tpm_reserved
-                    bound = math.ceil(tpm * scale) - 1 + reserve
-                    wait = await counters.hit(s.tpm, bound, reserve, window)
-                    if not wait:
-                        held.tpm_windows.append(s.tpm)
-                    else:
-                        # The windows that took the reservation give it back (settle).
-                        raise refusals.rate_limited(s.who, "tokens per minute", tpm, wait)
-            cost: float | None = None
-            for s in found:
-                budget = s.limits.budget_usd
-                if budget is None:
-                    continue
-                if cost is None:
-                    cost, model = estimate(self.prices, decision, traits)
-                    if cost is None:
-                        if self.allow_unpriced:
-                            break  # admitted; its record says its cost is unknown
-                        raise refusals.unpriced(s.who, model)
-                name = s.budget
-                start, end = bounds(s.limits.period, now)
-                if not await self._reserve(name, s, start, end, cost, budget, holder):
-                    spent, reserved = await counters.spent(name)
-                    raise refusals.over_budget(
-                        s.who, budget, s.limits.period, spent, reserved, cost, end
-                    )
-                held.budgets.append((name, s.limits.period))
-            if key.streams is not None:
-                slot = f"key:{key.name}:streams"
-                if not await counters.acquire(slot, key.streams, holder, STREAM_LEASE):
-                    raise refusals.rate_limited(
-                        f"key {key.name!r}", "concurrent streams", key.streams, 1
-                    )
-                held.stream = slot
-            for s in found:
-                rpm = s.limits.rpm
-                if rpm is not None:
-                    wait = await counters.hit(s.rpm, rpm * scale, 1, window)
-                    if wait:
-                        raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
+        held = Pass(self.counters, holder, found, window=self.window)
+        try:  # in this order: a refusal by rate spends no budget
+            await self._reserve_tokens(found, held, decision, traits)
+            await self._reserve_budgets(found, held, decision, traits, holder, now)
+            await self._take_stream(key, held, holder)
+            await self._hit_requests(found)
         except ProxyError:
             await held.settle(0.0, 0, now)
             raise
         return held
 
-    async def count_request(self, key: NamedKey, team: Team | None, now: float) -> None:
-        """A request that spends nothing (a token count) still counts against rpm."""
+    async def _reserve_tokens(
+        self, found: list[Subject], held: Pass, decision: RouteDecision, traits: RequestTraits
+    ) -> None:
+        """tpm: each window takes the request's expected tokens, settled to the real count."""
         window = self.window
-        scale = window / 60.0
-        for s in self._subjects(key, team):
+        for s in found:
+            tpm = s.limits.tpm
+            if tpm is None:
+                continue
+            if not held.tpm_reserved:
+                held.tpm_reserved = expected_tokens(decision, traits)
+            reserve = held.tpm_reserved
+            bound = math.ceil(tpm * (window / 60.0)) - 1 + reserve
+            wait = await self.counters.hit(s.tpm, bound, reserve, window)
+            if wait:  # the windows that took the reservation give it back (settle)
+                raise refusals.rate_limited(s.who, "tokens per minute", tpm, wait)
+            held.tpm_windows.append(s.tpm)
+
+    async def _reserve_budgets(
+        self,
+        found: list[Subject],
+        held: Pass,
+        decision: RouteDecision,
+        traits: RequestTraits,
+        holder: str,
+        now: float,
+    ) -> None:
+        """Each budget reserves the request's estimated cost in its period."""
+        cost: float | None = None
+        for s in found:
+            budget = s.limits.budget_usd
+            if budget is None:
+                continue
+            if cost is None:
+                cost, model = estimate(self.prices, decision, traits)
+                if cost is None:
+                    if self.allow_unpriced:
+                        return  # admitted; its record says its cost is unknown
+                    raise refusals.unpriced(s.who, model)
+            name = s.budget
+            start, end = bounds(s.limits.period, now)
+            if not await self._reserve(name, s, start, end, cost, budget, holder):
+                spent, reserved = await self.counters.spent(name)
+                raise refusals.over_budget(
+                    s.who, budget, s.limits.period, spent, reserved, cost, end
+                )
+            held.budgets.append((name, s.limits.period))
+
+    async def _take_stream(self, key: NamedKey, held: Pass, holder: str) -> None:
+        """The key's concurrent-streams slot, held until the reply ends."""
+        if key.streams is None:
+            return
+        slot = f"key:{key.name}:streams"
+        if not await self.counters.acquire(slot, key.streams, holder, STREAM_LEASE):
+            raise refusals.rate_limited(f"key {key.name!r}", "concurrent streams", key.streams, 1)
+        held.stream = slot
+
+    async def _hit_requests(self, found: list[Subject]) -> None:
+        """rpm: one request in each subject's window."""
+        window = self.window
+        for s in found:
             rpm = s.limits.rpm
             if rpm is not None:
-                wait = await self.counters.hit(s.rpm, rpm * scale, 1, window)
+                wait = await self.counters.hit(s.rpm, rpm * (window / 60.0), 1, window)
                 if wait:
                     raise refusals.rate_limited(s.who, "requests per minute", rpm, wait)
+
+    async def count_request(self, key: NamedKey, team: Team | None, now: float) -> None:
+        """A request that spends nothing (a token count) still counts against rpm."""
+        await self._hit_requests(self._subjects(key, team))
 
     async def _reserve(
         self, name: str, s: Subject, start: float, end: float, cost: float, cap: float, holder: str

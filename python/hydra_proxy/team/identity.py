@@ -21,7 +21,6 @@ changes): a member's every request does not pay for a signature check.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from ..config.check import is_loopback
 from ..errors import ProxyError
 from .keyring import Keyring
 from .record import NamedKey, Team
@@ -98,22 +98,13 @@ def source_problem(jwks: str) -> str | None:
         parts = urllib.parse.urlsplit(jwks)
         if not parts.hostname:
             return f"jwks {jwks!r}: a URL without a host"
-        if parts.scheme == "http" and not _loopback(parts.hostname):
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
             return f"jwks {jwks!r}: a key set from another host must come over https"
         return None
     path = Path(jwks).expanduser()
     if not path.is_file():
         return f"jwks {jwks!r}: no such file (a JWKS file, or an https:// URL)"
     return None
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _read(source: str) -> bytes:

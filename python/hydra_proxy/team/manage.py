@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from datetime import datetime, timezone
 from typing import Any
 
+from ..usage.report import utc_timestamp
 from . import alerts, audit
 from .period import PERIODS, bounds, utc_text
 from .record import NamedKey, Team
@@ -41,14 +41,11 @@ def parse_expires(text: str | None) -> float | None:
     if text is None or text.strip().lower() in ("", "never", "none"):
         return None
     try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        return utc_timestamp(text)
     except ValueError:
         raise KeyChangeError(
             f"expires {text!r}: use a date like 2027-01-31 or 2027-01-31T12:00"
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
 
 
 def parse_models(text: str | list[str] | None) -> tuple[str, ...]:

@@ -22,11 +22,7 @@ LEDGER_ENV = "HYDRA_USAGE_LEDGER"
 DESCRIPTION = "What the proxy's requests used and cost, from the usage ledger."
 
 
-def parser(*, add_help: bool = True) -> argparse.ArgumentParser:
-    """The options (add_help False: a parent of the `hydra-proxy usage` subcommand)."""
-    p = argparse.ArgumentParser(
-        prog="hydra-proxy usage", description=DESCRIPTION, add_help=add_help
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ledger",
         default=None,
@@ -35,6 +31,11 @@ def parser(*, add_help: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--since", help="30m, 24h, 7d, 2w or a date (UTC) like 2026-11-01")
     p.add_argument("--by", choices=GROUPINGS, default="model", help="group rows by (default model)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hydra-proxy usage", description=DESCRIPTION)
+    add_arguments(p)
     return p
 
 

@@ -39,13 +39,31 @@ from typing import Any, Protocol
 
 from .record import UsageRecord
 
-__all__ = ["COLUMNS", "Ledger", "LedgerError", "query_filter"]
+__all__ = ["COLUMNS", "Ledger", "LedgerError", "column_definitions", "query_filter"]
 
 log = logging.getLogger("hydra_proxy.usage")
 
 # One table, the same columns on every backend: UsageRecord's fields, in order (a record
 # is its own row).
 COLUMNS: tuple[str, ...] = UsageRecord._fields
+
+
+def column_definitions(
+    types: dict[str, str], time_type: str, overrides: dict[str, str] | None = None
+) -> str:
+    """The ledger table's columns in one SQL dialect, from UsageRecord's annotations, so the
+    two ledgers cannot drift apart: `types` maps a Python type (str, int, float, bool) to the
+    dialect's (`overrides`: by column); an optional field is nullable; `time` gets
+    `time_type`."""
+    lines = []
+    for name in COLUMNS[1:]:
+        annotation = UsageRecord.__annotations__[name]  # a ForwardRef: annotations are text
+        python_type, _, none = str(annotation.__forward_arg__).partition(" | ")
+        # A Literal alias (the protocol) is text.
+        sql = (overrides or {}).get(name) or types.get(python_type, types["str"])
+        lines.append(f"    {name} {sql}{'' if none else ' NOT NULL'}")
+    return ",\n".join([f"    time {time_type} NOT NULL", *lines])
+
 
 _DROP_WARNING_INTERVAL = 60.0
 _MAX_BACKOFF = 30.0  # seconds between tries while the database is unavailable
@@ -266,17 +284,23 @@ class Ledger(ABC):
 
 
 def query_filter(
-    placeholder: str, since: Any, limit: int | None, key_name: str | None
+    placeholder: str,
+    since: Any,
+    limit: int | None,
+    key_name: str | None,
+    *,
+    column: str = "key_name",
 ) -> tuple[str, list[Any]]:
-    """What follows a query's SELECT ... FROM: the WHERE (since, key_name), newest first,
-    at most ``limit``; and its parameters, each written as ``placeholder`` in the SQL."""
+    """What follows a query's SELECT ... FROM: the WHERE (since, and `column` equal to
+    `key_name` when given), newest first, at most ``limit``; and its parameters, each
+    written as ``placeholder`` in the SQL. The audit log's queries take it too."""
     params: list[Any] = []
     where = []
     if since is not None:
         where.append(f"time >= {placeholder}")
         params.append(since)
     if key_name is not None:
-        where.append(f"key_name = {placeholder}")
+        where.append(f"{column} = {placeholder}")
         params.append(key_name)
     sql = " WHERE " + " AND ".join(where) if where else ""
     sql += " ORDER BY time DESC, id DESC"

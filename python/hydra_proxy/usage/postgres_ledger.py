@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from .ledger import COLUMNS, Ledger, LedgerError, query_filter
+from .ledger import COLUMNS, Ledger, LedgerError, column_definitions, query_filter
 from .record import UsageRecord
 
 if TYPE_CHECKING:
@@ -22,33 +22,15 @@ if TYPE_CHECKING:
 __all__ = ["PostgresLedger"]
 
 _SCHEMA_LOCK = 0x68796472  # "hydr": any constant shared by all proxies
-_SCHEMA = """
+_COLUMN_DEFINITIONS = column_definitions(
+    {"str": "TEXT", "int": "BIGINT", "float": "DOUBLE PRECISION", "bool": "BOOLEAN"},
+    "TIMESTAMPTZ",
+    {"status": "INTEGER"},
+)
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS hydra_usage (
     id BIGSERIAL PRIMARY KEY,
-    time TIMESTAMPTZ NOT NULL,
-    request_id TEXT NOT NULL,
-    protocol TEXT NOT NULL,
-    route TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    requested_model TEXT NOT NULL,
-    target_model TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cache_read_tokens BIGINT NOT NULL,
-    cache_write_tokens BIGINT NOT NULL,
-    reasoning_tokens BIGINT NOT NULL,
-    estimated BOOLEAN NOT NULL,
-    cost_usd DOUBLE PRECISION,
-    latency_ms DOUBLE PRECISION NOT NULL,
-    ttfb_ms DOUBLE PRECISION,
-    status INTEGER NOT NULL,
-    error_type TEXT,
-    key_id TEXT,
-    stream BOOLEAN NOT NULL,
-    key_name TEXT,
-    team TEXT,
-    agent TEXT,
-    refusal TEXT
+{_COLUMN_DEFINITIONS}
 );
 ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS key_name TEXT;
 ALTER TABLE hydra_usage ADD COLUMN IF NOT EXISTS team TEXT;

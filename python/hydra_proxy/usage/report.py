@@ -108,11 +108,17 @@ def parse_since(text: str, now: float) -> float:
     if match:
         return now - int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     try:
-        moment = datetime.fromisoformat(text.strip())
+        return utc_timestamp(text)
     except ValueError:
         raise ValueError(
             f"--since {text!r}: expected 30m, 24h, 7d, 2w or a date like 2026-11-01"
         ) from None
+
+
+def utc_timestamp(text: str) -> float:
+    """An ISO date or time as Unix time, in UTC when it names no zone (ValueError if it is
+    none)."""
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()

@@ -16,38 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .ledger import COLUMNS, Ledger, LedgerError, query_filter
+from .ledger import COLUMNS, Ledger, LedgerError, column_definitions, query_filter
 from .record import UsageRecord
 
 __all__ = ["SqliteLedger"]
 
-_SCHEMA = """
+_COLUMN_DEFINITIONS = column_definitions(
+    {"str": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}, "REAL"
+)
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY,
-    time REAL NOT NULL,
-    request_id TEXT NOT NULL,
-    protocol TEXT NOT NULL,
-    route TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    requested_model TEXT NOT NULL,
-    target_model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cache_read_tokens INTEGER NOT NULL,
-    cache_write_tokens INTEGER NOT NULL,
-    reasoning_tokens INTEGER NOT NULL,
-    estimated INTEGER NOT NULL,
-    cost_usd REAL,
-    latency_ms REAL NOT NULL,
-    ttfb_ms REAL,
-    status INTEGER NOT NULL,
-    error_type TEXT,
-    key_id TEXT,
-    stream INTEGER NOT NULL,
-    key_name TEXT,
-    team TEXT,
-    agent TEXT,
-    refusal TEXT
+{_COLUMN_DEFINITIONS}
 );
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);

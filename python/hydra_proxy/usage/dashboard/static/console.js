@@ -460,6 +460,17 @@ async function revoke(k) {
 
 // -- wiring -----------------------------------------------------------------------------
 
+// Each dialog's shared fields, from one template, with the form's prefix on every id.
+for (const form of document.querySelectorAll("form[data-prefix]")) {
+  for (const slot of form.querySelectorAll("template[data-fields]")) {
+    const fields = $(slot.dataset.fields + "-fields").content.cloneNode(true);
+    const prefix = form.dataset.prefix + "-";
+    for (const el of fields.querySelectorAll("[id]")) el.id = prefix + el.id;
+    for (const el of fields.querySelectorAll("label[for]")) el.htmlFor = prefix + el.htmlFor;
+    slot.replaceWith(fields);
+  }
+}
+
 $("sign-in-form").addEventListener("submit", signIn);
 $("sign-out").addEventListener("click", signOut);
 $("since").addEventListener("change", refresh);
