@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecision
+from ..config.protocols import ProtocolName
+from ..config.routes import Attempt, RequestTraits, RouteDecision
 from ..errors import ProxyError
 from ..gemini import output as gemini_output
 from ..redaction import Redactor
@@ -181,7 +182,7 @@ class Exchange:
         self.request_id = request_id()
         self.started = time.monotonic()
         self.started_wall = time.time()
-        self.protocol: ClientProtocol | None = None
+        self.protocol: ProtocolName | None = None
         """The client protocol of a model request (None: any other endpoint)."""
         self.caller = Caller(worker.signing_key)
         self.kept: KeptRequest | None = None
@@ -196,7 +197,7 @@ class Exchange:
         """Every response goes through `wrap(send)` (raising: the request is refused)."""
         self.send = wrap(self.send)
 
-    def account(self, protocol: ClientProtocol) -> None:
+    def account(self, protocol: ProtocolName) -> None:
         """A model request: it gets a usage record (server/accounting.py), the time its
         first body byte goes out is noted and what it is sent kept (`Outcome.watch`)."""
         self.protocol = protocol
