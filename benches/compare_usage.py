@@ -41,14 +41,14 @@ from hydra_proxy.usage.service import UsageService
 def make():
     return AnthropicViaChatStream("msg_b", "claude-sonnet-4-5", 100)
 
-try:  # a checkout with the Exchange (server/exchange.py holds the per-request state)
+try:  # a checkout with the Exchange (server/pipeline/exchange.py holds the per-request state)
     from hydra_proxy.config import Provider, Settings
     from hydra_proxy.config.routes import Attempt, Route, RouteDecision, RouteOptions
-    from hydra_proxy.server import accounting
-    from hydra_proxy.server.exchange import Exchange
-    from hydra_proxy.server.worker import Worker
+    from hydra_proxy.server.pipeline import accounting
+    from hydra_proxy.server.pipeline.exchange import Exchange
+    from hydra_proxy.server.transport.worker import Worker
 except ImportError:  # before it: an Account per request, and the plan's Target
-    from hydra_proxy.server.accounting import Account
+    from hydra_proxy.server.pipeline.accounting import Account
     from hydra_proxy.server.plan import Target
 
     target = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o", True)
@@ -75,7 +75,7 @@ else:
         exchange.account("anthropic")
         if hasattr(exchange, "route"):  # the exchange in parts: request, route, outcome
             from hydra_proxy.config.routes import RequestTraits
-            from hydra_proxy.server.exchange import Asked, Caller
+            from hydra_proxy.server.pipeline.exchange import Asked, Caller
 
             exchange.read_as(Asked(RequestTraits(decision.requested_model), stream=True))
             exchange.route.decided(decision)

@@ -177,7 +177,7 @@ def fastest_s(fn: Callable[[], object], reps: int, budget_s: float) -> float:
 def bench_context() -> tuple[Any, dict[str, Any]]:
     """The worker and request scope of a `serve` with the bench's config."""
     from hydra_proxy.config import load
-    from hydra_proxy.server.worker import Worker
+    from hydra_proxy.server.transport.worker import Worker
 
     workdir = Path(tempfile.mkdtemp(prefix="long-session-"))
     try:
@@ -201,10 +201,10 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     """The Messages ingress on `body` as the server runs it: parsed (reusing the session's
     previous turns when `scope` names a session), checked, read and routed. Returns the
     exchange and the ClientRequest."""
-    from hydra_proxy.server.exchange import Exchange
+    from hydra_proxy.server.checks.limits import parse_request, require_model
     from hydra_proxy.server.ingress import anthropic
-    from hydra_proxy.server.limits import parse_request, require_model
-    from hydra_proxy.server.routing import decide_route
+    from hydra_proxy.server.pipeline.exchange import Exchange
+    from hydra_proxy.server.pipeline.routing import decide_route
 
     async def never(*_: Any) -> Any:
         raise AssertionError("the in-process steps do no I/O")
@@ -225,7 +225,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     body = session[0]
     from hydra_proxy import tokens
     from hydra_proxy.json_depth import nested_deeper_than
-    from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
+    from hydra_proxy.server.pipeline.upstream_kinds import WRITERS, BodyFor
 
     worker, scope = bench_context()
     request = orjson.loads(body)

@@ -24,9 +24,9 @@ import pytest
 
 from hydra_proxy.config import Provider, Settings
 from hydra_proxy.config.routes import Attempt, RequestTraits, Route, RouteDecision, RouteOptions
-from hydra_proxy.server import accounting
-from hydra_proxy.server.exchange import Asked, Caller, Exchange
-from hydra_proxy.server.worker import Worker
+from hydra_proxy.server.pipeline import accounting
+from hydra_proxy.server.pipeline.exchange import Asked, Caller, Exchange
+from hydra_proxy.server.transport.worker import Worker
 from hydra_proxy.transducers import select
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir

@@ -18,7 +18,7 @@ from failure_streams import failure_inputs
 from gemini_golden import GEMINI_DIRECTIONS, make_gemini
 from gemini_streams import gemini_stream
 from hydra_proxy import transducers
-from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
+from hydra_proxy.server.pipeline.relay import MSG_IDLE_TIMEOUT
 from implementations import (
     ANTHROPIC_STREAMS,
     _native,

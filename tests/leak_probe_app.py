@@ -21,7 +21,7 @@ import orjson
 from hydra_proxy.config import Settings
 from hydra_proxy.config.loading import environment, load
 from hydra_proxy.server.app import App
-from hydra_proxy.server.run import kill_timeout
+from hydra_proxy.server.transport.run import kill_timeout
 
 PROBE_PATH = "/__test/leaks"
 
@@ -60,7 +60,7 @@ def main() -> None:
         level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stdout
     )
     settings = load({"port": int(port), "config": config, "implementation": impl}, environment())
-    # As server.run.serve configures granian (one worker here: one process to count).
+    # As server.transport.run.serve configures granian (one worker here: one process to count).
     server = Server(
         "leak_probe_app:ProbedApp",
         address=settings.host,

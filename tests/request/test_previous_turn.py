@@ -1,5 +1,5 @@
 """A long session's next request reuses what its previous one parsed, wrote and counted
-(server/previous_turn.py, the Chat writer's record, the token and image memos), and is
+(server/pipeline/previous_turn.py, the Chat writer's record, the token and image memos), and is
 answered exactly as a fresh request: the same parsed request, the same upstream bytes for
 every upstream kind, the same errors; nothing reused is changed by the request path."""
 
@@ -20,10 +20,10 @@ from hydra_proxy.chat.request.writer.messages import WriterRecord
 from hydra_proxy.config.routes import request_traits
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.json_depth import nested_deeper_than
-from hydra_proxy.server import previous_turn
-from hydra_proxy.server.limits import parse_object, parse_request
-from hydra_proxy.server.previous_turn import PreviousTurns
-from hydra_proxy.server.upstream_kinds import ClientReply, SessionHints, translated
+from hydra_proxy.server.checks.limits import parse_object, parse_request
+from hydra_proxy.server.pipeline import previous_turn
+from hydra_proxy.server.pipeline.previous_turn import PreviousTurns
+from hydra_proxy.server.pipeline.upstream_kinds import ClientReply, SessionHints, translated
 from hydra_proxy.tokens import estimate_input_tokens
 from implementations import NATIVE_MISSING, _native
 from long_sessions import session

@@ -32,6 +32,6 @@ def test_a_streamed_messages_request_crosses_at_most_17_modules_before_its_first
     modules: list[str] = found["modules"]
     # From the app's ASGI call to the upstream client's write: the request really went out.
     assert modules[0] == "hydra_proxy.server.app"
-    assert modules[-1] == "hydra_proxy.server.http1"
+    assert modules[-1] == "hydra_proxy.server.transport.http1"
     assert "hydra_proxy.chat.request.writer.translate" in modules  # translated for Chat
     assert len(modules) == found["count"] <= MAX_MODULES, modules

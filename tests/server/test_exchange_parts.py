@@ -1,7 +1,7 @@
 """The exchange in parts, each set in one module: what is known when the request is read
-(the Exchange's own fields, set in server/exchange.py; who sent it and what it asks are
-frozen), what the route decides (server/routing.py) and what the answer records
-(server/outcome.py). A static walk over the package finds every store to an attribute of
+(the Exchange's own fields, set in server/pipeline/exchange.py; who sent it and what it asks are
+frozen), what the route decides (server/pipeline/routing.py) and what the answer records
+(server/pipeline/outcome.py). A static walk over the package finds every store to an attribute of
 an expression whose type is a part and checks it is in the part's module."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 import hydra_proxy
 from hydra_proxy.config.routes import RequestTraits
-from hydra_proxy.server.exchange import FROZEN_PARTS, PARTS, Asked, Caller
+from hydra_proxy.server.pipeline.exchange import FROZEN_PARTS, PARTS, Asked, Caller
 
 PACKAGE = Path(hydra_proxy.__file__).resolve().parent
 # Which part an attribute of a part is: exchange.route is a Routing, and so on.

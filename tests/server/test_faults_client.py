@@ -23,7 +23,7 @@ from faulty_upstream import FLOOD_BYTES, UPSTREAM_KEY
 from implementations import IMPLEMENTATIONS, NATIVE_MISSING
 from wellformed import PATHS, Client, Received, call, judge, request_body
 
-# Small limits, so the cases run quickly (server/limits.py).
+# Small limits, so the cases run quickly (server/checks/limits.py).
 BODY_TIMEOUT = 1.0
 LIMITS_ENV = {"HYDRA_BODY_TIMEOUT": str(BODY_TIMEOUT), "HYDRA_MAX_JSON_DEPTH": "64"}
 AUTH = {"x-api-key": PROXY_KEY}

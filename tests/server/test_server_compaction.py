@@ -17,7 +17,7 @@ import pytest
 from hydra_proxy.config.presets import presets
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.compaction import COMPACTION_PREFIX, SUMMARY_REQUEST
-from hydra_proxy.server.upstream_kinds import DIALECTS
+from hydra_proxy.server.pipeline.upstream_kinds import DIALECTS
 from servers import ProxyServer
 
 MODEL = "gpt-5.1-codex"

@@ -19,7 +19,7 @@ import pytest
 import entries
 from hydra_proxy.config import load
 from hydra_proxy.server.app import App, ModelEntry
-from hydra_proxy.server.exchange import is_proxy_key
+from hydra_proxy.server.pipeline.exchange import is_proxy_key
 from raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
 from servers import PYTHON_DIR, ProxyServer
 

@@ -19,7 +19,7 @@ from compositions import COMPOSITIONS, client_error, make
 from failure_streams import failure_inputs, whole_stream
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.errors import MSG_UPSTREAM_FAILED
-from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
+from hydra_proxy.server.pipeline.relay import MSG_IDLE_TIMEOUT
 from hydra_proxy.stream.messages import (
     MSG_CUT_INSIDE_EVENT,
     MSG_CUT_OFF,

@@ -15,9 +15,9 @@ from ...config.routes import Attempt, RouteDecision, request_traits
 from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import (
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
     DIALECTS,
     ClientReply,
     Factory,
@@ -27,7 +27,7 @@ from ..upstream_kinds import (
     route_effort,
     strip_proxy_signatures,
 )
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:

@@ -28,12 +28,19 @@ from ...errors import ProxyError
 from ...tokens import estimate_input_tokens, input_bound
 from ...transducers import StreamTransducer
 from ...usage.record import client_key_id
-from ..admission import session_of
-from ..exchange import ClientRequest, Exchange
-from ..left_out import NOTICES
-from ..sessions import session_cache_key
-from ..upstream_kinds import ClientReply, Factory, Plan, SessionHints, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..checks.admission import session_of
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.left_out import NOTICES
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
+    ClientReply,
+    Factory,
+    Plan,
+    SessionHints,
+    passthrough,
+    route_effort,
+)
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
 

@@ -27,9 +27,9 @@ from ...gemini.request.writer import gemini_path
 from ...gemini.response.writer import gemini_response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import ClientReply, Factory, Plan, passthrough
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.upstream_kinds import ClientReply, Factory, Plan, passthrough
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.gemini")
 

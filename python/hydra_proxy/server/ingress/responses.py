@@ -47,10 +47,17 @@ from ...responses.request.reader import Translation, messages_request_from_respo
 from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import SSE, ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import ClientReply, Factory, Plan, SessionHints, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.exchange import SSE, ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
+    ClientReply,
+    Factory,
+    Plan,
+    SessionHints,
+    passthrough,
+    route_effort,
+)
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
 

@@ -11,7 +11,7 @@ protocol, with a message that names the problem and the limit (and the setting).
   (slow-loris uploads); the response says ``connection: close`` and the connection
   carries no other request (granian closes it at once, or once the declared body is in).
 - A Content-Type other than JSON (`application/json`, `application/*+json`), or none, is
-  a 400: a web page can send any other body to any address (server/browser_guard.py).
+  a 400: a web page can send any other body to any address (server/checks/browser_guard.py).
 - Invalid JSON, invalid UTF-8, JSON that is not an object, and JSON nested deeper than
   `max_json_depth` (default 128 levels; orjson's own bound is 1024) are 400s.
 """
@@ -25,15 +25,15 @@ from typing import Any
 
 import orjson
 
-from ..errors import ProxyError, invalid_request
-from ..json_depth import nested_deeper_than
+from ...errors import ProxyError, invalid_request
+from ...json_depth import nested_deeper_than
+from ..pipeline.exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
+from ..pipeline.previous_turn import KeptRequest, PreviousTurns
 from .browser_guard import content_type_refusal
-from .exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
-from .previous_turn import KeptRequest, PreviousTurns
 
 _text_deeper_than: Callable[[bytes, int], bool] | None
 try:  # the native core reads the depth off the bytes, faster than the walk
-    from .._native import json_nested_deeper_than as _text_deeper_than
+    from ..._native import json_nested_deeper_than as _text_deeper_than
 except ImportError:  # pragma: no cover - the pure-Python install
     _text_deeper_than = None
 
@@ -82,7 +82,7 @@ def closes_connection(exc: ProxyError) -> bool:
 
 
 def check_content_type(scope: Scope) -> None:
-    """A 400 unless the request's Content-Type says JSON (server/browser_guard.py)."""
+    """A 400 unless the request's Content-Type says JSON (server/checks/browser_guard.py)."""
     refusal = content_type_refusal(header(scope, b"content-type"))
     if refusal is not None:
         raise refusal
@@ -151,7 +151,7 @@ def parse_request(
     conversation: bytes = b"messages",
 ) -> tuple[dict[str, Any], KeptRequest | None]:
     """`parse_object`, reusing what the client's `session` parsed of the same turns (the
-    body's `conversation` member) in its previous requests (server/previous_turn.py); with
+    body's `conversation` member) in its previous requests (server/pipeline/previous_turn.py); with
     the KeptRequest kept for the next request. A small body is parsed whole: there is little to
     reuse."""
     if len(body) < turns.min_bytes:

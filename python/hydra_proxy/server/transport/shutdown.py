@@ -11,7 +11,7 @@ handler, which still runs: the event loop's wakeup fd is written for any handled
 signal). From then on, new model requests are refused with 503 overloaded (the client
 retries on another worker or after the restart), and after `shutdown_grace` seconds every
 stream still open is ended with a well-formed error event in its client's protocol
-(overloaded_error: retryable). The kill timeout is set past the grace (server/run.py), so
+(overloaded_error: retryable). The kill timeout is set past the grace (server/transport/run.py), so
 those events go out before the process ends.
 """
 
@@ -23,9 +23,9 @@ import signal
 from collections.abc import Callable
 from types import FrameType
 
-from ..anthropic import output as anthropic_output
-from ..chat import output as chat_output
-from ..errors import ProxyError
+from ...anthropic import output as anthropic_output
+from ...chat import output as chat_output
+from ...errors import ProxyError
 
 log = logging.getLogger("hydra_proxy")
 

@@ -1,9 +1,9 @@
 """Per-request bookkeeping: one usage record and one access-log line per model request.
 
 The Exchange of a model request notes what it learns on the way: its route the decision
-and the attempt that answered (server/routing.py), its outcome the transducer, the
+and the attempt that answered (server/pipeline/routing.py), its outcome the transducer, the
 upstream's reply usage, the head and tail of passed-through bytes, what the client was
-sent and the error type (server/outcome.py); `close` turns that into the record, once,
+sent and the error type (server/pipeline/outcome.py); `close` turns that into the record, once,
 whatever the outcome. Only the send wrappers run per chunk: one attribute test once the
 first byte is out (`Outcome.watch`), the passthrough's tap, and `Relayed.add`.
 
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..tokens import Budget, text_tokens
-from ..transducers import StreamTransducer
-from ..usage.record import Tokens
-from ..usage.service import UsageService
-from ..usage.upstream_usage import (
+from ...tokens import Budget, text_tokens
+from ...transducers import StreamTransducer
+from ...usage.record import Tokens
+from ...usage.service import UsageService
+from ...usage.upstream_usage import (
     tokens_from_anthropic,
     tokens_from_chat,
     tokens_from_gemini,

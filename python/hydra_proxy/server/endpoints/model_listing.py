@@ -10,14 +10,14 @@
   window (its auto-compaction fires at 90% of it), the reasoning levels, the tools.
 
 ``GET /v1/models/{id}`` (the SDKs' ``models.retrieve``) answers one entry of the first two
-shapes. Pure: the endpoint (server/endpoints.py) does the I/O.
+shapes. Pure: the endpoint (server/endpoints/handlers.py) does the I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..config import ModelInfo
+from ...config import ModelInfo
 
 __all__ = [
     "ANTHROPIC_CREATED",

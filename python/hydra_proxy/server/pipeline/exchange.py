@@ -8,8 +8,8 @@ parts, each set in one module (tests/server/test_exchange_parts.py):
 - what is known when the request is read, set here once: its scope, id and start, who
   sent it (`Caller`, when its key is checked), its protocol, its session's kept turn and
   what it asks (`Asked`, once read by its ingress, with no I/O: `ClientRequest`);
-- what the route decides (`route`: server/routing.py);
-- what the answer records (`outcome`: server/outcome.py), read by server/accounting.py.
+- what the route decides (`route`: server/pipeline/routing.py);
+- what the answer records (`outcome`: server/pipeline/outcome.py), read by server/pipeline/accounting.py.
 
 Every response starts here (`start`: the request id header, the status noted) and every
 error body passes the one redaction (`respond`), in the client's protocol (`fail`).
@@ -25,21 +25,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from ..config.protocols import ProtocolName
-from ..config.routes import Attempt, RequestTraits, RouteDecision
-from ..errors import ProxyError
-from ..gemini import output as gemini_output
-from ..redaction import Redactor
-from ..signing_key import for_client
+from ...config.protocols import ProtocolName
+from ...config.routes import Attempt, RequestTraits, RouteDecision
+from ...errors import ProxyError
+from ...gemini import output as gemini_output
+from ...redaction import Redactor
+from ...signing_key import for_client
 from .outcome import Outcome
 from .routing import Routing
 from .sessions import session_id
 
 if TYPE_CHECKING:
-    from ..team.service import Member
+    from ...team.service import Member
+    from ..transport.worker import Worker
     from .previous_turn import KeptRequest
     from .upstream_kinds import Plan
-    from .worker import Worker
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -198,7 +198,7 @@ class Exchange:
         self.send = wrap(self.send)
 
     def account(self, protocol: ProtocolName) -> None:
-        """A model request: it gets a usage record (server/accounting.py), the time its
+        """A model request: it gets a usage record (server/pipeline/accounting.py), the time its
         first body byte goes out is noted and what it is sent kept (`Outcome.watch`)."""
         self.protocol = protocol
         self.send = self.outcome.watch(self.send)

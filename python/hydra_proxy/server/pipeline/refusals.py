@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..upstream_errors import ErrorBody
+from ...upstream_errors import ErrorBody
 
 __all__ = ["DROPPABLE", "REFUSALS", "Refusals", "refused_param", "without"]
 

@@ -18,10 +18,10 @@ import math
 import shutil
 from collections.abc import Callable
 
-from .. import logs
-from ..config import ConfigError, Settings, reload
-from ..usage.metrics import multiprocess_dir, setup_multiprocess_dir
-from .app import App
+from ... import logs
+from ...config import ConfigError, Settings, reload
+from ...usage.metrics import multiprocess_dir, setup_multiprocess_dir
+from ..app import App
 from .shutdown import KILL_MARGIN
 
 # Request heads (granian's HTTP/1 settings; hyper enforces them): the head must arrive
@@ -80,7 +80,7 @@ def _watch_live_config(holder: SettingsHolder) -> None:
     in the key store moves (team.live_config), as SIGHUP does."""
     import os
 
-    from ..team import live_config, service
+    from ...team import live_config, service
 
     settings = holder.settings
     if settings.overlay_version or service.configured(settings, os.environ):
@@ -93,7 +93,7 @@ def _load_app(holder: SettingsHolder) -> App:
 
 def kill_timeout(settings: Settings) -> int:
     """Seconds granian waits for a stopping worker before it kills it: past the grace
-    (server/shutdown.py ends the streams then), time for their closing events."""
+    (server/transport/shutdown.py ends the streams then), time for their closing events."""
     return math.ceil(settings.shutdown_grace + KILL_MARGIN)
 
 
@@ -132,7 +132,7 @@ def serve(
     server.on_reload(holder.reload)
     _watch_live_config(holder)
     # The workers' shared counters (hydra_proxy.cluster), named to them in the environment.
-    from ..cluster import prepare_serve
+    from ...cluster import prepare_serve
 
     store_dir = prepare_serve(settings)
     # Several workers count metrics in shared files; the env var is inherited by them.

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config.check import not_found_message
-from ..config.routes import Attempt, RequestTraits, RouteDecision, decide
-from ..errors import ProxyError
+from ...config.check import not_found_message
+from ...config.routes import Attempt, RequestTraits, RouteDecision, decide
+from ...errors import ProxyError
 
 if TYPE_CHECKING:
-    from ..team.checks import Pass
-    from .worker import Worker
+    from ...team.checks import Pass
+    from ..transport.worker import Worker
 
 
 def decide_route(

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Literal, Protocol
 
-from ..config import Settings
-from ..errors import ProxyError
-from ..usage.service import UsageService
-from .exchange import ClientGone, Receive, Scope, header
-from .sessions import agent_id, session_id
+from ...config import Settings
+from ...errors import ProxyError
+from ...usage.service import UsageService
+from ..pipeline.exchange import ClientGone, Receive, Scope, header
+from ..pipeline.sessions import agent_id, session_id
 
 # A refusal's retry-after, in seconds: the expected wait for a slot, within these bounds.
 MIN_RETRY_AFTER = 1

@@ -23,7 +23,7 @@ CORS is answered for listed origins only: the preflight (``OPTIONS`` with
 ``Access-Control-Request-Method``) and the ``Access-Control-Allow-Origin`` of the answers.
 
 `decide` is pure (headers in, a verdict out); `check` applies it to the ASGI request
-(and `preflight_answer` answers a preflight, server/endpoints.py). Refusals are ProxyErrors, answered in the client's protocol, that name the
+(and `preflight_answer` answers a preflight, server/endpoints/handlers.py). Refusals are ProxyErrors, answered in the client's protocol, that name the
 setting which would allow the request.
 """
 
@@ -34,12 +34,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..config.web import ANY_HOST, normal_origin
-from ..errors import ProxyError, invalid_request
-from .exchange import Headers, Message, Scope, Send
+from ...config.web import ANY_HOST, normal_origin
+from ...errors import ProxyError, invalid_request
+from ..pipeline.exchange import Headers, Message, Scope, Send
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ...config import Settings
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})

@@ -13,23 +13,23 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..config import Settings, client_keys, key_pools
-from ..config.keys import KeyPool
-from ..config.routes import Route
-from ..redaction import Redactor
-from ..signing_key import load_signing_key
-from ..team.service import TeamKeys
-from ..transducers import Implementation, select
-from ..usage.service import UsageService
-from . import browser_guard
-from .admission import Admission, limits_of, local_gate
+from ...config import Settings, client_keys, key_pools
+from ...config.keys import KeyPool
+from ...config.routes import Route
+from ...redaction import Redactor
+from ...signing_key import load_signing_key
+from ...team.service import TeamKeys
+from ...transducers import Implementation, select
+from ...usage.service import UsageService
+from ..checks import browser_guard
+from ..checks.admission import Admission, limits_of, local_gate
+from ..pipeline.previous_turn import PreviousTurns
+from ..pipeline.sessions import use_session_headers
 from .http1 import H1Client
-from .previous_turn import PreviousTurns
-from .sessions import use_session_headers
 from .shutdown import Shutdown
 
 if TYPE_CHECKING:
-    from ..cluster import Cluster
+    from ...cluster import Cluster
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Worker:
 
     @classmethod
     def create(cls, settings: Settings) -> Worker:
-        from ..cluster import Cluster
+        from ...cluster import Cluster
 
         cluster = Cluster.for_worker(settings)
         use_session_headers(settings.session_headers)
@@ -101,7 +101,7 @@ class Worker:
 def start_team(worker: Worker) -> TeamKeys | None:
     """The worker's named keys, after its usage service (the same prices); with them the
     browser guard is off, as with HYDRA_PROXY_KEYS (a key is needed anyway)."""
-    from ..team import service
+    from ...team import service
 
     usage = worker.usage
     cluster = worker.cluster
@@ -116,7 +116,7 @@ def keys_refresh() -> float:
     """Seconds between two looks at the key store (HYDRA_KEYS_REFRESH, default 1)."""
     import os
 
-    from ..team.service import REFRESH_ENV
+    from ...team.service import REFRESH_ENV
 
     return float(os.environ.get(REFRESH_ENV, "1") or 1)
 

@@ -8,7 +8,7 @@ that is not the last is connected (its response head awaited) before its reply i
 relayed, so a stream is never spliced. The last (or only) attempt is written at once and
 its reply relayed while the upstream works: the transducer is built meanwhile, with pings.
 
-Keys: a request whose client names its session (server.sessions) keeps the key its session
+Keys: a request whose client names its session (server.pipeline.sessions) keeps the key its session
 had until that key rests; others take the pool's keys in turn. An attempt whose pool has
 every key resting (after a 429 or 401/403) is skipped; when
 no attempt is left the client gets a 429 with the soonest key's retry-after. A pool of one
@@ -35,16 +35,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..config.keys import Key, KeyPool
-from ..config.routes import Attempt, should_fall_back
-from ..config.settings import Settings
-from ..errors import ProxyError
-from ..upstream_errors import ErrorBody
-from ..usage.record import client_key_id
+from ...config.keys import Key, KeyPool
+from ...config.routes import Attempt, should_fall_back
+from ...config.settings import Settings
+from ...errors import ProxyError
+from ...upstream_errors import ErrorBody
+from ...usage.record import client_key_id
+from ..checks.admission import Admitted, session_of
+from ..transport.http1 import H1Client, H1Error, H1Response, Request
 from . import reply
-from .admission import Admitted, session_of
 from .exchange import ClientRequest, Exchange
-from .http1 import H1Client, H1Error, H1Response, Request
 from .left_out import NOTICES
 from .refusals import REFUSALS, refused_param, without
 from .reply import UpstreamHTTPError, UpstreamUnavailable
@@ -227,7 +227,7 @@ async def try_route(exchange: Exchange, request: ClientRequest) -> None:
 
     The access log names the route and every attempt as ``provider:status`` (``cooling``:
     every key rested; ``unreachable``: not reached or no answer in time; ``full``: its
-    admission bound was reached, server/admission.py)."""
+    admission bound was reached, server/checks/admission.py)."""
     worker = exchange.worker
     admission = worker.admission
     if admission is None:
@@ -307,7 +307,7 @@ def _take_key(pool: KeyPool, session: str | None, *, last: bool) -> Key | None:
 def _plan(exchange: Exchange, request: ClientRequest, attempt: Attempt) -> Plan:
     """The attempt's plan, translated without what its model refused before; what it left
     out for its upstream (images, a web search, output tokens) is told to the session once
-    (server/left_out.py)."""
+    (server/pipeline/left_out.py)."""
     decision = exchange.route.decision
     assert decision is not None
     name = attempt.provider.name
@@ -420,7 +420,7 @@ async def _send(
 
 def _without_refused(exchange: Exchange, plan: Plan, exc: UpstreamHTTPError) -> bool:
     """Whether the upstream refused a field the translated request may go without: then it
-    is remembered for the model and `plan` no longer carries it (server/refusals.py)."""
+    is remembered for the model and `plan` no longer carries it (server/pipeline/refusals.py)."""
     attempt = exchange.route.attempt
     if plan.reply == "forward" or attempt is None:
         return False

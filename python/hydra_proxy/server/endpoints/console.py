@@ -23,13 +23,13 @@ from typing import Any
 
 import orjson
 
-from ..errors import ProxyError, invalid_request
-from ..team import manage
-from ..team.identity import looks_like_token
-from ..team.period import bounds, utc_text
-from ..team.record import NamedKey
-from ..usage.dashboard import PREFIX, basic_auth_key, static_response
-from ..usage.dashboard.session import (
+from ...errors import ProxyError, invalid_request
+from ...team import manage
+from ...team.identity import looks_like_token
+from ...team.period import bounds, utc_text
+from ...team.record import NamedKey
+from ...usage.dashboard import PREFIX, basic_auth_key, static_response
+from ...usage.dashboard.session import (
     CSRF_HEADER,
     Role,
     Session,
@@ -41,8 +41,8 @@ from ..usage.dashboard.session import (
     set_cookie,
     verify,
 )
-from .exchange import Exchange, is_proxy_key
-from .limits import parse_object, read_json_body
+from ..checks.limits import parse_object, read_json_body
+from ..pipeline.exchange import Exchange, is_proxy_key
 
 SESSION = PREFIX + "/session"
 # The page loads nothing from anywhere else, runs no inline script and is never framed.

@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from ..config.routes import RequestTraits, RouteDecision
+from ...config.routes import RequestTraits, RouteDecision
 
 if TYPE_CHECKING:
-    from ..config import ModelInfo
-    from .exchange import Exchange
+    from ...config import ModelInfo
+    from ..pipeline.exchange import Exchange
 
 
 async def admit(exchange: Exchange, traits: RequestTraits) -> None:

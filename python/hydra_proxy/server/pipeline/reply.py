@@ -18,11 +18,11 @@ from typing import Any
 
 import orjson
 
-from ..errors import ProxyError
-from ..upstream_errors import ErrorBody, read_error_body, upstream_http_error
+from ...errors import ProxyError
+from ...upstream_errors import ErrorBody, read_error_body, upstream_http_error
+from ..transport.http1 import H1Error, H1Response
 from . import accounting
 from .exchange import SSE, Exchange, UpstreamUnreachable
-from .http1 import H1Error, H1Response
 from .relay import ClientWatch, forward, relay
 from .upstream_kinds import Plan
 

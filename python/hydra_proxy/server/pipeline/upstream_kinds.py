@@ -18,25 +18,25 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import orjson
 
-from .. import ids
-from ..canonical.content import without_typed
-from ..canonical.effort import anthropic_thinking, asked_effort
-from ..canonical.text_only import without_images
-from ..canonical.tools import web_search_tool, without_web_search
-from ..canonical.web_search import offered_only, runs_web_search
-from ..canonical.web_search import refusal as web_search_refusal
-from ..chat.request.writer import ChatTarget, chat_request_from_messages
-from ..chat.response.reader import message_from_chat_completion
-from ..config.protocols import ProtocolName
-from ..config.providers import Provider
-from ..config.routes import Attempt
-from ..errors import ProxyError, invalid_request
-from ..gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
-from ..gemini.response.reader import message_from_gemini_response
-from ..responses.request.writer import ResponsesTarget, responses_request_from_messages
-from ..responses.response.reader import message_from_response
-from ..signature import is_proxy_signature
-from ..transducers import StreamTransducer
+from ... import ids
+from ...canonical.content import without_typed
+from ...canonical.effort import anthropic_thinking, asked_effort
+from ...canonical.text_only import without_images
+from ...canonical.tools import web_search_tool, without_web_search
+from ...canonical.web_search import offered_only, runs_web_search
+from ...canonical.web_search import refusal as web_search_refusal
+from ...chat.request.writer import ChatTarget, chat_request_from_messages
+from ...chat.response.reader import message_from_chat_completion
+from ...config.protocols import ProtocolName
+from ...config.providers import Provider
+from ...config.routes import Attempt
+from ...errors import ProxyError, invalid_request
+from ...gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
+from ...gemini.response.reader import message_from_gemini_response
+from ...responses.request.writer import ResponsesTarget, responses_request_from_messages
+from ...responses.response.reader import message_from_response
+from ...signature import is_proxy_signature
+from ...transducers import StreamTransducer
 
 if TYPE_CHECKING:
     from .exchange import Exchange
@@ -211,7 +211,7 @@ class SessionHints:
     """What the client's session lends an upstream request."""
 
     cache_key: Callable[[], str | None] | None = None
-    """The session as a prompt-cache key (server.sessions), read for upstreams whose
+    """The session as a prompt-cache key (server.pipeline.sessions), read for upstreams whose
     `cache_hints` take one."""
     memo: dict[Any, Any] | None = None
     """What the session's previous request left for the writers

@@ -21,15 +21,15 @@ from urllib.parse import unquote
 
 import orjson
 
-from ..config import models_listing
-from ..config.routes import request_traits
-from ..errors import ProxyError
-from ..tokens import estimate_input_tokens
-from . import member_checks
-from .exchange import Exchange
-from .ingress import gemini
-from .limits import check_content_type, check_model_name, parse_object, read_json_body
-from .routing import decide_route
+from ...config import models_listing
+from ...config.routes import request_traits
+from ...errors import ProxyError
+from ...tokens import estimate_input_tokens
+from ..checks import member_checks
+from ..checks.limits import check_content_type, check_model_name, parse_object, read_json_body
+from ..ingress import gemini
+from ..pipeline.exchange import Exchange
+from ..pipeline.routing import decide_route
 
 PREFIX = "/v1beta/models"
 V1_PREFIX = "/v1/models/"  # the stable API version: its model methods (GET /v1/models is OpenAI's)

@@ -11,21 +11,22 @@ from urllib.parse import parse_qs
 
 import orjson
 
-from ..config import ModelInfo, models_listing, not_found_message, request_traits
-from ..errors import ProxyError, invalid_request
-from ..tokens import estimate_input_tokens
-from ..usage.dashboard import PREFIX
-from . import console, member_checks, model_listing
-from .browser_guard import preflight_answer
-from .exchange import Exchange
-from .limits import (
+from ...config import ModelInfo, models_listing, not_found_message, request_traits
+from ...errors import ProxyError, invalid_request
+from ...tokens import estimate_input_tokens
+from ...usage.dashboard import PREFIX
+from ..checks import member_checks
+from ..checks.browser_guard import preflight_answer
+from ..checks.limits import (
     check_content_type,
     parse_object,
     read_json_body,
     read_telemetry,
     require_model,
 )
-from .routing import decide_route
+from ..pipeline.exchange import Exchange
+from ..pipeline.routing import decide_route
+from . import console, model_listing
 
 DASHBOARD = PREFIX
 T = TypeVar("T")
@@ -33,7 +34,7 @@ MODELS_PREFIX = "/v1/models/"
 
 
 async def read_json(exchange: Exchange) -> bytes:
-    """The request body, checked against the limits (server/limits.py)."""
+    """The request body, checked against the limits (server/checks/limits.py)."""
     settings = exchange.worker.settings
     check_content_type(exchange.scope)
     return await read_json_body(
@@ -85,7 +86,7 @@ def _listing(exchange: Exchange) -> list[ModelInfo]:
 
 
 async def models(exchange: Exchange) -> None:
-    """Every routable name (server/model_listing.py) in the client's shape: Codex's catalog
+    """Every routable name (server/endpoints/model_listing.py) in the client's shape: Codex's catalog
     when the request has ``client_version``, Anthropic's when it has anthropic-version,
     else OpenAI's."""
     exchange.authenticate_client()
@@ -151,7 +152,7 @@ async def metrics(exchange: Exchange) -> None:
 
 
 async def dashboard(exchange: Exchange) -> None:
-    """The console (server/console.py): its page, sign-in and data."""
+    """The console (server/endpoints/console.py): its page, sign-in and data."""
     await console.handle(exchange)
 
 

@@ -29,11 +29,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 
-from ..errors import ProxyError, status_for_anthropic_type
-from ..transducers import StreamTransducer
+from ...errors import ProxyError, status_for_anthropic_type
+from ...transducers import StreamTransducer
+from ..transport.http1 import H1Error, H1Response
+from ..transport.shutdown import STREAM_END_MESSAGE, Shutdown, closing_event, refusal
 from .exchange import Exchange, Headers, Receive, Send
-from .http1 import H1Error, H1Response
-from .shutdown import STREAM_END_MESSAGE, Shutdown, closing_event, refusal
 
 _END = {"type": "http.response.body", "body": b"", "more_body": False}
 # The stream's end when the upstream stalls past the idle timeout; `{}` is the timeout.
@@ -44,7 +44,7 @@ _SHUTDOWN_SEND_S = 1.0
 
 class _Disconnect:
     """Cancels the relaying task when the client goes away, or when a graceful shutdown's
-    grace period ends (server/shutdown.py)."""
+    grace period ends (server/transport/shutdown.py)."""
 
     __slots__ = ("ending", "gone", "loop", "shutdown", "task", "watcher")
 

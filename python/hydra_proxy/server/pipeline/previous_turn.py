@@ -35,7 +35,7 @@ import orjson
 _elements: Callable[[bytes, bytes], tuple[int, int, list[int], int] | None] | None
 _same_leading: Callable[[bytes, list[int], bytes, list[int]], int] | None
 try:
-    from .. import _native
+    from ... import _native
 except ImportError:  # pragma: no cover - the pure-Python install
     _elements = _same_leading = None
 else:

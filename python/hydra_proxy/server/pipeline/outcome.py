@@ -4,7 +4,7 @@ upstream's reply was read (the transducer, a passed-through body, a JSON reply's
 the error, and the counts recorded.
 
 Each step of the answer notes its part through one method here, and only here are these
-fields set (tests/server/test_exchange_parts.py); server/accounting.py reads them.
+fields set (tests/server/test_exchange_parts.py); server/pipeline/accounting.py reads them.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..transducers import StreamTransducer
-    from ..usage.record import Tokens
+    from ...transducers import StreamTransducer
+    from ...usage.record import Tokens
     from .accounting import Passthrough
     from .exchange import Message, Send
 
 # What a model request's client was sent, kept to count a reply whose counts never came
-# (server/accounting.py; past this, the rest is counted at the rate of what was kept).
+# (server/pipeline/accounting.py; past this, the rest is counted at the rate of what was kept).
 RELAYED_BYTES = 1 << 20
 
 
@@ -61,7 +61,7 @@ class Outcome:
         self.status = 0
         self.first_byte: float | None = None
         self.relayed: Relayed | None = None
-        """What the client was sent of a model request's reply (server/accounting.py)."""
+        """What the client was sent of a model request's reply (server/pipeline/accounting.py)."""
         self.transducer: StreamTransducer | None = None
         self.estimate = 0
         """The relay's input estimate (its transducer's usage before any event)."""
