@@ -274,8 +274,8 @@ def test_openai_sdk_accepts_every_recording(impl: str, name: str) -> None:
     found = continuation.find(shown, KEY)
     signatures = [
         carried_thought_signature({"type": "thinking", "signature": b.signature}, KEY)
-        for b in (found.blocks if isinstance(found, continuation.Found) else [])
-        if isinstance(b, continuation.Thinking)
+        for b in (found.blocks if isinstance(found, continuation.VerifiedSuffix) else [])
+        if isinstance(b, continuation.ThinkingBlock)
     ]
     assert [s for s in signatures if s is not None] == expected["signatures"]
     rebuilt_calls = [(c["name"], orjson.loads(c["args"])) for c in calls.values()]

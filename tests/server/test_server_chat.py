@@ -125,7 +125,7 @@ def test_non_streamed_redacted_thinking(proxy: ProxyServer, mock: MockServer) ->
     assert message.content == "".join(texts) or message.content == "\n".join(texts)
     reasoning = (message.model_extra or {})["reasoning_content"]
     assert sealed(reasoning, _signing_key(proxy)) == [
-        continuation.Redacted(b["data"])
+        continuation.RedactedBlock(b["data"])
         for b in recorded["content"]
         if b["type"] == "redacted_thinking"
     ]

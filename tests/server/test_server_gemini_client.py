@@ -453,7 +453,7 @@ def test_passthrough_takes_the_proxy_carriers_out(on_gemini: ProxyServer, mock: 
     from hydra_proxy import continuation
     from hydra_proxy.gemini.carrier import thought_signature
 
-    carrier = thought_signature([continuation.Thinking("t", "EqQBsig")], b"any key")
+    carrier = thought_signature([continuation.ThinkingBlock("t", "EqQBsig")], b"any key")
     mock.script([{"text": "ok"}])
     history = {
         "contents": [
