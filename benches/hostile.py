@@ -62,7 +62,7 @@ from hydra_proxy.mock import MockServer  # noqa: E402
 from hydra_proxy.responses.reasoning import CARRIER_PREFIX  # noqa: E402
 from hydra_proxy.responses.request.reader import messages_request_from_responses  # noqa: E402
 from hydra_proxy.signature import sign_carried  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 MB = 1 << 20
 KEY = b"k" * 32

@@ -59,7 +59,7 @@ from hydra_proxy.server.exchange import Exchange  # noqa: E402
 from hydra_proxy.server.ingress import anthropic, chat, responses  # noqa: E402
 from hydra_proxy.server.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 RESULTS = REPO / "benches" / "results"

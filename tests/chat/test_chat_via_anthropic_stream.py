@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anthropic_streams import Stream, streams
-from chat_chunks import anthropic_truth, check_chunks
 from hydra_proxy import continuation
-from implementations import ANTHROPIC_STREAMS, chat_via_anthropic_class, end_state, feed_all
+from support.anthropic_streams import Stream, streams
+from support.chat_chunks import anthropic_truth, check_chunks
+from support.implementations import ANTHROPIC_STREAMS, chat_via_anthropic_class, end_state, feed_all
 
 KEY = b"continuation-test-key"
 NAMES = sorted(ANTHROPIC_STREAMS)

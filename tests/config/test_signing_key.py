@@ -29,7 +29,7 @@ from hydra_proxy.signing_key import (
     load_signing_key,
     verifying_keys,
 )
-from implementations import (
+from support.implementations import (
     IMPLEMENTATIONS,
     anthropic_via_chat_class,
     chat_via_anthropic_class,

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

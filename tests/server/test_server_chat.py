@@ -13,11 +13,11 @@ from typing import Any
 import openai
 import pytest
 
-from chat_chunks import anthropic_truth, sealed
 from hydra_proxy import continuation
 from hydra_proxy.mock import MockServer
-from implementations import ANTHROPIC_STREAMS, IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.chat_chunks import anthropic_truth, sealed
+from support.implementations import ANTHROPIC_STREAMS, IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REPLAYS = sorted(name for name in ANTHROPIC_STREAMS if name.endswith((".sse", ".jsonl")))

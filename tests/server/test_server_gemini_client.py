@@ -23,8 +23,8 @@ from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.replay import reframe_jsonl
 from hydra_proxy.sse import SseParser
 from hydra_proxy.stream import events as ev
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 genai = pytest.importorskip(
     "google.genai", reason="the optional test dependency google-genai is not installed"

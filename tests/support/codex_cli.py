@@ -34,7 +34,7 @@ import pytest
 
 VERSION = "0.171.0"
 PACKAGE = "@openai/codex"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = ROOT / ".e2e"
 CODEX_BIN = E2E_DIR / "node_modules" / ".bin" / "codex"
 SKIP_ENV = "HYDRA_SKIP_CODEX"

@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = ROOT / ".e2e"
 DUMMY_API_KEY = "sk-hydra-chat-agent-e2e-dummy-key"
 MODEL = "claude-sonnet-4-5"

@@ -32,12 +32,12 @@ from typing import Any
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 VERSION = "2.1.328"
 NEWEST = "2.1.332"  # the newest on npm, in a prefix of its own
 PACKAGE = "@anthropic-ai/claude-code"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = ROOT / ".e2e"
 CLAUDE_BIN = E2E_DIR / "node_modules" / ".bin" / "claude"
 # Each pinned version and the npm prefix `tests/run` installs it into.
