@@ -4,7 +4,7 @@ Each body starts as the protocol's recordings do (some content), then fails: the
 is cut inside an event (mid-JSON, mid-`event:` line, after a data line but before the blank
 line) or at an event boundary, the upstream reports an error, or the rest is not an event
 stream at all (an HTML error page or binary after the 200 `text/event-stream` headers).
-tests/golden/ records them through every composition (tests/golden_cases.py), and
+tests/golden/ records them through every composition (tests/support/golden_cases.py), and
 tests/twins/test_stream_failures.py checks what each client is told.
 """
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gemini_streams import GEMINI_STREAMS, chunk, frame
 from hydra_proxy import transducers
-from implementations import NATIVE_MISSING, _native
+from support.gemini_streams import GEMINI_STREAMS, chunk, frame
+from support.implementations import NATIVE_MISSING, _native
 
 GEMINI_DIRECTIONS = ("anthropic_via_gemini", "chat_via_gemini")
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 KEY = "golden-key"
 SIG = "EpwICpkIAXLI2nx+/w=="
 USAGE = {
@@ -94,10 +94,10 @@ def corners() -> dict[str, bytes]:
 
 
 def generated() -> dict[str, bytes]:
-    """Seeded draws of the hypothesis strategy (tests/gemini_streams.py)."""
+    """Seeded draws of the hypothesis strategy (tests/support/gemini_streams.py)."""
     from hypothesis import HealthCheck, given, seed, settings
 
-    import gemini_streams
+    from support import gemini_streams
 
     drawn: list[bytes] = []
 
@@ -123,7 +123,7 @@ def write_inputs() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.sse"):
         old.unlink()
-    from failure_streams import failure_inputs
+    from support.failure_streams import failure_inputs
 
     inputs = {f"corner-{k}": v for k, v in corners().items()} | generated()
     inputs |= {f"corner-fail-{k}": v for k, v in failure_inputs()["gemini"].items()}

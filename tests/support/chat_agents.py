@@ -25,80 +25,29 @@ without asking, and a timeout:
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 import tempfile
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from support.pinned_cli import CliRun, PinnedCli, headless_env, run_headless
 
-ROOT = Path(__file__).resolve().parent.parent
-E2E_DIR = ROOT / ".e2e"
 DUMMY_API_KEY = "sk-hydra-chat-agent-e2e-dummy-key"
 MODEL = "claude-sonnet-4-5"
 TIMEOUT = 180.0
 
 
-@dataclass(frozen=True)
-class Agent:
+@dataclass(frozen=True, kw_only=True)
+class Agent(PinnedCli):
     """One pinned CLI and how it runs headless."""
 
-    name: str
-    package: str
-    version: str
-    binary: str  # its name in .e2e/node_modules/.bin
-    skip_env: str
     shell_tool: str  # the name of its shell tool, as it offers it
     user_agent: str  # what its User-Agent starts with
 
-    @property
-    def path(self) -> Path:
-        return E2E_DIR / "node_modules" / ".bin" / self.binary
-
-    def installed_version(self) -> str | None:
-        try:
-            manifest = json.loads(
-                (E2E_DIR / "node_modules" / self.package / "package.json").read_text()
-            )
-        except (OSError, ValueError):
-            return None
-        version = manifest.get("version")
-        return version if isinstance(version, str) else None
-
-    def require(self) -> Path:
-        """The pinned CLI. Missing or another version: the test fails, or is skipped when
-        its HYDRA_SKIP_* variable is 1."""
-        version = self.installed_version()
-        if self.path.exists() and version == self.version:
-            return self.path
-        found = f"version {version} is installed" if version else "it is not installed"
-        reason = (
-            f"the optional test dependency {self.name} (npm {self.package}@{self.version}) "
-            f"is needed at {self.path.relative_to(ROOT)}, but {found}; `bash tests/run` "
-            f"installs it (npm install --prefix .e2e {self.package}@{self.version})"
-        )
-        if os.environ.get(self.skip_env) == "1":
-            pytest.skip(reason)
-        pytest.fail(f"{reason}; set {self.skip_env}=1 to skip these tests", pytrace=False)
-
     def command(self, prompt: str, base_url: str, home: Path) -> tuple[list[str], dict[str, str]]:
         """The argv and the environment of one headless run."""
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "NO_COLOR": "1",
-            "CI": "1",
-        }
-        if "TMPDIR" in os.environ:
-            env["TMPDIR"] = os.environ["TMPDIR"]
+        env = {**headless_env(home), "CI": "1"}
         if self.binary == "opencode":
             return [str(self.path), "run", "--model", f"hydra/{MODEL}", prompt], {
                 **env,
@@ -180,59 +129,14 @@ QWEN_CODE = Agent(
 AGENTS = (OPENCODE, QWEN_CODE)
 
 
-@dataclass
-class AgentRun:
-    """One finished (or timed-out) headless run."""
-
-    argv: list[str] = field(repr=False)
-    returncode: int | None
-    stdout: str = field(repr=False)
-    stderr: str = field(repr=False)
-    elapsed: float
-    timed_out: bool
-
-    def report(self, limit: int = 3000) -> str:
-        status = "TIMED OUT" if self.timed_out else f"exit code {self.returncode}"
-        return (
-            f"$ {' '.join(self.argv[:2])} ...\n-> {status} after {self.elapsed:.1f}s\n"
-            f"--- stdout (tail) ---\n{self.stdout[-limit:]}\n"
-            f"--- stderr (tail) ---\n{self.stderr[-limit:]}"
-        )
-
-
-def run_agent(agent: Agent, prompt: str, base_url: str, timeout: float = TIMEOUT) -> AgentRun:
+def run_agent(agent: Agent, prompt: str, base_url: str, timeout: float = TIMEOUT) -> CliRun:
     """One headless run of `agent` against `base_url` (ending in ``/v1``)."""
     with (
         tempfile.TemporaryDirectory(prefix="agent-home-") as home,
         tempfile.TemporaryDirectory(prefix="agent-work-") as work,
     ):
         argv, env = agent.command(prompt, base_url, Path(home))
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            env=env,
-            cwd=work,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills its tools too
-        )
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-    return AgentRun(
-        argv=argv,
-        returncode=None if timed_out else proc.returncode,
-        stdout=out.decode("utf-8", "replace"),
-        stderr=err.decode("utf-8", "replace"),
-        elapsed=time.monotonic() - start,
-        timed_out=timed_out,
-    )
+        return run_headless(argv, env, work, timeout)
 
 
 def breakpoints(body: dict[str, Any]) -> int:

@@ -1,6 +1,6 @@
 """Counting what a proxy process holds, before and after a case: its open file descriptors
 (/proc/<pid>/fd), its asyncio tasks (the test-only probe of leak_probe_app.py), its
-upstream connections (counted at the upstream, tests/faulty_upstream.py) and its memory
+upstream connections (counted at the upstream, tests/support/faulty_upstream.py) and its memory
 (RSS over repetitions of a case).
 
     with ProbedProxy(config, impl=impl) as proxy, FaultyUpstream() as upstream:
@@ -33,7 +33,7 @@ import orjson
 
 from hydra_proxy.mock.server import free_port
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 PYTHON_DIR = TESTS.parent / "python"
 PROBE_PATH = "/__test/leaks"
 
@@ -45,7 +45,7 @@ class Upstream(Protocol):
 
 
 class ProbedProxy:
-    """The proxy app under granian (tests/leak_probe_app.py) in a subprocess, one worker."""
+    """The proxy app under granian (tests/support/leak_probe_app.py) in a subprocess, one worker."""
 
     def __init__(
         self, config: Path, *, impl: str = "auto", env: dict[str, str] | None = None
@@ -77,7 +77,7 @@ class ProbedProxy:
             ),
         )
         env.update(self.extra_env)
-        cmd = [sys.executable, str(TESTS / "leak_probe_app.py"), str(self.port)]
+        cmd = [sys.executable, str(Path(__file__).with_name("leak_probe_app.py")), str(self.port)]
         cmd += [str(self.config), self.impl]
         self.process = subprocess.Popen(
             cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True

@@ -13,7 +13,7 @@ from hydra_proxy.usage.pricing import default_table
 from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @dataclass(frozen=True)

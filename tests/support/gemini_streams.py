@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-GEMINI = Path(__file__).parent / "fixtures" / "gemini"
+GEMINI = Path(__file__).parents[1] / "fixtures" / "gemini"
 
 GEMINI_STREAMS = sorted(p.name for p in GEMINI.iterdir() if p.suffix in (".sse", ".jsonl"))
 

@@ -13,22 +13,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gemini_client_golden
-from failure_streams import failure_inputs
-from gemini_golden import GEMINI_DIRECTIONS, make_gemini
-from gemini_streams import gemini_stream
 from hydra_proxy import transducers
 from hydra_proxy.server.pipeline.relay import MSG_IDLE_TIMEOUT
-from implementations import (
+from support import gemini_client_golden
+from support.failure_streams import failure_inputs
+from support.gemini_golden import GEMINI_DIRECTIONS, make_gemini
+from support.gemini_streams import gemini_stream
+from support.implementations import (
     ANTHROPIC_STREAMS,
     _native,
     anthropic_via_chat_class,
     chat_via_anthropic_class,
     recorded_chat_stream,
 )
-from responses_streams import RESPONSES_STREAMS
+from support.responses_streams import RESPONSES_STREAMS
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parents[1] / "golden"
 
 
 def _sse(*payloads: object, events: bool = False) -> bytes:
@@ -370,7 +370,7 @@ def responses_corner_inputs() -> dict[str, bytes]:
 
 
 def failure_corner_inputs() -> dict[str, bytes]:
-    """tests/failure_streams.py's bodies, as inputs/<upstream>/corner-fail-<name>.sse."""
+    """tests/support/failure_streams.py's bodies, as inputs/<upstream>/corner-fail-<name>.sse."""
     return {
         f"{folder}/corner-fail-{name}.sse": body
         for folder, bodies in failure_inputs().items()

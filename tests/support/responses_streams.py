@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from chat_streams import ARGUMENTS, TEXT
+from support.chat_streams import ARGUMENTS, TEXT
 
-FIXTURES = Path(__file__).parent / "fixtures" / "responses"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "responses"
 
 
 def _frame(payloads: list[bytes]) -> bytes:

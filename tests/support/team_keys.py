@@ -14,7 +14,7 @@ from hydra_proxy.mock import MockServer
 from hydra_proxy.team import manage
 from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.backends import open_ledger
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 ADMIN_KEY = "admin-KEY-for-tests-0123456789"
 # USD per million tokens: one input token of priced-a costs exactly one cent.

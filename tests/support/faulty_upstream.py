@@ -1,5 +1,5 @@
 """A misbehaving upstream for fault-injection tests, on the suite's raw-socket server
-(tests/raw_upstream.py).
+(tests/support/raw_upstream.py).
 
 Not the product's mock (hydra_proxy.mock): this one must be able to break HTTP and SSE at
 the byte level. Its responses have a Content-Length, are chunked, or end with the
@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
-from raw_upstream import Conn, RawServer, Request
+from support.raw_upstream import Conn, RawServer, Request
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 BIG_EVENT_BYTES = 5 * 1024 * 1024
 # The upstream's own key as the proxy sends it: must never reach a client.

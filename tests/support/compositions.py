@@ -12,12 +12,9 @@ from typing import Any
 
 import pytest
 
-import anthropic_grammar
-import chat_grammar
-import gemini_grammar
-import responses_grammar
 from hydra_proxy import transducers
-from implementations import NATIVE_MISSING, _native
+from support import anthropic_grammar, chat_grammar, gemini_grammar, responses_grammar
+from support.implementations import NATIVE_MISSING, _native
 
 KEY = b"compositions-key"
 

@@ -19,9 +19,9 @@ from pathlib import Path
 import orjson
 
 from hydra_proxy.mock.server import free_port
-from raw_upstream import Conn, RawUpstream, Reply, chat_chunk
+from support.raw_upstream import Conn, RawUpstream, Reply, chat_chunk
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HAPROXY_CFG = ROOT / "deploy" / "haproxy.cfg"
 # The usage chunk of every stream (recorded gpt-4o shape): the ledger must hold exactly these.
 PROMPT_TOKENS, COMPLETION_TOKENS = 11, 7

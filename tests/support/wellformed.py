@@ -13,9 +13,8 @@ from typing import Any, Literal
 
 import orjson
 
-import anthropic_grammar
-import responses_grammar
-from chat_chunks import check_chunks
+from support import anthropic_grammar, responses_grammar
+from support.chat_chunks import check_chunks
 
 Client = Literal["anthropic", "chat", "responses"]
 PATHS: dict[Client, str] = {

@@ -15,7 +15,7 @@ import pytest
 from hydra_proxy.transducers import AnthropicViaChatStream as PyAnthropicViaChatStream
 from hydra_proxy.transducers import ChatViaAnthropicStream as PyChatViaAnthropicStream
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 try:
     from hydra_proxy import _native

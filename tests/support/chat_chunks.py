@@ -15,7 +15,7 @@ def sealed(reasoning: str, key: Any) -> list[continuation.Block]:
     block carries its own suffix); a suffix that does not verify fails the test."""
     blocks: list[continuation.Block] = []
     for found in continuation.scan(reasoning, key):
-        assert isinstance(found, continuation.Found), "a suffix that does not verify"
+        assert isinstance(found, continuation.VerifiedSuffix), "a suffix that does not verify"
         blocks.extend(found.blocks)
     return blocks
 
@@ -127,10 +127,10 @@ def anthropic_truth(data: bytes) -> dict[str, Any]:
         elif ev["type"] == "content_block_stop":
             block = current.pop(ev["index"])
             if block["type"] == "thinking":
-                blocks.append(continuation.Thinking(block["thinking"], block["signature"]))
+                blocks.append(continuation.ThinkingBlock(block["thinking"], block["signature"]))
                 _step(order, "suffix")
             elif block["type"] == "redacted_thinking":
-                blocks.append(continuation.Redacted(block["data"]))
+                blocks.append(continuation.RedactedBlock(block["data"]))
                 _step(order, "suffix")
         elif ev["type"] == "message_delta":
             stop = ev["delta"]["stop_reason"]

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS
-from responses_streams import RESPONSES_STREAMS
+from support.implementations import ANTHROPIC_STREAMS, CHAT_STREAMS
+from support.responses_streams import RESPONSES_STREAMS
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]
 INPUTS = HERE / "golden" / "inputs"
 KEY = "golden-key"
 CLIENT_ARGUMENTS = ("resp_golden", "gemini-golden")

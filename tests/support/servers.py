@@ -14,7 +14,7 @@ from types import TracebackType
 
 from hydra_proxy.mock.server import free_port
 
-PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
+PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
 class ProxyServer:

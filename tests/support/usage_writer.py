@@ -13,9 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from usage_data import make_records
+from support.usage_data import make_records
 
 
 def main() -> None:

@@ -18,26 +18,19 @@ without asking), ``--json`` events on stdout and a timeout.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from support.pinned_cli import CliRun, PinnedCli, headless_env, json_lines, run_headless
 
 VERSION = "0.171.0"
 PACKAGE = "@openai/codex"
-ROOT = Path(__file__).resolve().parent.parent
-E2E_DIR = ROOT / ".e2e"
-CODEX_BIN = E2E_DIR / "node_modules" / ".bin" / "codex"
 SKIP_ENV = "HYDRA_SKIP_CODEX"
+CODEX = PinnedCli("Codex CLI", PACKAGE, VERSION, "codex", SKIP_ENV)
+CODEX_BIN = CODEX.path
 PROVIDER = "hydra"
 KEY_ENV = "HYDRA_CODEX_API_KEY"
 DUMMY_API_KEY = "sk-hydra-codex-e2e-dummy-key"
@@ -45,30 +38,10 @@ MODEL = "gpt-5.1-codex"
 TIMEOUT = 120.0
 
 
-def installed_version() -> str | None:
-    try:
-        manifest = json.loads((E2E_DIR / "node_modules" / PACKAGE / "package.json").read_text())
-    except (OSError, ValueError):
-        return None
-    version = manifest.get("version")
-    return version if isinstance(version, str) else None
-
-
 def require_codex() -> Path:
     """The pinned CLI. Missing or another version: the test fails, or is skipped when
     HYDRA_SKIP_CODEX=1."""
-    version = installed_version()
-    if CODEX_BIN.exists() and os.access(CODEX_BIN, os.X_OK) and version == VERSION:
-        return CODEX_BIN
-    found = f"version {version} is installed" if version else "it is not installed"
-    reason = (
-        f"the optional test dependency Codex CLI (npm {PACKAGE}@{VERSION}) is needed at "
-        f"{CODEX_BIN.relative_to(ROOT)}, but {found}; `bash tests/run` installs it "
-        f"(npm install --prefix .e2e {PACKAGE}@{VERSION})"
-    )
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(reason)
-    pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
+    return CODEX.require()
 
 
 def provider_config(
@@ -96,35 +69,18 @@ def provider_config(
 def codex_env(home: str, api_key: str, builtin_provider: bool = False) -> dict[str, str]:
     """The environment Codex runs in: built from scratch, non-interactive (the built-in
     provider reads its key from OPENAI_API_KEY)."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": home,
-        "CODEX_HOME": str(Path(home) / ".codex"),
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        KEY_ENV: api_key,
-    }
+    # exec_command runs commands in the user's shell
+    env = {**headless_env(home, shell=True), "CODEX_HOME": str(Path(home) / ".codex")}
+    env[KEY_ENV] = api_key
     if builtin_provider:
         env["OPENAI_API_KEY"] = api_key
-    bash = shutil.which("bash")
-    if bash:
-        env["SHELL"] = bash  # exec_command runs commands in the user's shell
-    if "TMPDIR" in os.environ:
-        env["TMPDIR"] = os.environ["TMPDIR"]
     return env
 
 
 @dataclass
-class CodexRun:
+class CodexRun(CliRun):
     """One finished (or timed-out) ``codex exec`` run."""
 
-    argv: list[str] = field(repr=False)
-    returncode: int | None
-    stdout: str = field(repr=False)
-    stderr: str = field(repr=False)
-    elapsed: float
-    timed_out: bool
     workdir_files: dict[str, str] = field(default_factory=dict, repr=False)
     """The files the run left in its working directory (name -> text)."""
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -157,25 +113,8 @@ class CodexRun:
         usage = done[-1].get("usage") if done else None
         return usage if isinstance(usage, dict) else {}
 
-    def report(self, limit: int = 3000) -> str:
-        status = "TIMED OUT" if self.timed_out else f"exit code {self.returncode}"
-        return (
-            f"$ {' '.join(self.argv)}\n-> {status} after {self.elapsed:.1f}s\n"
-            f"--- Codex stdout (tail) ---\n{self.stdout[-limit:]}\n"
-            f"--- Codex stderr (tail) ---\n{self.stderr[-limit:]}"
-        )
-
-
-def parse_events(stdout: str) -> list[dict[str, Any]]:
-    events = []
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
+    def report(self, limit: int = 3000, label: str = "Codex", detail: str = "") -> str:
+        return super().report(limit, label, detail)
 
 
 def _read_files(work: Path) -> dict[str, str]:
@@ -243,37 +182,9 @@ def run_codex(
             home, work = str(session_dir / "home"), str(session_dir / "work")
             Path(work).mkdir(parents=True, exist_ok=True)
         (Path(home) / ".codex").mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        proc = subprocess.Popen(
-            argv,
-            env=codex_env(home, api_key, builtin_provider),
-            cwd=work,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills its tools too
-        )
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        elapsed = time.monotonic() - start
+        run = run_headless(argv, codex_env(home, api_key, builtin_provider), work, timeout)
         files = _read_files(Path(work))
-    stdout = out.decode("utf-8", "replace")
-    return CodexRun(
-        argv=argv,
-        returncode=None if timed_out else proc.returncode,
-        stdout=stdout,
-        stderr=err.decode("utf-8", "replace"),
-        elapsed=elapsed,
-        timed_out=timed_out,
-        workdir_files=files,
-        events=parse_events(stdout),
-    )
+    return CodexRun(**vars(run), workdir_files=files, events=json_lines(run.stdout))
 
 
 def describe_requests(recorded: list[dict[str, Any]], pending: int) -> str:

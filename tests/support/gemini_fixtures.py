@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-GEMINI = Path(__file__).parent / "fixtures" / "gemini"
+GEMINI = Path(__file__).parents[1] / "fixtures" / "gemini"
 
 
 def load_json(name: str) -> Any:

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from faulty_upstream import UPSTREAM_KEY, FaultyUpstream
 from hydra_proxy.mock.server import free_port
-from leaks import LeakCounter, ProbedProxy
-from wellformed import PATHS, call, request_body
+from support.faulty_upstream import UPSTREAM_KEY, FaultyUpstream
+from support.leaks import LeakCounter, ProbedProxy
+from support.wellformed import PATHS, call, request_body
 
 # Small, so a stall past each costs well under a second (docs/CONFIG.md [server]).
 CONNECT_TIMEOUT = 0.3

@@ -19,27 +19,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.pinned_cli import E2E_DIR, CliRun, PinnedCli, headless_env, json_lines, run_headless
+from support.servers import ProxyServer
 
 VERSION = "2.1.328"
 NEWEST = "2.1.332"  # the newest on npm, in a prefix of its own
 PACKAGE = "@anthropic-ai/claude-code"
-ROOT = Path(__file__).resolve().parent.parent
-E2E_DIR = ROOT / ".e2e"
-CLAUDE_BIN = E2E_DIR / "node_modules" / ".bin" / "claude"
 # Each pinned version and the npm prefix `tests/run` installs it into.
 VERSIONS = {VERSION: E2E_DIR, NEWEST: E2E_DIR / "claude-code-newest"}
 SKIP_ENV = "HYDRA_SKIP_CLAUDE_CODE"
@@ -47,42 +39,18 @@ DUMMY_API_KEY = "sk-ant-hydra-e2e-dummy-key"
 TIMEOUT = 120.0
 
 
-def installed_version(prefix: Path = E2E_DIR) -> str | None:
-    try:
-        manifest = json.loads((prefix / "node_modules" / PACKAGE / "package.json").read_text())
-    except (OSError, ValueError):
-        return None
-    version = manifest.get("version")
-    return version if isinstance(version, str) else None
-
-
 def require_claude(pinned: str = VERSION) -> Path:
     """A pinned CLI binary (`VERSIONS`). Missing or another version: the test fails, or is
     skipped when HYDRA_SKIP_CLAUDE_CODE=1."""
-    prefix = VERSIONS[pinned]
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    version = installed_version(prefix)
-    if binary.exists() and os.access(binary, os.X_OK) and version == pinned:
-        return binary
-    found = f"version {version} is installed" if version else "it is not installed"
-    reason = (
-        f"the optional test dependency Claude Code CLI (npm {PACKAGE}@{pinned}) is needed "
-        f"at {binary.relative_to(ROOT)}, but {found}; `bash tests/run` installs it "
-        f"(npm install --prefix {prefix.relative_to(ROOT)} {PACKAGE}@{pinned})"
-    )
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(reason)
-    pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
+    cli = PinnedCli("Claude Code CLI", PACKAGE, pinned, "claude", SKIP_ENV, VERSIONS[pinned])
+    return cli.require()
 
 
 def claude_env(base_url: str, home: str, api_key: str = DUMMY_API_KEY) -> dict[str, str]:
-    """The environment Claude Code runs in: built from scratch, offline, non-interactive."""
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": home,
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "NO_COLOR": "1",
+    """The environment Claude Code runs in: built from scratch, offline, non-interactive
+    (its Bash tool runs commands in the user's shell)."""
+    return {
+        **headless_env(home, shell=True),
         "ANTHROPIC_BASE_URL": base_url,
         "ANTHROPIC_API_KEY": api_key,
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -90,24 +58,12 @@ def claude_env(base_url: str, home: str, api_key: str = DUMMY_API_KEY) -> dict[s
         "DISABLE_AUTOUPDATER": "1",
         "DISABLE_ERROR_REPORTING": "1",
     }
-    bash = shutil.which("bash")
-    if bash:
-        env["SHELL"] = bash  # the Bash tool runs commands in the user's shell
-    if "TMPDIR" in os.environ:
-        env["TMPDIR"] = os.environ["TMPDIR"]
-    return env
 
 
 @dataclass
-class ClaudeRun:
+class ClaudeRun(CliRun):
     """One finished (or timed-out) `claude -p` run."""
 
-    argv: list[str] = field(repr=False)
-    returncode: int | None
-    stdout: str = field(repr=False)
-    stderr: str = field(repr=False)
-    elapsed: float
-    timed_out: bool
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
     """The stream-json events Claude Code printed, in order."""
 
@@ -146,26 +102,9 @@ class ClaudeRun:
             lines.append(f"  {kind}: {detail}"[:width])
         return "\n".join(lines) or "  (no stream-json events)"
 
-    def report(self, limit: int = 3000) -> str:
-        status = "TIMED OUT" if self.timed_out else f"exit code {self.returncode}"
-        return (
-            f"$ {' '.join(self.argv)}\n-> {status} after {self.elapsed:.1f}s\n"
-            f"--- Claude Code events ---\n{self.summary()}\n"
-            f"--- Claude Code stdout (tail) ---\n{self.stdout[-limit:]}\n"
-            f"--- Claude Code stderr (tail) ---\n{self.stderr[-limit:]}"
-        )
-
-
-def parse_events(stdout: str) -> list[dict[str, Any]]:
-    events = []
-    for line in stdout.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # not an event (Claude Code prints nothing else in stream-json mode)
-        if isinstance(event, dict):
-            events.append(event)
-    return events
+    def report(self, limit: int = 3000, label: str = "Claude Code", detail: str = "") -> str:
+        events = f"--- {label} events ---\n{self.summary()}\n{detail}"
+        return super().report(limit, label, events)
 
 
 def run_claude(
@@ -209,35 +148,13 @@ def run_claude(
             home, work = str(session_dir / "home"), str(session_dir / "work")
             for path in (home, work):
                 Path(path).mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        proc = subprocess.Popen(
+        run = run_headless(
             argv,
-            env={**claude_env(base_url, home, api_key), **(env or {})},
-            cwd=work if cwd is None else cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a timeout kills its tools too
+            {**claude_env(base_url, home, api_key), **(env or {})},
+            work if cwd is None else cwd,
+            timeout,
         )
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-        elapsed = time.monotonic() - start
-    stdout = out.decode("utf-8", "replace")
-    return ClaudeRun(
-        argv=argv,
-        returncode=None if timed_out else proc.returncode,
-        stdout=stdout,
-        stderr=err.decode("utf-8", "replace"),
-        elapsed=elapsed,
-        timed_out=timed_out,
-        events=parse_events(stdout),
-    )
+    return ClaudeRun(**vars(run), events=json_lines(run.stdout))
 
 
 def describe_requests(mock: MockServer) -> str:

@@ -8,7 +8,7 @@ import contextlib
 import socket
 import time
 
-from wellformed import Received
+from support.wellformed import Received
 
 
 def wire(path: str, body: bytes, headers: dict[str, str], *, length: int | None = None) -> bytes:

@@ -5,7 +5,7 @@ request carried, a reply scripted byte for byte, paced, endless or cut.
 `RawServer` is the server: HTTP/1.1 requests with a Content-Length, read on its own event
 loop in a thread (so a test drives the proxy, a real process, with blocking clients while
 it counts), each answered by the subclass's `answer`. `RawUpstream` answers with a `Reply`
-chosen per request; the fault suite's `FaultyUpstream` (tests/faulty_upstream.py) by the
+chosen per request; the fault suite's `FaultyUpstream` (tests/support/faulty_upstream.py) by the
 scenario its model names; the error table's by a script. Replies are recorded provider
 streams (tests/fixtures) or built from their chunk shapes.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def chat_chunk(delta: dict[str, object], finish: str | None = None) -> bytes:

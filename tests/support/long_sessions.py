@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "fixtures" / "claude-code" / "request-after-tool-result.json"
 
 

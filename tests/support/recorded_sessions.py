@@ -27,7 +27,7 @@ import orjson
 from hydra_proxy.responses.reasoning import encode_carrier
 from hydra_proxy.signature import sign_thinking
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SIGNING_KEY = b"prefix-stability-signing-key"
 
 
