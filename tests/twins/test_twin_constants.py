@@ -16,7 +16,7 @@ from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.responses import errors as responses_errors
 from hydra_proxy.responses import items as responses_items
 from hydra_proxy.stream import messages
-from implementations import NATIVE_MISSING, _native
+from support.implementations import NATIVE_MISSING, _native
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -85,7 +85,7 @@ def chat_completion_from_message(
             thinking = thinking if isinstance(thinking, str) else ""
             reasoning.append(thinking)
             if continuation_key is not None:
-                sealed = continuation.Thinking(
+                sealed = continuation.ThinkingBlock(
                     thinking, signature if isinstance(signature, str) else ""
                 )
                 reasoning.append(continuation.encode([sealed], continuation_key))
@@ -93,7 +93,7 @@ def chat_completion_from_message(
             data = block.get("data")
             if isinstance(data, str) and continuation_key is not None:
                 reasoning.append(
-                    continuation.encode([continuation.Redacted(data)], continuation_key)
+                    continuation.encode([continuation.RedactedBlock(data)], continuation_key)
                 )
         elif btype == "tool_use":
             tool_calls.append(

@@ -50,9 +50,9 @@ def gemini_response_from_message(
                 parts.append({"text": text, "thought": True})
             signature = block.get("signature")
             if isinstance(signature, str) and signature:
-                replay.append(continuation.Thinking(text, signature))
+                replay.append(continuation.ThinkingBlock(text, signature))
         elif btype == "redacted_thinking" and isinstance(block.get("data"), str):
-            replay.append(continuation.Redacted(block["data"]))
+            replay.append(continuation.RedactedBlock(block["data"]))
         elif btype == "text" and isinstance(block.get("text"), str):
             parts.append(signed({"text": block["text"]}))
         elif btype == "tool_use":

@@ -17,22 +17,24 @@ from ...canonical.text_only import without_images
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import (
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
     DIALECTS,
+    ClientReply,
     Factory,
     Plan,
+    SessionHints,
     passthrough,
     route_effort,
 )
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
     request = messages_request_from_anthropic(request)
     # Counted at most once: by a long_context rule, else by the stream's message_start.
-    memo = exchange.turn.memo if exchange.turn is not None else None
+    memo = exchange.kept.memo if exchange.kept is not None else None
     estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
     headers = exchange.scope["headers"]
     traits = request_traits(
@@ -56,7 +58,7 @@ def _translated(
     memo: dict[Any, Any] | None,
 ) -> Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     max_event_bytes = worker.settings.max_event_bytes
 
     def build(factory: Factory) -> StreamTransducer:
@@ -76,19 +78,10 @@ def _translated(
         return session_cache_key(None, exchange.header)
 
     stream = request.get("stream") is True
-    return translated_plan(
-        exchange,
-        request,
-        attempt,
-        "anthropic",
-        stream,
-        reported_model,
-        anthropic_message_from_message,
-        build,
-        session_key,
-        log_model=request["model"],
-        memo=memo,
+    reply = ClientReply(
+        "anthropic", stream, reported_model, anthropic_message_from_message, build, request["model"]
     )
+    return translated_plan(exchange, request, attempt, reply, SessionHints(session_key, memo))
 
 
 def _passthrough(

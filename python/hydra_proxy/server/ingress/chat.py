@@ -28,12 +28,19 @@ from ...errors import ProxyError
 from ...tokens import estimate_input_tokens, input_bound
 from ...transducers import StreamTransducer
 from ...usage.record import client_key_id
-from ..admission import session_of
-from ..exchange import ClientRequest, Exchange
-from ..left_out import NOTICES
-from ..sessions import session_cache_key
-from ..upstream_kinds import Factory, Plan, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..checks.admission import session_of
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.left_out import NOTICES
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
+    ClientReply,
+    Factory,
+    Plan,
+    SessionHints,
+    passthrough,
+    route_effort,
+)
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -118,7 +125,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
 
 def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -> Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     provider = attempt.provider
     model: str = request["model"]
     key = signing_key if wants_continuation(exchange) else None
@@ -143,7 +150,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             translation.thinking_disabled,
         )
     if translation.thinking_disabled:
-        session = session_of(exchange.scope, client_key_id(exchange.client_key))
+        session = session_of(exchange.scope, client_key_id(exchange.caller.client_key))
         NOTICES.thinking_off(session, provider.name, _why_thinking_off(exchange, translation))
     completion_id = ids.completion_id()
     created = int(time.time())
@@ -167,9 +174,8 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             **decoder_args,
         )
 
-    return translated_plan(
-        exchange, translation.body, attempt, "chat", stream, model, write_reply, build, session_key
-    )
+    reply = ClientReply("chat", stream, model, write_reply, build)
+    return translated_plan(exchange, translation.body, attempt, reply, SessionHints(session_key))
 
 
 def _why_thinking_off(exchange: Exchange, translation: Translation) -> str:

@@ -27,9 +27,9 @@ from ...gemini.request.writer import gemini_path
 from ...gemini.response.writer import gemini_response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.upstream_kinds import ClientReply, Factory, Plan, passthrough
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.gemini")
 
@@ -51,7 +51,7 @@ def reader(stream: bool) -> Callable[[Exchange, dict[str, Any], bytes], ClientRe
     def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
         model: str = request[MODEL_KEY]
         sse = b"alt=sse" in exchange.scope.get("query_string", b"").split(b"&")
-        signing_key = exchange.signing_key
+        signing_key = exchange.caller.signing_key
 
         @functools.cache
         def translation(upstream_model: str, limit: int | None) -> Translation:
@@ -95,7 +95,7 @@ def _translated(
     sse: bool,
 ) -> Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     response_id = ids.message_id().removeprefix("msg_")
     include_thoughts = translation.include_thoughts
     max_event_bytes = worker.settings.max_event_bytes
@@ -118,9 +118,8 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
-    plan = translated_plan(
-        exchange, translation.body, attempt, "gemini", stream, model, write_reply, build
-    )
+    reply = ClientReply("gemini", stream, model, write_reply, build)
+    plan = translated_plan(exchange, translation.body, attempt, reply)
     if stream and not sse and plan.transducer is not None:
         make = plan.transducer
         plan.transducer = lambda: JsonArrayStream(make())

@@ -47,10 +47,17 @@ from ...responses.request.reader import Translation, messages_request_from_respo
 from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import SSE, ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import Factory, Plan, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline.exchange import SSE, ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
+from ..pipeline.upstream_kinds import (
+    ClientReply,
+    Factory,
+    Plan,
+    SessionHints,
+    passthrough,
+    route_effort,
+)
+from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
 
@@ -84,7 +91,7 @@ def _read(
     exchange: Exchange, request: dict[str, Any], body: bytes, *, compact: bool
 ) -> ClientRequest:
     model: str = request["model"]
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
 
     @functools.cache
     def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
@@ -173,7 +180,7 @@ def _translated(
 ) -> Plan:
     """The plan of one translated attempt (the Responses reader's output for its model)."""
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())
@@ -202,9 +209,8 @@ def _translated(
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
     body, stream = translation.body, translation.stream
-    return translated_plan(
-        exchange, body, attempt, "responses", stream, model, write_reply, build, session_key
-    )
+    reply = ClientReply("responses", stream, model, write_reply, build)
+    return translated_plan(exchange, body, attempt, reply, SessionHints(session_key))
 
 
 def _compaction(
@@ -217,7 +223,7 @@ def _compaction(
     """A compaction: the route's model writes the summary (asked whole, whatever the client
     asked), answered as one ``compaction`` item (`compact_input`: the history of a
     ``/v1/responses/compact`` request, answered in that endpoint's form)."""
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())
@@ -254,17 +260,8 @@ def _compaction(
     def session_key() -> str | None:
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
-    plan = translated_plan(
-        exchange,
-        translation.body,
-        attempt,
-        "responses",
-        False,
-        model,
-        write_reply,
-        unused_build,
-        session_key,
-    )
+    reply = ClientReply("responses", False, model, write_reply, unused_build)
+    plan = translated_plan(exchange, translation.body, attempt, reply, SessionHints(session_key))
     if client_stream:
         plan.content_type = SSE
     plan.log["compaction"] = 1

@@ -109,7 +109,7 @@ class WriterRecord:
     """What a MessagesWriter wrote for one request, with its state before each message
     (`marks`: the length of `out`, the pending calls, how many system texts the messages
     gave). The session's next request resumes after the leading messages it shares with
-    this one, as the same objects (server/previous_turn.py), for the same target: what a
+    this one, as the same objects (server/pipeline/previous_turn.py), for the same target: what a
     message writes depends only on the target and the messages up to it (the ``system``
     field is read afresh: Claude Code's billing line in it changes every request), and
     nothing in `out` changes once written (the writer replaces what it changes)."""

@@ -33,7 +33,7 @@ from typing import Any
 
 from ....canonical.fields import bad, required_string, type_name, unknown_role
 from ....canonical.tools import read_arguments
-from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from ....canonical.turns import CallWords, ConversationTurn, TurnBuilder, read_content
 from ...compaction import decode_compaction, restored_summary
 from ...reasoning import is_carrier
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
@@ -192,8 +192,8 @@ class InputReader(TurnBuilder):
     def _output(self, item: dict[str, Any], path: str) -> None:
         self.add_result(item, path, "call_id", "output", input_part, required=True)
 
-    def _assistant_turn(self) -> Turn:
+    def _assistant_turn(self) -> ConversationTurn:
         if not self.turns or self.turns[-1].role != "assistant":
             self.begin_assistant_turn()
-            self.turns.append(Turn("assistant"))
+            self.turns.append(ConversationTurn("assistant"))
         return self.turns[-1]
