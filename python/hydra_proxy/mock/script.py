@@ -265,6 +265,20 @@ _TURN_KEYS = frozenset(
 _MATCH_KEYS = frozenset({"model", "has_tools", "contains"})
 
 
+def _object(obj: object, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ScriptError(f"{where} must be an object")
+    return obj
+
+
+def _name(obj: Mapping[str, Any], key: str, where: str) -> str:
+    """A required, non-empty string field."""
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise ScriptError(f"{where}.{key} must be a non-empty string")
+    return value
+
+
 def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
     value = obj.get(key)
     if value is None or isinstance(value, str):
@@ -305,12 +319,9 @@ def _opt_ms(obj: Mapping[str, Any], key: str, where: str) -> float | None:
     return float(value)
 
 
-def _parse_tool_call(obj: object, where: str) -> ToolCall:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        raise ScriptError(f"{where}.name must be a non-empty string")
+def _parse_tool_call(value: object, where: str) -> ToolCall:
+    obj = _object(value, where)
+    name = _name(obj, "name", where)
     args = obj.get("arguments", {})
     if isinstance(args, str):
         arguments = args
@@ -321,9 +332,8 @@ def _parse_tool_call(obj: object, where: str) -> ToolCall:
     return ToolCall(name=name, arguments=arguments, id=_opt_str(obj, "id", where))
 
 
-def _parse_usage(obj: object, where: str) -> ScriptedUsage:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
+def _parse_usage(value: object, where: str) -> ScriptedUsage:
+    obj = _object(value, where)
     return ScriptedUsage(
         prompt_tokens=_opt_int(obj, "prompt_tokens", where),
         completion_tokens=_opt_int(obj, "completion_tokens", where),
@@ -334,18 +344,16 @@ def _parse_usage(obj: object, where: str) -> ScriptedUsage:
     )
 
 
-def _parse_stream_error(obj: object, where: str) -> StreamError:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
+def _parse_stream_error(value: object, where: str) -> StreamError:
+    obj = _object(value, where)
     return StreamError(
         type=_opt_str(obj, "type", where) or "overloaded_error",
         message=_opt_str(obj, "message", where) or "Overloaded",
     )
 
 
-def _parse_error(obj: object, where: str) -> ErrorSpec:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
+def _parse_error(value: object, where: str) -> ErrorSpec:
+    obj = _object(value, where)
     status = obj.get("status")
     if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
         raise ScriptError(f"{where}.status must be an HTTP error status (400-599)")
@@ -364,12 +372,9 @@ def _parse_error(obj: object, where: str) -> ErrorSpec:
     )
 
 
-def _parse_web_search(obj: object, where: str) -> ScriptedWebSearch:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
-    query = obj.get("query")
-    if not isinstance(query, str) or not query:
-        raise ScriptError(f"{where}.query must be a non-empty string")
+def _parse_web_search(value: object, where: str) -> ScriptedWebSearch:
+    obj = _object(value, where)
+    query = _name(obj, "query", where)
     raw = obj.get("results", [])
     if not isinstance(raw, list):
         raise ScriptError(f"{where}.results must be a list")
@@ -382,9 +387,8 @@ def _parse_web_search(obj: object, where: str) -> ScriptedWebSearch:
     return ScriptedWebSearch(query, tuple(results))
 
 
-def _parse_match(obj: object, where: str) -> Match:
-    if not isinstance(obj, dict):
-        raise ScriptError(f"{where} must be an object")
+def _parse_match(value: object, where: str) -> Match:
+    obj = _object(value, where)
     unknown = set(obj) - _MATCH_KEYS
     if unknown:
         raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")

@@ -17,18 +17,9 @@ from ...canonical.text_only import without_images
 from ...config.routes import Attempt, RouteDecision, request_traits
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
+from ..pipeline import upstream_kinds as kinds
 from ..pipeline.exchange import ClientRequest, Exchange
 from ..pipeline.sessions import session_cache_key
-from ..pipeline.upstream_kinds import (
-    DIALECTS,
-    ClientReply,
-    Factory,
-    Plan,
-    SessionHints,
-    passthrough,
-    route_effort,
-)
-from ..pipeline.upstream_kinds import translated as translated_plan
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
@@ -41,7 +32,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
         request, client="anthropic", headers=headers, estimate=estimate, memo=memo
     )
 
-    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
         if attempt.provider.kind == "anthropic":
             return _passthrough(exchange, body, request, attempt)
         return _translated(exchange, request, attempt, decision.reported_model, estimate, memo)
@@ -56,12 +47,12 @@ def _translated(
     reported_model: str,
     estimate: Callable[[], int],
     memo: dict[Any, Any] | None,
-) -> Plan:
+) -> kinds.Plan:
     worker = exchange.worker
     signing_key = exchange.caller.signing_key
     max_event_bytes = worker.settings.max_event_bytes
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         # The estimate is only needed for message_start: it runs once the upstream request
         # is on its way.
         return factory(
@@ -78,20 +69,22 @@ def _translated(
         return session_cache_key(None, exchange.header)
 
     stream = request.get("stream") is True
-    reply = ClientReply(
+    reply = kinds.ClientReply(
         "anthropic", stream, reported_model, anthropic_message_from_message, build, request["model"]
     )
-    return translated_plan(exchange, request, attempt, reply, SessionHints(session_key, memo))
+    return kinds.translated(
+        exchange, request, attempt, reply, kinds.SessionHints(session_key, memo)
+    )
 
 
 def _passthrough(
     exchange: Exchange, body: bytes, request: dict[str, Any], attempt: Attempt
-) -> Plan:
+) -> kinds.Plan:
     """An Anthropic upstream: bytes in and out (re-encoded only when the attempt renames the
     model, its route sets the effort, a text-only upstream gets placeholders for images, or
     the proxy's own signatures must go)."""
     model: str = request["model"]
-    effort = route_effort(attempt, lambda: asked_effort(request))
+    effort = kinds.route_effort(attempt, lambda: asked_effort(request))
     left_out = 0
     if not attempt.vision:
         request, left_out = without_images(request)
@@ -100,9 +93,9 @@ def _passthrough(
         if effort is not None:
             request = anthropic_thinking(request, effort, attempt.max_tokens_limit)
         body = orjson.dumps(request)
-    if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
+    if kinds.DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
-    plan = passthrough(
+    plan = kinds.passthrough(
         attempt,
         body,
         model=model,

@@ -47,17 +47,9 @@ from ...responses.request.reader import Translation, messages_request_from_respo
 from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
+from ..pipeline import upstream_kinds as kinds
 from ..pipeline.exchange import SSE, ClientRequest, Exchange
 from ..pipeline.sessions import session_cache_key
-from ..pipeline.upstream_kinds import (
-    ClientReply,
-    Factory,
-    Plan,
-    SessionHints,
-    passthrough,
-    route_effort,
-)
-from ..pipeline.upstream_kinds import translated as translated_plan
 
 log = logging.getLogger("hydra_proxy.responses")
 
@@ -121,7 +113,7 @@ def _read(
         first.body, client="responses", headers=exchange.scope["headers"], estimate=estimate
     )
 
-    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
         if attempt.provider.kind == "responses" and not compact:
             return _passthrough(body, request, attempt, signing_key)
         translation = translate(attempt.model, attempt.max_tokens_limit)
@@ -177,7 +169,7 @@ def _translated(
     attempt: Attempt,
     model: str,
     estimate: Callable[[], int],
-) -> Plan:
+) -> kinds.Plan:
     """The plan of one translated attempt (the Responses reader's output for its model)."""
     worker = exchange.worker
     signing_key = exchange.caller.signing_key
@@ -191,7 +183,7 @@ def _translated(
             message, context, response_id=response_id, created_at=created_at, key=signing_key
         )
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         return factory(
             response_id,
             model,
@@ -209,8 +201,8 @@ def _translated(
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
     body, stream = translation.body, translation.stream
-    reply = ClientReply("responses", stream, model, write_reply, build)
-    return translated_plan(exchange, body, attempt, reply, SessionHints(session_key))
+    reply = kinds.ClientReply("responses", stream, model, write_reply, build)
+    return kinds.translated(exchange, body, attempt, reply, kinds.SessionHints(session_key))
 
 
 def _compaction(
@@ -219,7 +211,7 @@ def _compaction(
     attempt: Attempt,
     model: str,
     compact_input: list[Any] | None,
-) -> Plan:
+) -> kinds.Plan:
     """A compaction: the route's model writes the summary (asked whole, whatever the client
     asked), answered as one ``compaction`` item (`compact_input`: the history of a
     ``/v1/responses/compact`` request, answered in that endpoint's form)."""
@@ -254,14 +246,16 @@ def _compaction(
         response.update(status="completed", incomplete_details=None, output=[item])
         return compaction_stream(response) if client_stream else response
 
-    def unused_build(factory: Factory) -> StreamTransducer:
+    def unused_build(factory: kinds.Factory) -> StreamTransducer:
         raise AssertionError("a compaction is asked whole")
 
     def session_key() -> str | None:
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
-    reply = ClientReply("responses", False, model, write_reply, unused_build)
-    plan = translated_plan(exchange, translation.body, attempt, reply, SessionHints(session_key))
+    reply = kinds.ClientReply("responses", False, model, write_reply, unused_build)
+    plan = kinds.translated(
+        exchange, translation.body, attempt, reply, kinds.SessionHints(session_key)
+    )
     if client_stream:
         plan.content_type = SSE
     plan.log["compaction"] = 1
@@ -270,7 +264,7 @@ def _compaction(
 
 def _passthrough(
     body: bytes, request: dict[str, Any], attempt: Attempt, signing_key: bytes
-) -> Plan:
+) -> kinds.Plan:
     """A Responses upstream: the bytes go through unchanged both ways, except the model
     rename, the route's effort, placeholders for images on a text-only upstream, the
     proxy's reasoning carriers (the upstream cannot read them: they hold
@@ -281,7 +275,7 @@ def _passthrough(
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
     reasoning = request.get("reasoning")
     asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
-    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
+    effort = kinds.route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
     if effort is not None:
         request["reasoning"] = {
             **(reasoning if isinstance(reasoning, dict) else {}),
@@ -302,7 +296,7 @@ def _passthrough(
         reencode = reencode or bool(left_out)
     if reencode:
         body = orjson.dumps(request)
-    plan = passthrough(attempt, body, model=model)
+    plan = kinds.passthrough(attempt, body, model=model)
     if left_out:
         plan.log["images_left_out"] = left_out
     return plan
