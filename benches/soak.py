@@ -60,7 +60,7 @@ from hydra_proxy.server.pipeline.exchange import Exchange  # noqa: E402
 from hydra_proxy.server.pipeline.routing import decide_route  # noqa: E402
 from hydra_proxy.server.transport.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 RESULTS = REPO / "benches" / "results"

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from every_kind import attempt_for
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.chat.request.writer.messages import WriterRecord
 from hydra_proxy.config.routes import request_traits
@@ -25,9 +24,10 @@ from hydra_proxy.server.pipeline import previous_turn
 from hydra_proxy.server.pipeline.previous_turn import PreviousTurns
 from hydra_proxy.server.pipeline.upstream_kinds import ClientReply, SessionHints, translated
 from hydra_proxy.tokens import estimate_input_tokens
-from implementations import NATIVE_MISSING, _native
-from long_sessions import session
-from recorded_sessions import SIGNING_KEY, claude_code_session
+from support.every_kind import attempt_for
+from support.implementations import NATIVE_MISSING, _native
+from support.long_sessions import session
+from support.recorded_sessions import SIGNING_KEY, claude_code_session
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
 

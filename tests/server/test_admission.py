@@ -29,7 +29,6 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from claude_code import require_claude, run_claude
 from hydra_proxy.config import ConfigError, describe, load
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.checks.admission import (
@@ -41,7 +40,8 @@ from hydra_proxy.server.checks.admission import (
     limits_of,
     session_of,
 )
-from servers import ProxyServer
+from support.claude_code import require_claude, run_claude
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

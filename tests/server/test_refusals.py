@@ -17,7 +17,7 @@ import pytest
 from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.mock import MockServer
 from hydra_proxy.upstream_errors import CONTEXT_LENGTH_EXCEEDED, GEMINI_TOO_LONG, PROMPT_TOO_LONG
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 OUTPUT_LIMIT = 16384
 CONFIG = """

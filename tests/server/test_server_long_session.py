@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from hydra_proxy.server.pipeline.previous_turn import MIN_BYTES
-from implementations import NATIVE_MISSING, _native
-from long_sessions import session
-from raw_upstream import RawUpstream, chat_stream
-from servers import ProxyServer
+from support.implementations import NATIVE_MISSING, _native
+from support.long_sessions import session
+from support.raw_upstream import RawUpstream, chat_stream
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
 

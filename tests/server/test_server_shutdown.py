@@ -21,9 +21,9 @@ import pytest
 from hydra_proxy.config import load
 from hydra_proxy.server.app import App
 from hydra_proxy.server.transport.shutdown import STREAM_END_MESSAGE
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
+from support.servers import ProxyServer
 
 GRACE = 2.0
 

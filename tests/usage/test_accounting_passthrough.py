@@ -19,7 +19,7 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, recorded_chat_stream
+from support.implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, recorded_chat_stream
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RESPONSES_STREAMS = sorted(p.name for p in (FIXTURES / "responses").glob("*.sse"))

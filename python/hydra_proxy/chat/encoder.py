@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from orjson import loads
 
-from ..continuation import Block, Redacted, encode
-from ..continuation import Thinking as ThinkingBlock
+from ..continuation import Block, RedactedBlock, ThinkingBlock, encode
 from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import mapping
@@ -171,7 +170,7 @@ class ChatEncoder(Ending):
         elif state.kind == _THINKING:
             self._seal(parts, ThinkingBlock("".join(state.text), state.signature))
         elif state.kind == _REDACTED:
-            self._seal(parts, Redacted(state.data))
+            self._seal(parts, RedactedBlock(state.data))
 
     def _seal(self, parts: list[bytes], block: Block) -> None:
         """The block's continuation suffix, right after its reasoning."""

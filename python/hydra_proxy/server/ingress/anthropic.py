@@ -9,10 +9,12 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...anthropic.request.reader import messages_request_from_anthropic
+from ...anthropic.request.writer import strip_proxy_signatures
+from ...anthropic.response.writer import anthropic_message_from_message
 from ...canonical.effort import anthropic_thinking, asked_effort
 from ...canonical.text_only import without_images
 from ...config.routes import Attempt, RouteDecision, request_traits
-from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..pipeline.exchange import ClientRequest, Exchange
@@ -25,15 +27,12 @@ from ..pipeline.upstream_kinds import (
     SessionHints,
     passthrough,
     route_effort,
-    strip_proxy_signatures,
 )
 from ..pipeline.upstream_kinds import translated as translated_plan
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
-    if not isinstance(request.get("stream", False), bool):
-        # Read as `is True` below: "yes" would silently become a non-streamed request.
-        raise invalid_request("stream: must be a boolean", "stream")
+    request = messages_request_from_anthropic(request)
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     memo = exchange.kept.memo if exchange.kept is not None else None
     estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
@@ -75,14 +74,12 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
-    # The canonical request is the client's own: the Messages reader is the identity.
     def session_key() -> str | None:
         return session_cache_key(None, exchange.header)
 
     stream = request.get("stream") is True
-    # The canonical reply is the client's own.
     reply = ClientReply(
-        "anthropic", stream, reported_model, lambda message: message, build, request["model"]
+        "anthropic", stream, reported_model, anthropic_message_from_message, build, request["model"]
     )
     return translated_plan(exchange, request, attempt, reply, SessionHints(session_key, memo))
 

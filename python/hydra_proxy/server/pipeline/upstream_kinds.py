@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import orjson
 
 from ... import ids
-from ...canonical.content import without_typed
-from ...canonical.effort import anthropic_thinking, asked_effort
+from ...anthropic.request.writer import AnthropicTarget, anthropic_request_from_messages
+from ...anthropic.response.reader import message_from_anthropic_message
+from ...canonical.effort import asked_effort
 from ...canonical.text_only import without_images
 from ...canonical.tools import web_search_tool, without_web_search
 from ...canonical.web_search import offered_only, runs_web_search
@@ -30,12 +31,11 @@ from ...chat.response.reader import message_from_chat_completion
 from ...config.protocols import ProtocolName
 from ...config.providers import Provider
 from ...config.routes import Attempt
-from ...errors import ProxyError, invalid_request
+from ...errors import invalid_request
 from ...gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
 from ...gemini.response.reader import message_from_gemini_response
 from ...responses.request.writer import ResponsesTarget, responses_request_from_messages
 from ...responses.response.reader import message_from_response
-from ...signature import is_proxy_signature
 from ...transducers import StreamTransducer
 
 if TYPE_CHECKING:
@@ -343,22 +343,9 @@ def _chat(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
 
 
 def _anthropic(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
-    # Copies down to the messages: the canonical request stays shared by a chain's attempts.
-    body = dict(canonical)
-    if isinstance(body.get("messages"), list):
-        body["messages"] = [dict(m) if isinstance(m, dict) else m for m in body["messages"]]
-    body = strip_proxy_signatures(body)
-    effort = to.effort(body)
-    limit = to.attempt.max_tokens_limit
-    if effort is not None:
-        body = anthropic_thinking(body, effort, limit)
-    body["model"] = to.attempt.model
-    if limit is not None and isinstance(body.get("max_tokens"), int):
-        body["max_tokens"] = min(body["max_tokens"], limit)
-    if to.stream:
-        body["stream"] = True
-    else:
-        body.pop("stream", None)
+    attempt = to.attempt
+    target = AnthropicTarget(attempt.model, attempt.max_tokens_limit, to.effort(canonical))
+    body = anthropic_request_from_messages(canonical, target, stream=to.stream)
     return DIALECTS["anthropic"].path, body
 
 
@@ -395,21 +382,11 @@ Reader = Callable[[Any, str, str, bytes], dict[str, Any]]
 """(reply, message_id, model, signing_key) -> an Anthropic Message."""
 
 
-def _read_anthropic(reply: Any, message_id: str, model: str, key: bytes) -> dict[str, Any]:
-    if not isinstance(reply, dict) or reply.get("type") != "message":
-        raise ProxyError(
-            502, "the upstream sent a reply that is not a Message", error_type="api_error"
-        )
-    message = dict(reply)
-    message["model"] = model
-    return message
-
-
 READERS: dict[ProtocolName, Reader] = {
     "chat": lambda reply, mid, model, key: message_from_chat_completion(
         reply, message_id=mid, model=model, signing_key=key
     ),
-    "anthropic": _read_anthropic,
+    "anthropic": lambda reply, mid, model, key: message_from_anthropic_message(reply, model=model),
     "responses": lambda reply, mid, model, key: message_from_response(
         reply, message_id=mid, model=model, key=key
     ),
@@ -417,13 +394,3 @@ READERS: dict[ProtocolName, Reader] = {
         reply, message_id=mid, model=model, signing_key=key
     ),
 }
-
-
-def strip_proxy_signatures(request: dict[str, Any]) -> dict[str, Any]:
-    """Drop thinking blocks signed by this proxy: Anthropic would reject them."""
-    for message in request.get("messages") or ():
-        if isinstance(message, dict) and isinstance(message.get("content"), list):
-            message["content"] = without_typed(
-                message["content"], "thinking", "signature", is_proxy_signature
-            )
-    return request
