@@ -249,8 +249,8 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
     decision = exchange.route.decision
     assert decision is not None
     tried: list[str] = []
-    exchange.log_first({"route": decision.label})
     log = exchange.log
+    _put_first(log, {"route": decision.label})
     resting: ProxyError | None = None
     attempts = decision.attempts
     # A session keeps its pool key until the key rests (the upstream's state is per key).
@@ -281,8 +281,8 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             key.value if key is not None else exchange.caller.provider_key,
         )
         exchange.route.sending(attempt)  # the usage record names the attempt that answered
-        exchange.log_first(plan.log)
-        plan.log = exchange.log  # what the plan notes from now on goes to the access log
+        _put_first(log, plan.log)
+        plan.log = log  # what the plan notes from now on goes to the access log
         report = _Reporter(name, pool, key, tried, log)
         if last:
             rekey = _rekey(attempt, pool, key, tried, log, session) if pool is not None else None
@@ -292,6 +292,14 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
             return
     assert resting is not None  # only resting keys end the loop without an answer
     raise resting
+
+
+def _put_first(log: dict[str, object], details: dict[str, object]) -> None:
+    """The access-log details with `details` first, then what was noted so far (the same
+    dict: what holds it goes on adding to it)."""
+    noted = {**details, **log}
+    log.clear()
+    log.update(noted)
 
 
 def _take_key(pool: KeyPool, session: str | None, *, last: bool) -> Key | None:

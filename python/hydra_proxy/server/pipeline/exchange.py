@@ -211,13 +211,6 @@ class Exchange:
         """What the ingress read; again only for a big body's, its objects let go."""
         self.asked = asked
 
-    def log_first(self, details: dict[str, object]) -> None:
-        """The access-log details with `details` first, then what was noted so far (the
-        same dict: what holds it goes on adding to it)."""
-        noted = {**details, **self.log}
-        self.log.clear()
-        self.log.update(noted)
-
     # -- the request --------------------------------------------------------------------
 
     def header(self, name: bytes) -> bytes | None:
