@@ -58,7 +58,8 @@ class AnthropicDecoder(Decoding):
         self._blocks: dict[int, int] = {}  # open content blocks by upstream index
         self._has_stop_reason = False  # message_delta said how the message ended
 
-    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:  # noqa: C901
         if self._ended:
             return
         if not data.strip(JSON_WS):

@@ -91,7 +91,8 @@ class ChatEncoder(Ending):
         self._finish_reason: str | None = None
         self._length = 0  # code points of content sent
 
-    def event(self, parts: list[bytes], event: ev.Event) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, parts: list[bytes], event: ev.Event) -> None:  # noqa: C901
         match event:
             case ev.TextDelta(block, text):
                 state = self._blocks.get(block)

@@ -81,7 +81,8 @@ class ResponsesDecoder(Decoding):
         self._thinking: list[str] = []
         self._summary_index: int | None = None
 
-    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:  # noqa: C901
         if self._ended:
             return
         if not data.strip(JSON_WS) or data.strip(JSON_WS) == b"[DONE]":

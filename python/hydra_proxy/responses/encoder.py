@@ -253,7 +253,8 @@ class ResponsesEncoder(Ending):
 
     # -- events --------------------------------------------------------------------------
 
-    def event(self, parts: list[bytes], event: ev.Event) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, parts: list[bytes], event: ev.Event) -> None:  # noqa: C901
         self._ensure_started(parts)
         item = self._item
         match event:
