@@ -224,7 +224,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     the whole ingress on its next turns, as its session's (reusing the turn before)."""
     body = session[0]
     from hydra_proxy import tokens
-    from hydra_proxy.json_depth import nested_deeper_than
+    from hydra_proxy.json.depth import nested_deeper_than
     from hydra_proxy.server.pipeline.upstream_kinds import WRITERS, BodyFor
 
     worker, scope = bench_context()

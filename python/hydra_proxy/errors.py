@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .json_read import uint
+from .json.read import uint
 
 ANTHROPIC_ERROR_TYPES = frozenset(
     {

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hydra_proxy.json_depth import nested_deeper_than
+from hydra_proxy.json.depth import nested_deeper_than
 from support.implementations import NATIVE_MISSING, _native
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING or "native core")

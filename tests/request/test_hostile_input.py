@@ -21,7 +21,7 @@ from hydra_proxy.chat.request.reader import messages_request_from_chat
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.gemini import schema as gemini_schema
 from hydra_proxy.gemini.request.writer import gemini_request_from_messages, gemini_target
-from hydra_proxy.json_depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
+from hydra_proxy.json.depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
 from hydra_proxy.responses.request.reader import messages_request_from_responses
 
 MB = 1 << 20

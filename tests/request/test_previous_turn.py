@@ -18,7 +18,7 @@ from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messag
 from hydra_proxy.chat.request.writer.messages import WriterRecord
 from hydra_proxy.config.routes import request_traits
 from hydra_proxy.errors import ProxyError
-from hydra_proxy.json_depth import nested_deeper_than
+from hydra_proxy.json.depth import nested_deeper_than
 from hydra_proxy.server.checks.limits import parse_object, parse_request
 from hydra_proxy.server.pipeline import previous_turn
 from hydra_proxy.server.pipeline.previous_turn import PreviousTurns

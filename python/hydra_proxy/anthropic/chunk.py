@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..json_read import BadShape, opt_dict, opt_index, opt_str
+from ..json.read import BadShape, opt_dict, opt_index, opt_str
 
 Chunk = tuple[
     str | None,  # type

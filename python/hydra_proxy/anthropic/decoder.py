@@ -19,7 +19,7 @@ from typing import Any
 from orjson import dumps
 
 from ..errors import upstream_error
-from ..json_read import (
+from ..json.read import (
     JSON_WS,
     BadShape,
     JSONDecodeError,

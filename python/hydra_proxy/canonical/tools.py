@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from ..json_depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
+from ..json.depth import MAX_EMBEDDED_DEPTH, nested_deeper_than
 from .fields import bad, required_string, type_name
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..json_read import BadShape, opt_dict, opt_index, opt_list, opt_str
+from ..json.read import BadShape, opt_dict, opt_index, opt_list, opt_str
 
 ToolCallDelta = tuple[int | None, str | None, str | None, str | None]  # index, id, name, args
 Delta = tuple[

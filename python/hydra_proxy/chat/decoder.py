@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import upstream_error
-from ..json_read import (
+from ..json.read import (
     JSON_WS,
     BadShape,
     JSONDecodeError,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..json_read import (
+from ..json.read import (
     BadShape,
     opt_dict,
     opt_list,

@@ -42,7 +42,7 @@ from orjson import dumps
 
 from ..canonical.message import tool_use_id
 from ..canonical.tools import RAW_ARGUMENTS_KEY
-from ..json_read import (
+from ..json.read import (
     JSON_WS,
     BadShape,
     JSONDecodeError,

@@ -40,7 +40,7 @@ from typing import Any
 
 from orjson import dumps
 
-from ..json_read import JSON_WS, JSONDecodeError, loads_lossy, uint
+from ..json.read import JSON_WS, JSONDecodeError, loads_lossy, uint
 from ..signature import sign_thinking
 from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON

@@ -1,5 +1,5 @@
 //! How deep a JSON text nests, read off its bytes: the request-body bound of the server
-//! (twin of `python/hydra_proxy/json_depth.py`, which walks the parsed value).
+//! (twin of `python/hydra_proxy/json/depth.py`, which walks the parsed value).
 
 /// Whether valid JSON `text` nests arrays and objects more than `limit` levels deep (an
 /// array or object is level 1). One pass over the bytes, brackets inside strings skipped;

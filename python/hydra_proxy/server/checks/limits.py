@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ...errors import ProxyError, invalid_request
-from ...json_depth import nested_deeper_than
+from ...json.depth import nested_deeper_than
 from ..pipeline.exchange import BodyTooLarge, ClientGone, Receive, Scope, header, read_body
 from ..pipeline.previous_turn import KeptRequest, PreviousTurns
 from .browser_guard import content_type_refusal
