@@ -366,6 +366,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
         details["error"] = error_type
     if usage is not None:
         routed = decision is not None and attempt is not None
+        first_byte = exchange.relayed.first_byte if exchange.relayed is not None else None
         usage.finish(
             usage.make_record(
                 time=exchange.started_wall,
@@ -380,9 +381,7 @@ def close(exchange: Exchange, usage: UsageService | None) -> dict[str, object]:
                 tokens=counts,
                 estimated=estimated,
                 latency_ms=(now - exchange.started) * 1000,
-                ttfb_ms=None
-                if exchange.first_byte is None
-                else (exchange.first_byte - exchange.started) * 1000,
+                ttfb_ms=None if first_byte is None else (first_byte - exchange.started) * 1000,
                 status=status,
                 error_type=error_type,
                 key=exchange.client_key,

@@ -119,16 +119,20 @@ RELAYED_BYTES = 1 << 20
 
 
 class Relayed:
-    """The reply bytes a model request's client was sent (the first RELAYED_BYTES)."""
+    """The reply bytes a model request's client was sent (the first RELAYED_BYTES), and
+    when the first of them went out."""
 
-    __slots__ = ("kept", "kept_size", "size")
+    __slots__ = ("first_byte", "kept", "kept_size", "size")
 
     def __init__(self) -> None:
+        self.first_byte: float | None = None
         self.kept: list[bytes] = []
         self.kept_size = 0
         self.size = 0
 
     def add(self, chunk: bytes) -> None:
+        if self.first_byte is None:
+            self.first_byte = time.monotonic()
         self.size += len(chunk)
         if self.kept_size < RELAYED_BYTES:
             self.kept.append(chunk)
@@ -165,7 +169,6 @@ class Exchange:
         "decision",
         "error_type",
         "estimate",
-        "first_byte",
         "held",
         "log",
         "member",
@@ -212,7 +215,6 @@ class Exchange:
         self.provider_key: str | None = None
         """Key passthrough: the client's own provider key, sent upstream instead of the
         provider's."""
-        self.first_byte: float | None = None
         self.decision: RouteDecision | None = None
         self.attempt: Attempt | None = None
         """The attempt being sent: the usage record names the one that answered."""
@@ -240,9 +242,10 @@ class Exchange:
         """This request as its session's latest turn (None: not kept; server/previous_turn)."""
 
     def account(self, protocol: ClientProtocol) -> None:
-        """A model request: it gets a usage record (server/accounting.py), the time its
-        first body byte goes out is noted and what it is sent kept (`Relayed`; the same
-        awaitable is returned: relay.py tests it to send from a parser callback)."""
+        """A model request: it gets a usage record (server/accounting.py), and what it is
+        sent is noted (`Relayed`; the same awaitable is returned: relay.py tests it to send
+        from a parser callback). The wrapper holds no reference to the exchange: a cycle
+        would keep every request's objects alive until the garbage collector's next pass."""
         self.protocol = protocol
         send = self.send
         relayed = self.relayed = Relayed()
@@ -250,8 +253,6 @@ class Exchange:
         def watched(message: Message) -> Awaitable[None]:
             body = message.get("body")
             if body:
-                if self.first_byte is None:
-                    self.first_byte = time.monotonic()
                 relayed.add(body)
             return send(message)
 

@@ -220,12 +220,19 @@ class H1Response:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.finished(self)
+        self._forget_sink()
 
     def close(self) -> None:
         """Drop the connection (the upstream sees the request cancelled)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.abort()
+        self._forget_sink()
+
+    def _forget_sink(self) -> None:
+        # The sink and on_end hold their reader's state, which holds this response: a cycle
+        # that only the garbage collector would free, with every chunk it references.
+        self.sink = self.on_end = None
 
     # -- flow control (the client reads slower than the upstream writes) ------------------
 
