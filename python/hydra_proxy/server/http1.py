@@ -286,6 +286,15 @@ class _Connection(asyncio.Protocol):
             self._fail(H1Error(f"invalid HTTP response: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self._lost(exc)
+        finally:
+            # The parser and the transport refer back to this connection: dropped, so that a
+            # closed connection is freed at once, not at the garbage collector's next pass.
+            del self.parser
+            self.transport = None
+
+    def _lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.client._forget(self)
         response = self.response
