@@ -5,8 +5,8 @@
 On a shared machine, load drifts over a benchmark run; timing the two builds in alternating
 rounds (each round translates the whole corpus once with each build) and taking each one's
 best round makes the ratio robust to it. Same streams and chunkings as the micro benchmark
-(streams.py) for MessagesViaChatStream, and the recorded Anthropic streams for
-ChatViaMessagesStream. Prints a Markdown table; the ratio is new / previous events/s.
+(streams.py) for AnthropicViaChatStream, and the recorded Anthropic streams for
+ChatViaAnthropicStream. Prints a Markdown table; the ratio is new / previous events/s.
 """
 
 from __future__ import annotations
@@ -40,17 +40,17 @@ def load(path: str, package: str) -> Any:
     return module
 
 
-def messages_via_chat(module: Any, chunked: list[list[bytes]]) -> None:
+def anthropic_via_chat(module: Any, chunked: list[list[bytes]]) -> None:
     for chunks in chunked:
-        t = module.MessagesViaChatStream("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"k")
+        t = module.AnthropicViaChatStream("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"k")
         for chunk in chunks:
             t.feed(chunk)
         t.finish()
 
 
-def chat_via_messages(module: Any, chunked: list[list[bytes]]) -> None:
+def chat_via_anthropic(module: Any, chunked: list[list[bytes]]) -> None:
     for chunks in chunked:
-        t = module.ChatViaMessagesStream(
+        t = module.ChatViaAnthropicStream(
             "chatcmpl-bench", "claude-x", 1764547200, include_usage=True, continuation_key=b"k"
         )
         for chunk in chunks:
@@ -85,13 +85,13 @@ def main() -> None:
     )
     print("|---|---|---|---:|---:|---:|")
     cases: list[tuple[str, str, list[bytes], Callable[[Any, list[list[bytes]]], None]]] = [
-        ("MessagesViaChat", name, STREAMS[name]().split(b"\x00"), messages_via_chat)
+        ("AnthropicViaChat", name, STREAMS[name]().split(b"\x00"), anthropic_via_chat)
         for name in STREAMS
     ]
     from implementations import ANTHROPIC_STREAMS
 
     anthropic = [b for n, b in sorted(ANTHROPIC_STREAMS.items()) if b"message_stop" in b]
-    cases.append(("ChatViaMessages", "anthropic corpus", anthropic, chat_via_messages))
+    cases.append(("ChatViaAnthropic", "anthropic corpus", anthropic, chat_via_anthropic))
     for transducer, stream, bodies, run in cases:
         events = sum(body.count(b"\n\n") for body in bodies)
         for chunking, split in CHUNKINGS.items():

@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 THIS = HERE.parent / "python"
-STREAM = HERE.parent / "tests" / "fixtures" / "openai" / "oaipy-gpt4o-text-usage.sse"
+STREAM = HERE.parent / "tests" / "fixtures" / "chat" / "oaipy-gpt4o-text-usage.sse"
 
 CHILD = r"""
 import json, sys, tempfile, time
@@ -35,11 +35,11 @@ from pathlib import Path
 n = int(sys.argv[1]); stream = Path(sys.argv[2]).read_bytes(); work = Path(tempfile.mkdtemp())
 from hydra_proxy.usage.metrics import setup_multiprocess_dir
 setup_multiprocess_dir(work / "prom")
-from hydra_proxy._native import MessagesViaChatStream
+from hydra_proxy._native import AnthropicViaChatStream
 from hydra_proxy.usage.service import UsageService
 
 def make():
-    return MessagesViaChatStream("msg_b", "claude-sonnet-4-5", 100)
+    return AnthropicViaChatStream("msg_b", "claude-sonnet-4-5", 100)
 
 try:  # a checkout with the Exchange (server/exchange.py holds the per-request state)
     from hydra_proxy.config import Provider, Settings
@@ -66,7 +66,7 @@ else:
     import os
     os.environ["HYDRA_SIGNING_KEY_FILE"] = str(work / "signing-key")
     worker = Worker.create(Settings())
-    attempt = Attempt(Provider("openai", "openai", "https://x.test/v1"), "gpt-4o", RouteOptions())
+    attempt = Attempt(Provider("openai", "chat", "https://x.test/v1"), "gpt-4o", RouteOptions())
     decision = RouteDecision(Route("claude-*", "openai"), 0, (attempt,), "claude-sonnet-4-5")
     scope = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
 

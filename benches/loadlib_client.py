@@ -42,14 +42,14 @@ import loadlib_proc as proc
 
 MAX_GAP_SAMPLES = 4_000_000
 MAX_ERROR_SAMPLES = 5
-TERMINAL = {"anthropic": (b"message_stop",), "openai": (b"data: [DONE]",)}
+TERMINAL = {"anthropic": (b"message_stop",), "chat": (b"data: [DONE]",)}
 # One per content delta (text, reasoning or tool arguments) in each protocol: every upstream
 # delta becomes exactly one client delta, whatever framing events surround it, so their
 # spacing compares across protocols. (The OpenAI marker also matches an empty role chunk's
 # "content":"", which is subtracted.)
-DELTA_MARKS = {"anthropic": b"event: content_block_delta", "openai": b'"content":"'}
-EMPTY_DELTA = {"anthropic": b"\x00never\x00", "openai": b'"content":""'}
-ERROR_MARKS = {"anthropic": (b"event: error",), "openai": (b'{"error"', b'"error":{')}
+DELTA_MARKS = {"anthropic": b"event: content_block_delta", "chat": b'"content":"'}
+EMPTY_DELTA = {"anthropic": b"\x00never\x00", "chat": b'"content":""'}
+ERROR_MARKS = {"anthropic": (b"event: error",), "chat": (b'{"error"', b'"error":{')}
 
 
 def percentile(sorted_values: list[float] | array[float], q: float, zeros: int = 0) -> float:

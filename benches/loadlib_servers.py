@@ -39,7 +39,7 @@ class Mode:
 
     name: str
     path: str  # the client's endpoint on the proxy
-    protocol: str  # "anthropic" or "openai": what the client speaks
+    protocol: str  # "anthropic" or "chat": what the client speaks
     model: str  # the model name the proxies route on
     upstream_path: str  # the mock's endpoint behind it
     upstream_protocol: str
@@ -55,13 +55,13 @@ MODES: dict[str, Mode] = {
             "anthropic",
             "bench-openai",
             "/v1/chat/completions",
-            "openai",
+            "chat",
             "translated: Anthropic client /v1/messages -> proxy -> mock OpenAI Chat",
         ),
         Mode(
             "openai-in",
             "/v1/chat/completions",
-            "openai",
+            "chat",
             "bench-anthropic",
             "/v1/messages",
             "anthropic",
@@ -70,10 +70,10 @@ MODES: dict[str, Mode] = {
         Mode(
             "passthrough",
             "/v1/chat/completions",
-            "openai",
+            "chat",
             "bench-openai",
             "/v1/chat/completions",
-            "openai",
+            "chat",
             "same protocol: OpenAI client -> proxy -> mock OpenAI Chat (the ceiling)",
         ),
     )
@@ -264,7 +264,7 @@ class Hydra(Server):
         config = workdir / "hydra.toml"
         config.write_text(
             "[providers.mock_openai]\n"
-            'kind = "openai"\n'
+            'kind = "chat"\n'
             f'base_url = "{self.mock_url}/v1"\n'
             "api_key_optional = true\n"  # the mock takes any key, or none
             "[providers.mock_anthropic]\n"

@@ -183,7 +183,7 @@ def bench_context() -> tuple[Any, dict[str, Any]]:
     try:
         config = workdir / "hydra.toml"
         config.write_text(
-            '[providers.mock_openai]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            '[providers.mock_openai]\nkind = "chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
             f'api_key_optional = true\n[[routes]]\nmatch = "{MODE.model}"\n'
             'provider = "mock_openai"\n'
         )
@@ -202,7 +202,7 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     previous turns when `scope` names a session), checked, read and routed. Returns the
     exchange and the ClientRequest."""
     from hydra_proxy.server.exchange import Exchange
-    from hydra_proxy.server.ingress import messages
+    from hydra_proxy.server.ingress import anthropic
     from hydra_proxy.server.limits import parse_request, require_model
 
     async def never(*_: Any) -> Any:
@@ -211,7 +211,7 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     exchange = Exchange(worker, scope, never, never)
     exchange.account("anthropic")
     parsed, exchange.turn = parse_request(body, 128, worker.turns, exchange.session)
-    request = messages.read(exchange, require_model(parsed), body)
+    request = anthropic.read(exchange, require_model(parsed), body)
     exchange.decision = exchange.decide(request.traits)
     return exchange, request
 
@@ -229,9 +229,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     request = orjson.loads(body)
     exchange, routed = read_request(worker, scope, body)
     attempt = exchange.decision.attempts[0]
-    chat_body = WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None))[
-        1
-    ]
+    chat_body = WRITERS["chat"](request, BodyFor(attempt, worker.signing_key, True, None, None))[1]
 
     def plan(decision: Any, link: Any) -> Any:
         return routed.plan(decision, link)
@@ -259,7 +257,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
         "parse (orjson.loads)": parse_cost,
         "depth check": fastest_s(lambda: nested_deeper_than(request, 128), reps, budget_s),
         "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
-        "translate to Chat (writer)": fastest_s(lambda: WRITERS["openai"](request, BodyFor(attempt, worker.signing_key, True, None, None)), reps, budget_s),
+        "translate to Chat (writer)": fastest_s(lambda: WRITERS["chat"](request, BodyFor(attempt, worker.signing_key, True, None, None)), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),
         "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.decision, attempt), reps, budget_s),
         # The estimate runs on a fresh parse each request: its own time is minus the parse.
@@ -293,7 +291,7 @@ def ttfb_jobs(
     meta: list[tuple[int, str]] = []
     for size, paths in bodies.items():
         for target, url, protocol, pids in (
-            ("direct", mock.url + MODE.upstream_path, "openai", [mock.pid]),
+            ("direct", mock.url + MODE.upstream_path, "chat", [mock.pid]),
             ("proxy", proxy.url + MODE.path, "anthropic", [proxy.pid]),
             ("proxy, session", proxy.url + MODE.path, "anthropic", [proxy.pid]),
         ):
@@ -379,7 +377,7 @@ STEP_FRAMES: profilelib.Steps = (
             "parse_request",
             "previous_turn.py",
             "request_traits",
-            "ingress/messages.py",
+            "ingress/anthropic.py",
         ),
     ),
     ("read the client's body", ("read_json_body", "read_body")),

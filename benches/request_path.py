@@ -167,7 +167,7 @@ async def measure() -> tuple[list[str], int]:
     config = Path(home) / "hydra.toml"
     config.write_text(
         "[providers.chat]\n"
-        'kind = "openai"\n'
+        'kind = "chat"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\n'
         'api_key_env = "HYDRA_PATH_UPSTREAM_KEY"\n'
         "[[routes]]\n"

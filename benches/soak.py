@@ -56,7 +56,7 @@ import loadlib_proc as proc  # noqa: E402
 from hydra_proxy.config import load  # noqa: E402
 from hydra_proxy.mock.replay import load_reply  # noqa: E402
 from hydra_proxy.server.exchange import Exchange  # noqa: E402
-from hydra_proxy.server.ingress import chat, messages, responses  # noqa: E402
+from hydra_proxy.server.ingress import anthropic, chat, responses  # noqa: E402
 from hydra_proxy.server.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
 from servers import ProxyServer  # noqa: E402
@@ -68,8 +68,8 @@ ENDPOINT = {
     "chat": "/v1/chat/completions",
     "responses": "/v1/responses",
 }
-INGRESS = {"anthropic": messages.read, "chat": chat.read, "responses": responses.read}
-PROVIDER = {"openai": "up-chat", "anthropic": "up-anthropic", "gemini": "up-gemini",
+INGRESS = {"anthropic": anthropic.read, "chat": chat.read, "responses": responses.read}
+PROVIDER = {"chat": "up-chat", "anthropic": "up-anthropic", "gemini": "up-gemini",
             "responses": "up-responses"}  # fmt: skip
 
 
@@ -78,7 +78,7 @@ class Case:
     """A client protocol on an upstream kind, replaying one fixture."""
 
     client: str  # anthropic | chat | responses
-    upstream: str  # a provider kind: openai | anthropic | gemini | responses
+    upstream: str  # a provider kind: chat | anthropic | gemini | responses
     fixture: str  # under tests/fixtures
 
     @property
@@ -88,15 +88,15 @@ class Case:
 
 
 CASES = (
-    Case("anthropic", "openai", "openai/oaipy-gpt4o-parallel-tool-calls.sse"),
-    Case("anthropic", "openai", "openai/vercel-deepseek-reasoning-then-tool-call.jsonl"),
+    Case("anthropic", "chat", "chat/oaipy-gpt4o-parallel-tool-calls.sse"),
+    Case("anthropic", "chat", "chat/vercel-deepseek-reasoning-then-tool-call.jsonl"),
     Case("anthropic", "gemini",
          "gemini/pydantic-gemini3pro-stream-function-call-thought-signature.1.sse"),
     Case("anthropic", "responses", "responses/pydantic-gpt5-stream-reasoning-function-call.sse"),
     Case("chat", "anthropic", "anthropic/pydantic-thinking-signature.sse"),
     Case("chat", "anthropic", "anthropic/sdkpy-text-then-tool-use.sse"),
-    Case("chat", "openai", "openai/oaipy-gpt4o-tool-call.sse"),
-    Case("responses", "openai", "openai/pydantic-zai-glm-reasoning-content.sse"),
+    Case("chat", "chat", "chat/oaipy-gpt4o-tool-call.sse"),
+    Case("responses", "chat", "chat/pydantic-zai-glm-reasoning-content.sse"),
     Case("responses", "anthropic", "anthropic/pydantic-thinking-signature.sse"),
 )  # fmt: skip
 
@@ -150,7 +150,7 @@ def request_headers(case: Case) -> dict[str, str]:
 
 
 def config_text(upstream_url: str) -> str:
-    bases = {"openai": "/v1", "anthropic": "", "gemini": "/v1beta", "responses": "/v1"}
+    bases = {"chat": "/v1", "anthropic": "", "gemini": "/v1beta", "responses": "/v1"}
     lines = []
     for kind, name in PROVIDER.items():
         lines += [f"[providers.{name}]", f'kind = "{kind}"',

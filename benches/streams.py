@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "openai"
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "chat"
 
 
 def recorded(name: str) -> bytes:

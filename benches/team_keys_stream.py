@@ -61,7 +61,7 @@ def check_cost(every_limit: bool, rounds: int = 20, per_round: int = 500) -> flo
     from hydra_proxy.usage.record import Tokens
 
     keys, secret = micro._team_keys(Path(tempfile.mkdtemp()), every_limit)
-    provider = Provider("openai", "openai", "https://api.openai.com/v1")
+    provider = Provider("openai", "chat", "https://api.openai.com/v1")
     decision = RouteDecision(Route("*", "openai"), 0, (Attempt(provider, MODEL, RouteOptions()),),
                              MODEL)  # fmt: skip
     ids = itertools.count()

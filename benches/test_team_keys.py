@@ -64,7 +64,7 @@ def chat_stream(events: int) -> bytes:
 
 def test_baseline_translate_250_events(benchmark: Any) -> None:
     body = chat_stream(EVENTS)
-    cls = select().MessagesViaChatStream
+    cls = select().AnthropicViaChatStream
 
     def translate() -> int:
         t = cls("msg_bench", "claude-sonnet-4-5", 20, signing_key=b"bench-key")
@@ -102,7 +102,7 @@ def _team_keys(tmp: Path, every_limit: bool = True) -> tuple[TeamKeys, bytes]:
 def test_key_checks_per_request(benchmark: Any, tmp_path: Path, limits: str) -> None:
     """authenticate + rights + admit + settle (divide by PER_ROUND)."""
     keys, secret = _team_keys(tmp_path, every_limit=limits == "every-limit")
-    provider = Provider("openai", "openai", "https://api.openai.com/v1")
+    provider = Provider("openai", "chat", "https://api.openai.com/v1")
     decision = RouteDecision(
         Route("claude-*", "openai"), 0, (Attempt(provider, MODEL, RouteOptions()),), REQUEST["model"]
     )  # fmt: skip

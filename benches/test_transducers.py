@@ -14,11 +14,11 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from hydra_proxy.transducers import MessagesViaChatStream as Python
+from hydra_proxy.transducers import AnthropicViaChatStream as Python
 from streams import CHUNKINGS, STREAMS
 
 try:
-    from hydra_proxy._native import MessagesViaChatStream as Native
+    from hydra_proxy._native import AnthropicViaChatStream as Native
 except ImportError:  # pragma: no cover
     Native = None  # type: ignore[assignment,misc]
 
@@ -105,13 +105,13 @@ def test_baseline_byte_copy(benchmark, stream: str) -> None:  # type: ignore[no-
     benchmark(lambda: [bytes(bytearray(b)) for b in bodies])
 
 
-# -- Gemini upstream: MessagesViaGeminiStream ------------------------------------------------
+# -- Gemini upstream: AnthropicViaGeminiStream ------------------------------------------------
 
-from hydra_proxy.transducers import MessagesViaGeminiStream as PythonGemini  # noqa: E402
+from hydra_proxy.transducers import AnthropicViaGeminiStream as PythonGemini  # noqa: E402
 from streams import GEMINI_CHUNKINGS, GEMINI_STREAMS  # noqa: E402
 
 try:
-    from hydra_proxy._native import MessagesViaGeminiStream as NativeGemini
+    from hydra_proxy._native import AnthropicViaGeminiStream as NativeGemini
 except ImportError:  # pragma: no cover
     NativeGemini = None  # type: ignore[assignment,misc]
 
@@ -169,7 +169,7 @@ def test_gemini_baseline_orjson_loads(benchmark, stream: str) -> None:  # type: 
 
 # -- the OpenAI Responses compositions ---------------------------------------------------
 # Each runs on the synthetic streams in its upstream's protocol: the Chat stream itself, or
-# that stream translated once into Anthropic (MessagesViaChatStream) or into Responses
+# that stream translated once into Anthropic (AnthropicViaChatStream) or into Responses
 # (ResponsesViaChatStream), so every row carries the same content.
 
 COMPOSITIONS: dict[str, tuple[str, Callable[[Callable[..., object]], object]]] = {
@@ -177,11 +177,11 @@ COMPOSITIONS: dict[str, tuple[str, Callable[[Callable[..., object]], object]]] =
         "chat",
         lambda cls: cls("resp_bench", "gpt-5-codex", 1764460800, 100, signing_key=b"bench-key"),
     ),
-    "responses_via_messages": (
+    "responses_via_anthropic": (
         "anthropic",
         lambda cls: cls("resp_bench", "gpt-5-codex", 1764460800, 100, signing_key=b"bench-key"),
     ),
-    "messages_via_responses": (
+    "anthropic_via_responses": (
         "responses",
         lambda cls: cls("msg_bench", "claude-sonnet-4-5", 100, signing_key=b"bench-key"),
     ),
@@ -192,8 +192,8 @@ COMPOSITIONS: dict[str, tuple[str, Callable[[Callable[..., object]], object]]] =
 }
 _CLASS_NAMES = {
     "responses_via_chat": "ResponsesViaChatStream",
-    "responses_via_messages": "ResponsesViaMessagesStream",
-    "messages_via_responses": "MessagesViaResponsesStream",
+    "responses_via_anthropic": "ResponsesViaAnthropicStream",
+    "anthropic_via_responses": "AnthropicViaResponsesStream",
     "chat_via_responses": "ChatViaResponsesStream",
 }
 SYNTHETIC = ["text-2000", "tool-500-fragments", "reasoning-then-tools"]
@@ -207,7 +207,7 @@ def _in_protocol(protocol: str, body: bytes) -> bytes:
         return body
     t: object
     if protocol == "anthropic":
-        t = transducers.MessagesViaChatStream("msg_bench", "claude-sonnet-4-5", 100)
+        t = transducers.AnthropicViaChatStream("msg_bench", "claude-sonnet-4-5", 100)
     else:
         t = transducers.ResponsesViaChatStream("resp_bench", "gpt-5-codex", 1764460800, 100)
     return t.feed(body) + t.finish()  # type: ignore[attr-defined,no-any-return]

@@ -34,7 +34,7 @@ from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.service import UsageService
 from hydra_proxy.usage.sqlite_ledger import SqliteLedger
 
-STREAM = Path(__file__).parents[1] / "tests" / "fixtures" / "openai" / "oaipy-gpt4o-text-usage.sse"
+STREAM = Path(__file__).parents[1] / "tests" / "fixtures" / "chat" / "oaipy-gpt4o-text-usage.sse"
 BATCH = 256
 
 RECORD = UsageRecord(
@@ -55,7 +55,7 @@ RECORD = UsageRecord(
     key_id="a1b2c3d4",
     stream=True,
 )
-PROVIDER = Provider("openai", "openai", "https://api.openai.com/v1")
+PROVIDER = Provider("openai", "chat", "https://api.openai.com/v1")
 ATTEMPT = Attempt(PROVIDER, "gpt-4o-2024-08-06", RouteOptions())
 DECISION = RouteDecision(Route("claude-*", "openai"), 0, (ATTEMPT,), "claude-sonnet-4-5")
 SCOPE = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
@@ -92,7 +92,7 @@ def multiproc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 
 def _translator() -> Any:
     """The transducer the server would use (native unless HYDRA_PROXY_IMPL says python)."""
-    return select().MessagesViaChatStream
+    return select().AnthropicViaChatStream
 
 
 def test_baseline_translate_one_stream(benchmark: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from openai_streams import ARGUMENTS, NAMES, TEXT
+from chat_streams import ARGUMENTS, NAMES, TEXT
 
 SIGNATURES = st.text(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=", min_size=0, max_size=40

@@ -7,7 +7,6 @@ edit; only each client protocol's constructor arguments are written below."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,8 +21,6 @@ from implementations import NATIVE_MISSING, _native
 
 KEY = b"compositions-key"
 
-# A protocol as the tests name it, from the word a composition's class name gives it.
-PROTOCOL = {"Messages": "anthropic", "Chat": "chat", "Responses": "responses", "Gemini": "gemini"}
 # client protocol -> the encoder's leading arguments and the options that add output (every
 # composition signs its upstream's replay state; Chat clients carry the continuation).
 CLIENT_ARGUMENTS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
@@ -37,19 +34,12 @@ CLIENT_ARGUMENTS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
 }
 
 
-def _entry(class_name: str) -> tuple[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]]:
-    found = re.fullmatch(r"([A-Z][a-z]+)Via([A-Z][a-z]+)Stream", class_name)
-    assert found is not None, f"a composition is named ClientViaUpstreamStream: {class_name}"
-    client, upstream = PROTOCOL[found[1]], PROTOCOL[found[2]]
-    args, options = CLIENT_ARGUMENTS[client]
-    name = f"{found[1].lower()}_via_{found[2].lower()}"
-    return name, (upstream, client, class_name, args, options)
-
-
-# name -> (upstream protocol, client protocol, class name, leading arguments, options)
-COMPOSITIONS: dict[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]] = dict(
-    _entry(cls.__name__) for cls in transducers.COMPOSITIONS.values()
-)
+# name -> (upstream protocol, client protocol, class name, leading arguments, options); the
+# name is the class's (`AnthropicViaChatStream`: anthropic_via_chat).
+COMPOSITIONS: dict[str, tuple[str, str, str, tuple[Any, ...], dict[str, Any]]] = {
+    f"{client}_via_{upstream}": (upstream, client, cls.__name__, *CLIENT_ARGUMENTS[client])
+    for (upstream, client), cls in transducers.COMPOSITIONS.items()
+}
 
 
 def make(name: str, impl: str, **options: Any) -> Any:

@@ -13,7 +13,7 @@ EVERY_KIND = """
 provider = "chat"
 
 [providers.chat]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = "UP_KEY"
 

@@ -44,12 +44,12 @@ PREFIXES = {
 
 def config_text(upstream: FaultyUpstream, closed_port: int, shutdown_grace: float = 3.0) -> str:
     kinds = {
-        "fchat": ("openai", f"{upstream.url}/v1"),
+        "fchat": ("chat", f"{upstream.url}/v1"),
         "fanthropic": ("anthropic", upstream.url),
         "fresponses": ("responses", f"{upstream.url}/v1"),
         "fgemini": ("gemini", f"{upstream.url}/v1beta"),
-        "frefused": ("openai", f"http://127.0.0.1:{closed_port}/v1"),
-        "fhole": ("openai", f"{upstream.blackhole_url}/v1"),
+        "frefused": ("chat", f"http://127.0.0.1:{closed_port}/v1"),
+        "fhole": ("chat", f"{upstream.blackhole_url}/v1"),
     }
     lines = [
         "[server]",

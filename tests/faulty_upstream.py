@@ -67,7 +67,7 @@ class Kind:
     big_event: Callable[[], bytes]
 
 
-CHAT_STREAM = (FIXTURES / "openai" / "oaipy-gpt4o-text-usage.sse").read_bytes()
+CHAT_STREAM = (FIXTURES / "chat" / "oaipy-gpt4o-text-usage.sse").read_bytes()
 
 
 def _chat_reply() -> bytes:

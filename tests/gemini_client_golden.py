@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS
+from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS
 from responses_streams import RESPONSES_STREAMS
 
 HERE = Path(__file__).parent
@@ -20,8 +20,8 @@ CLIENT_ARGUMENTS = ("resp_golden", "gemini-golden")
 # direction -> (class name, fixture folder, golden input folder, recorded streams); the
 # encoder's leading arguments are CLIENT_ARGUMENTS.
 DIRECTIONS: dict[str, tuple[str, str, str, list[str]]] = {
-    "gemini_via_chat": ("GeminiViaChatStream", "openai", "chat", list(OPENAI_STREAMS)),
-    "gemini_via_messages": ("GeminiViaMessagesStream", "anthropic", "anthropic", list(ANTHROPIC_STREAMS)),
+    "gemini_via_chat": ("GeminiViaChatStream", "chat", "chat", list(CHAT_STREAMS)),
+    "gemini_via_anthropic": ("GeminiViaAnthropicStream", "anthropic", "anthropic", list(ANTHROPIC_STREAMS)),
     "gemini_via_responses": ("GeminiViaResponsesStream", "responses", "responses", list(RESPONSES_STREAMS)),
 }  # fmt: skip
 

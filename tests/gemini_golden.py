@@ -1,5 +1,5 @@
 """The Gemini golden cases (tests/golden/record.py, tests/twins/test_golden.py): every Gemini
-recording and the hand-written corner cases through MessagesViaGeminiStream and
+recording and the hand-written corner cases through AnthropicViaGeminiStream and
 ChatViaGeminiStream, plus seeded draws of the Gemini stream strategy."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from gemini_streams import GEMINI_STREAMS, chunk, frame
 from hydra_proxy import transducers
 from implementations import NATIVE_MISSING, _native
 
-GEMINI_DIRECTIONS = ("messages_via_gemini", "chat_via_gemini")
+GEMINI_DIRECTIONS = ("anthropic_via_gemini", "chat_via_gemini")
 GOLDEN = Path(__file__).parent / "golden"
 KEY = "golden-key"
 SIG = "EpwICpkIAXLI2nx+/w=="
@@ -25,7 +25,7 @@ USAGE = {
 
 def gemini_class(direction: str, impl: str) -> Any:
     name = (
-        "MessagesViaGeminiStream" if direction == "messages_via_gemini" else "ChatViaGeminiStream"
+        "AnthropicViaGeminiStream" if direction == "anthropic_via_gemini" else "ChatViaGeminiStream"
     )
     if impl == "python":
         return getattr(transducers, name)
@@ -38,7 +38,7 @@ def gemini_class(direction: str, impl: str) -> Any:
 
 def make_gemini(direction: str, impl: str, options: dict[str, Any]) -> Any:
     cls = gemini_class(direction, impl)
-    if direction == "messages_via_gemini":
+    if direction == "anthropic_via_gemini":
         return cls("msg_golden", "claude-golden", 42, **options)
     return cls("chatcmpl-golden", "gemini-golden", 1764547200, message_id="msg_golden", **options)
 
@@ -141,7 +141,7 @@ def cases() -> list[dict[str, Any]]:
             key = KEY if signed else None
             out.append(
                 {
-                    "direction": "messages_via_gemini",
+                    "direction": "anthropic_via_gemini",
                     "input": source,
                     "options": {"signing_key": key},
                 }
@@ -159,9 +159,9 @@ def cases() -> list[dict[str, Any]]:
             )
     oversize = "input:gemini/corner-oversize-event.sse"
     out += [
-        {"direction": "messages_via_gemini", "input": oversize, "options": {"signing_key": KEY, "max_event_bytes": 128}},
+        {"direction": "anthropic_via_gemini", "input": oversize, "options": {"signing_key": KEY, "max_event_bytes": 128}},
         {"direction": "chat_via_gemini", "input": oversize, "options": {"signing_key": KEY, "max_event_bytes": 128}},
-        {"direction": "messages_via_gemini", "input": "input:gemini/corner-text-cut-off.sse", "options": {"signing_key": KEY}, "script": ["ping", "feed", "ping", ["fail", "overloaded_error", "upstream broke"], "finish"]},
+        {"direction": "anthropic_via_gemini", "input": "input:gemini/corner-text-cut-off.sse", "options": {"signing_key": KEY}, "script": ["ping", "feed", "ping", ["fail", "overloaded_error", "upstream broke"], "finish"]},
         {"direction": "chat_via_gemini", "input": "input:gemini/corner-empty.sse", "options": {"include_usage": True}, "script": ["ping", "feed", "ping", "finish", "ping"]},
     ]  # fmt: skip
     return out

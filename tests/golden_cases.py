@@ -22,9 +22,9 @@ from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
 from implementations import (
     ANTHROPIC_STREAMS,
     _native,
-    chat_via_messages_class,
-    messages_via_chat_class,
-    openai_stream,
+    anthropic_via_chat_class,
+    chat_via_anthropic_class,
+    recorded_chat_stream,
 )
 from responses_streams import RESPONSES_STREAMS
 
@@ -381,13 +381,13 @@ def failure_corner_inputs() -> dict[str, bytes]:
 # Each composition, the upstream folder it reads, and a body of that upstream with content
 # then silence (the server fails a stalled stream) and one with an event over 100 bytes.
 FAILURE_DIRECTIONS = {
-    "messages_via_chat": ("chat", "corner-text-no-finish-cut-off", "corner-oversize-event"),
+    "anthropic_via_chat": ("chat", "corner-text-no-finish-cut-off", "corner-oversize-event"),
     "responses_via_chat": ("chat", "corner-text-no-finish-cut-off", "corner-oversize-event"),
-    "chat_via_messages": ("anthropic", "corner-cut-off", "corner-oversize-event"),
-    "responses_via_messages": ("anthropic", "corner-cut-off", "corner-oversize-event"),
-    "messages_via_responses": ("responses", "corner-cut-off", "corner-fail-large-event"),
+    "chat_via_anthropic": ("anthropic", "corner-cut-off", "corner-oversize-event"),
+    "responses_via_anthropic": ("anthropic", "corner-cut-off", "corner-oversize-event"),
+    "anthropic_via_responses": ("responses", "corner-cut-off", "corner-fail-large-event"),
     "chat_via_responses": ("responses", "corner-cut-off", "corner-fail-large-event"),
-    "messages_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
+    "anthropic_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
     "chat_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
     "responses_via_gemini": ("gemini", "corner-text-cut-off", "corner-oversize-event"),
 }
@@ -432,25 +432,25 @@ def scripted_cases() -> list[dict[str, Any]]:
     """Small event limits and the ping/fail calls the server makes."""
     key = "golden-key"
     return [
-        {"direction": "messages_via_chat", "input": "input:chat/corner-oversize-event.sse",
+        {"direction": "anthropic_via_chat", "input": "input:chat/corner-oversize-event.sse",
          "options": {"signing_key": key, "max_event_bytes": 64}},
-        {"direction": "chat_via_messages", "input": "input:anthropic/corner-oversize-event.sse",
+        {"direction": "chat_via_anthropic", "input": "input:anthropic/corner-oversize-event.sse",
          "options": {"include_usage": True, "continuation_key": key, "max_event_bytes": 128}},
-        {"direction": "messages_via_chat", "input": "input:chat/corner-empty.sse",
+        {"direction": "anthropic_via_chat", "input": "input:chat/corner-empty.sse",
          "options": {"signing_key": None}, "script": ["ping", "feed", "ping", "finish", "ping"]},
-        {"direction": "messages_via_chat", "input": "input:chat/corner-reasoning-text-tool.sse",
+        {"direction": "anthropic_via_chat", "input": "input:chat/corner-reasoning-text-tool.sse",
          "options": {"signing_key": key}, "script": ["ping", "feed", "ping", ["fail", "overloaded_error", "upstream broke"], "ping", "finish"]},
-        {"direction": "messages_via_chat", "input": "input:chat/corner-text-no-finish-cut-off.sse",
+        {"direction": "anthropic_via_chat", "input": "input:chat/corner-text-no-finish-cut-off.sse",
          "options": {"signing_key": key}, "script": ["feed", ["fail", "not_a_type", "mapped to api_error"]]},
-        {"direction": "messages_via_chat", "input": "input:chat/corner-empty.sse",
+        {"direction": "anthropic_via_chat", "input": "input:chat/corner-empty.sse",
          "options": {"signing_key": key}, "script": [["fail", "timeout_error", "idle"], "feed", "finish"]},
-        {"direction": "chat_via_messages", "input": "input:anthropic/corner-empty.sse",
+        {"direction": "chat_via_anthropic", "input": "input:anthropic/corner-empty.sse",
          "options": {"include_usage": True, "continuation_key": None}, "script": ["ping", "feed", "ping", "finish", "ping"]},
-        {"direction": "chat_via_messages", "input": "input:anthropic/corner-cut-off.sse",
+        {"direction": "chat_via_anthropic", "input": "input:anthropic/corner-cut-off.sse",
          "options": {"include_usage": True, "continuation_key": key}, "script": ["ping", "feed", "ping", ["fail", "rate_limit_error", "broke"], "finish"]},
-        {"direction": "chat_via_messages", "input": "input:anthropic/corner-cut-off.sse",
+        {"direction": "chat_via_anthropic", "input": "input:anthropic/corner-cut-off.sse",
          "options": {"include_usage": False, "continuation_key": None}, "script": ["feed", ["fail", "bogus", "x"]]},
-        {"direction": "chat_via_messages", "input": "input:anthropic/corner-empty.sse",
+        {"direction": "chat_via_anthropic", "input": "input:anthropic/corner-empty.sse",
          "options": {"include_usage": False, "continuation_key": None}, "script": [["fail", "api_error", "before anything"]]},
     ]  # fmt: skip
 
@@ -472,21 +472,21 @@ def load_input(source: str) -> bytes:
         return RESPONSES_STREAMS[fixture]
     if folder == "gemini":
         return gemini_stream(fixture)
-    return openai_stream(fixture) if folder == "openai" else ANTHROPIC_STREAMS[fixture]
+    return recorded_chat_stream(fixture) if folder == "chat" else ANTHROPIC_STREAMS[fixture]
 
 
 # The OpenAI Responses compositions: direction -> (class name, leading arguments).
 RESPONSES_DIRECTIONS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "responses_via_chat": ("ResponsesViaChatStream", ("resp_golden", "gpt-golden", 1764547200, 42)),
-    "responses_via_messages": (
-        "ResponsesViaMessagesStream",
+    "responses_via_anthropic": (
+        "ResponsesViaAnthropicStream",
         ("resp_golden", "gpt-golden", 1764547200, 42),
     ),
     "responses_via_gemini": (
         "ResponsesViaGeminiStream",
         ("resp_golden", "gpt-golden", 1764547200, 42),
     ),
-    "messages_via_responses": ("MessagesViaResponsesStream", ("msg_golden", "claude-golden", 42)),
+    "anthropic_via_responses": ("AnthropicViaResponsesStream", ("msg_golden", "claude-golden", 42)),
     "chat_via_responses": (
         "ChatViaResponsesStream",
         ("chatcmpl-golden", "claude-golden", 1764547200),
@@ -514,14 +514,14 @@ def make(case: dict[str, Any], impl: str) -> Any:
     if case["direction"] in RESPONSES_DIRECTIONS:
         name, args = RESPONSES_DIRECTIONS[case["direction"]]
         return _composition_class(name, impl)(*args, **options)
-    if case["direction"] == "messages_via_chat":
-        return messages_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
+    if case["direction"] == "anthropic_via_chat":
+        return anthropic_via_chat_class(impl)("msg_golden", "claude-golden", 42, **options)
     if case["direction"] in GEMINI_DIRECTIONS:
         return make_gemini(case["direction"], impl, options)
     if case["direction"] in gemini_client_golden.DIRECTIONS:
         name = gemini_client_golden.DIRECTIONS[case["direction"]][0]
         return _composition_class(name, impl)(*gemini_client_golden.CLIENT_ARGUMENTS, **options)
-    return chat_via_messages_class(impl)("chatcmpl-golden", "claude-golden", 1764547200, **options)
+    return chat_via_anthropic_class(impl)("chatcmpl-golden", "claude-golden", 1764547200, **options)
 
 
 def run(

@@ -12,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from hydra_proxy.transducers import ChatViaMessagesStream as PyChatViaMessagesStream
-from hydra_proxy.transducers import MessagesViaChatStream as PyMessagesViaChatStream
+from hydra_proxy.transducers import AnthropicViaChatStream as PyAnthropicViaChatStream
+from hydra_proxy.transducers import ChatViaAnthropicStream as PyChatViaAnthropicStream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -30,29 +30,29 @@ else:
 IMPLEMENTATIONS = ("native", "python")
 
 
-def messages_via_chat_class(impl: str) -> Callable[..., Any]:
+def anthropic_via_chat_class(impl: str) -> Callable[..., Any]:
     if impl == "python":
-        return PyMessagesViaChatStream
+        return PyAnthropicViaChatStream
     if _native is None:
         pytest.skip(NATIVE_MISSING)
-    return _native.MessagesViaChatStream  # type: ignore[no-any-return]
+    return _native.AnthropicViaChatStream  # type: ignore[no-any-return]
 
 
-def chat_via_messages_class(impl: str) -> Callable[..., Any]:
+def chat_via_anthropic_class(impl: str) -> Callable[..., Any]:
     if impl == "python":
-        return PyChatViaMessagesStream
+        return PyChatViaAnthropicStream
     if _native is None:
         pytest.skip(NATIVE_MISSING)
-    return _native.ChatViaMessagesStream  # type: ignore[no-any-return]
+    return _native.ChatViaAnthropicStream  # type: ignore[no-any-return]
 
 
-def openai_stream(name: str) -> bytes:
+def recorded_chat_stream(name: str) -> bytes:
     """A recorded OpenAI-compatible stream as raw SSE bytes.
 
     `.sse` files are byte-exact HTTP bodies; `.jsonl` files (vercel/ai) lost their SSE
     framing, one data payload a line, and are re-framed as `data: <line>\\n\\n` + [DONE].
     """
-    path = FIXTURES / "openai" / name
+    path = FIXTURES / "chat" / name
     data = path.read_bytes()
     if path.suffix == ".jsonl":
         lines = [line for line in data.splitlines() if line.strip()]
@@ -60,8 +60,8 @@ def openai_stream(name: str) -> bytes:
     return data
 
 
-OPENAI_STREAMS = sorted(
-    p.name for p in (FIXTURES / "openai").iterdir() if p.suffix in (".sse", ".jsonl")
+CHAT_STREAMS = sorted(
+    p.name for p in (FIXTURES / "chat").iterdir() if p.suffix in (".sse", ".jsonl")
 )
 
 

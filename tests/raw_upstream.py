@@ -28,7 +28,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 def chat_chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
     """One Chat Completions stream chunk, in the recorded gpt-4o shape
-    (tests/fixtures/openai/oaipy-gpt4o-text-usage.sse)."""
+    (tests/fixtures/chat/oaipy-gpt4o-text-usage.sse)."""
     chunk = {
         "id": "chatcmpl-raw",
         "object": "chat.completion.chunk",

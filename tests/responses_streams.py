@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-from openai_streams import ARGUMENTS, TEXT
+from chat_streams import ARGUMENTS, TEXT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "responses"
 

@@ -22,12 +22,12 @@ PRICES = {"priced-a": (10_000, 20_000), "priced-b": (20_000, 40_000), "cheap-a":
 
 CONFIG = """
 [providers.a]
-kind = "openai"
+kind = "chat"
 base_url = "{mock}/v1"
 api_key_optional = true
 
 [providers.b]
-kind = "openai"
+kind = "chat"
 base_url = "{mock}/v1"
 api_key_optional = true
 

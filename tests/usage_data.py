@@ -56,7 +56,7 @@ def read_fixture(path: Path) -> FixtureUsage | None:
 
 def fixture_usages() -> list[FixtureUsage]:
     found = []
-    for folder in ("anthropic", "openai"):
+    for folder in ("anthropic", "chat"):
         for path in sorted((FIXTURES / folder).iterdir()):
             if path.suffix in (".sse", ".jsonl"):
                 usage = read_fixture(path)

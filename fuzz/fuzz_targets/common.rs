@@ -67,7 +67,7 @@ impl Client for GeminiEncoder {
     }
 }
 
-/// A composition of `_native::transducers` (`MessagesViaChatStream`...).
+/// A composition of `_native::transducers` (`AnthropicViaChatStream`...).
 pub trait Composition {
     type Decoder: Upstream;
     type Encoder: Client;

@@ -17,18 +17,18 @@ __all__ = [
     "MSG_BAD_JSON_PATH",
     "RESPONSE_ERROR_CODES",
     "STOP_REASONS",
+    "AnthropicViaChatStream",
+    "AnthropicViaGeminiStream",
+    "AnthropicViaResponsesStream",
+    "ChatViaAnthropicStream",
     "ChatViaGeminiStream",
-    "ChatViaMessagesStream",
     "ChatViaResponsesStream",
+    "GeminiViaAnthropicStream",
     "GeminiViaChatStream",
-    "GeminiViaMessagesStream",
     "GeminiViaResponsesStream",
-    "MessagesViaChatStream",
-    "MessagesViaGeminiStream",
-    "MessagesViaResponsesStream",
+    "ResponsesViaAnthropicStream",
     "ResponsesViaChatStream",
     "ResponsesViaGeminiStream",
-    "ResponsesViaMessagesStream",
     "__version__",
     "json_member_elements",
     "json_nested_deeper_than",
@@ -59,7 +59,7 @@ class _Transducer:
     @property
     def reasoning_tokens(self) -> int: ...
 
-class _MessagesClient(_Transducer):
+class _AnthropicClient(_Transducer):
     def __new__(
         cls,
         message_id: str,
@@ -112,13 +112,13 @@ class _GeminiClient(_Transducer):
     ) -> Self: ...
 
 @final
-class MessagesViaChatStream(_MessagesClient): ...
+class AnthropicViaChatStream(_AnthropicClient): ...
 
 @final
-class ChatViaMessagesStream(_ChatClient): ...
+class ChatViaAnthropicStream(_ChatClient): ...
 
 @final
-class MessagesViaGeminiStream(_MessagesClient): ...
+class AnthropicViaGeminiStream(_AnthropicClient): ...
 
 @final
 class ChatViaGeminiStream(_ChatClient): ...
@@ -127,10 +127,10 @@ class ChatViaGeminiStream(_ChatClient): ...
 class ResponsesViaChatStream(_ResponsesClient): ...
 
 @final
-class ResponsesViaMessagesStream(_ResponsesClient): ...
+class ResponsesViaAnthropicStream(_ResponsesClient): ...
 
 @final
-class MessagesViaResponsesStream(_MessagesClient): ...
+class AnthropicViaResponsesStream(_AnthropicClient): ...
 
 @final
 class ChatViaResponsesStream(_ChatClient): ...
@@ -142,7 +142,7 @@ class ResponsesViaGeminiStream(_ResponsesClient): ...
 class GeminiViaChatStream(_GeminiClient): ...
 
 @final
-class GeminiViaMessagesStream(_GeminiClient): ...
+class GeminiViaAnthropicStream(_GeminiClient): ...
 
 @final
 class GeminiViaResponsesStream(_GeminiClient): ...

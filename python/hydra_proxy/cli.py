@@ -140,7 +140,7 @@ def _wants_mock(settings: Settings) -> bool:
 def _on_mock(settings: Settings, url: str) -> Settings:
     """`settings` with the target provider served by the embedded mock at `url`."""
     provider = settings.providers[settings.target_provider]
-    base = url + ("/v1" if provider.kind == "openai" else "")
+    base = url + ("/v1" if provider.kind == "chat" else "")
     providers = dict(settings.providers)
     providers[provider.name] = dataclasses.replace(
         provider, base_url=base, api_key_env=None, api_key_envs=(), keyless=True

@@ -69,7 +69,7 @@ def _anthropic_decoder(reply_id: str, signing_key: bytes | None) -> AnthropicDec
 # its own, and the key that signs the replay state (reasoning, thought signatures) a client
 # must send back for the upstream to go on.
 DECODERS: dict[str, Callable[[str, bytes | None], Decoder]] = {
-    "openai": ChatDecoder,
+    "chat": ChatDecoder,
     "anthropic": _anthropic_decoder,
     "gemini": GeminiDecoder,
     "responses": ResponsesDecoder,
@@ -84,7 +84,7 @@ COMPOSITIONS: dict[tuple[str, str], type[Composition[Any]]] = {}
 class Composition(Transducer[Decoder, E]):
     """An upstream kind's decoder composed with a client protocol's encoder. A client base
     below gives the constructor; a composition is one line, `class
-    MessagesViaGeminiStream(MessagesClient, upstream="gemini"): ...`, which enters it in
+    AnthropicViaGeminiStream(AnthropicClient, upstream="gemini"): ...`, which enters it in
     COMPOSITIONS (Rust: the `compositions!` table)."""
 
     client: ClassVar[str]
@@ -104,7 +104,7 @@ class Composition(Transducer[Decoder, E]):
         return DECODERS[self.upstream](reply_id, signing_key)
 
 
-class MessagesClient(Composition[AnthropicEncoder], client="anthropic"):
+class AnthropicClient(Composition[AnthropicEncoder], client="anthropic"):
     """Anthropic Messages clients: `input_tokens` is the estimate message_start reports
     until the upstream counts them; `signing_key` signs the upstream's replay state into
     the thinking signatures."""
@@ -125,7 +125,7 @@ class MessagesClient(Composition[AnthropicEncoder], client="anthropic"):
         )
 
 
-class ChatClient(Composition[ChatEncoder], client="openai"):
+class ChatClient(Composition[ChatEncoder], client="chat"):
     """OpenAI Chat Completions clients: `continuation_key` carries the thinking blocks'
     replay state through the client inside `reasoning_content`; `message_id` names the
     decoder's tool calls (default: the completion id), `signing_key` signs the upstream's
@@ -203,17 +203,17 @@ class GeminiClient(Composition[GeminiEncoder], client="gemini"):
 
 
 # fmt: off
-class MessagesViaChatStream(MessagesClient, upstream="openai"): ...
-class ChatViaMessagesStream(ChatClient, upstream="anthropic"): ...
-class MessagesViaGeminiStream(MessagesClient, upstream="gemini"): ...
+class AnthropicViaChatStream(AnthropicClient, upstream="chat"): ...
+class ChatViaAnthropicStream(ChatClient, upstream="anthropic"): ...
+class AnthropicViaGeminiStream(AnthropicClient, upstream="gemini"): ...
 class ChatViaGeminiStream(ChatClient, upstream="gemini"): ...
-class ResponsesViaChatStream(ResponsesClient, upstream="openai"): ...
-class ResponsesViaMessagesStream(ResponsesClient, upstream="anthropic"): ...
-class MessagesViaResponsesStream(MessagesClient, upstream="responses"): ...
+class ResponsesViaChatStream(ResponsesClient, upstream="chat"): ...
+class ResponsesViaAnthropicStream(ResponsesClient, upstream="anthropic"): ...
+class AnthropicViaResponsesStream(AnthropicClient, upstream="responses"): ...
 class ChatViaResponsesStream(ChatClient, upstream="responses"): ...
 class ResponsesViaGeminiStream(ResponsesClient, upstream="gemini"): ...
-class GeminiViaChatStream(GeminiClient, upstream="openai"): ...
-class GeminiViaMessagesStream(GeminiClient, upstream="anthropic"): ...
+class GeminiViaChatStream(GeminiClient, upstream="chat"): ...
+class GeminiViaAnthropicStream(GeminiClient, upstream="anthropic"): ...
 class GeminiViaResponsesStream(GeminiClient, upstream="responses"): ...
 # fmt: on
 
@@ -226,7 +226,7 @@ Factory = Callable[..., StreamTransducer]
 @dataclass(frozen=True)
 class Implementation:
     """One implementation's transducer constructors, by class name (also as attributes:
-    `impl.MessagesViaChatStream`)."""
+    `impl.AnthropicViaChatStream`)."""
 
     name: str
     classes: Mapping[str, Factory]
@@ -242,7 +242,7 @@ class Implementation:
 
     def transducer(self, upstream: str, client: str) -> Factory:
         """The composition relaying an `upstream` kind's stream (a `Provider.kind`) to a
-        `client` protocol ("anthropic", "openai" for Chat, "responses", "gemini"); KeyError for a
+        `client` protocol (`config.protocols.PROTOCOLS`, the names of both); KeyError for a
         pair without one (same-protocol pairs are passed through, not transduced)."""
         return self.classes[COMPOSITIONS[upstream, client].__name__]
 

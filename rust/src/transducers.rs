@@ -19,17 +19,17 @@ use crate::stream::{Decoder, Transducer};
 macro_rules! compositions {
     ($then:ident) => {
         $then! {
-            MessagesViaChatStream: ChatDecoder => AnthropicEncoder,
-            ChatViaMessagesStream: AnthropicDecoder => ChatEncoder,
-            MessagesViaGeminiStream: GeminiDecoder => AnthropicEncoder,
+            AnthropicViaChatStream: ChatDecoder => AnthropicEncoder,
+            ChatViaAnthropicStream: AnthropicDecoder => ChatEncoder,
+            AnthropicViaGeminiStream: GeminiDecoder => AnthropicEncoder,
             ChatViaGeminiStream: GeminiDecoder => ChatEncoder,
             ResponsesViaChatStream: ChatDecoder => ResponsesEncoder,
-            ResponsesViaMessagesStream: AnthropicDecoder => ResponsesEncoder,
-            MessagesViaResponsesStream: ResponsesDecoder => AnthropicEncoder,
+            ResponsesViaAnthropicStream: AnthropicDecoder => ResponsesEncoder,
+            AnthropicViaResponsesStream: ResponsesDecoder => AnthropicEncoder,
             ChatViaResponsesStream: ResponsesDecoder => ChatEncoder,
             ResponsesViaGeminiStream: GeminiDecoder => ResponsesEncoder,
             GeminiViaChatStream: ChatDecoder => GeminiEncoder,
-            GeminiViaMessagesStream: AnthropicDecoder => GeminiEncoder,
+            GeminiViaAnthropicStream: AnthropicDecoder => GeminiEncoder,
             GeminiViaResponsesStream: ResponsesDecoder => GeminiEncoder,
         }
     };

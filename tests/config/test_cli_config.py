@@ -90,7 +90,7 @@ def test_config_check_prints_routes_and_masked_keys(tmp_path: Path) -> None:
         in out
     )
     assert "key: set (2 keys: DEEPSEEK_KEY_1 sk-…0001, DEEPSEEK_KEY_2 sk-…0002)" in out
-    assert "ollama: openai http://127.0.0.1:11434/v1; key: no key needed" in out
+    assert "ollama: chat http://127.0.0.1:11434/v1; key: no key needed" in out
     assert f"port {port} on 127.0.0.1: free\n" in out
     assert out.rstrip().endswith("config OK")
     assert SECRET not in out + result.stderr and SECRET_2 not in out + result.stderr
@@ -158,7 +158,7 @@ def test_serve_refuses_bad_values(
 def test_serve_refuses_a_config_with_errors_and_missing_keys(tmp_path: Path) -> None:
     port = free_port()
     config = tmp_path / "hydra.toml"
-    config.write_text('[server]\nprot = 1\n\n[provider.x]\nkind = "openai"\n', encoding="utf-8")
+    config.write_text('[server]\nprot = 1\n\n[provider.x]\nkind = "chat"\n', encoding="utf-8")
     stderr = refused(
         hydra("serve", "--config", str(config), "--port", str(port), home=tmp_path), port
     )

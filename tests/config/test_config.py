@@ -131,7 +131,7 @@ def test_client_keys_only_from_the_process_environment(
 def test_config_file_cannot_set_the_key_field(tmp_path: Path) -> None:
     config = write(
         tmp_path / "hydra.toml",
-        '[providers.x]\nkind = "openai"\nbase_url = "http://x"\nfallback_api_key = "k"\n',
+        '[providers.x]\nkind = "chat"\nbase_url = "http://x"\nfallback_api_key = "k"\n',
     )
     with pytest.raises(ConfigError, match="unknown keys"):
         load({"config": str(config)}, environment(dotenv=tmp_path / "none"))

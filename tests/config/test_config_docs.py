@@ -102,7 +102,7 @@ def test_the_error_example_is_what_the_cli_prints(
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("HYDRA_PROXY_IMPL", "rust")
     Path("hydra.toml").write_text(
-        '[server]\nprot = 3456\n\n[provider.deepseek]\nkind = "openai"\n', encoding="utf-8"
+        '[server]\nprot = 3456\n\n[provider.deepseek]\nkind = "chat"\n', encoding="utf-8"
     )
     assert cli.main(["config", "check", "--config", "hydra.toml"]) == 2
     assert capsys.readouterr().err == example

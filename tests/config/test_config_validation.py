@@ -14,12 +14,14 @@ from hydra_proxy.config import (
     ConfigError,
     Problem,
     Settings,
+    describe,
     environment,
     load,
     presets,
     reload,
     require_keys,
 )
+from hydra_proxy.config.protocols import FORMER_KINDS, PROTOCOLS
 from hydra_proxy.config.source import SourceMap
 
 
@@ -122,7 +124,7 @@ def test_bad_values_in_the_file(tmp_path: Path) -> None:
         2: "[server] port = 99999: must be a whole number from 1 to 65535",
         3: "[server] workers must be a whole number, not '2'",
         4: "[server] implementation = 'rust' is not one of auto, native, python",
-        7: "[providers.x] kind = 'grpc' is not one of openai, anthropic, gemini, responses",
+        7: "[providers.x] kind = 'grpc' is not one of anthropic, chat, responses, gemini",
         13: "[[routes]] #1 client = 'zed' is not one of anthropic, chat, responses, gemini",
         14: "[[routes]] #1 effort map 'max' -> 'maximum': both must be one of "
         "none, minimal, low, medium, high, xhigh, max",
@@ -166,8 +168,8 @@ def test_toml_syntax_errors_keep_the_line(tmp_path: Path) -> None:
 def test_missing_keys_of_the_providers_routes_need(tmp_path: Path) -> None:
     text = (
         '[providers.ds]\npreset = "deepseek"\napi_key_env = ["DS_K1", "DS_K2"]\n\n'
-        '[providers.custom]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
-        '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[providers.custom]\nkind = "chat"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+        '[providers.local]\nkind = "chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
         "api_key_optional = true\n\n"
         '[[routes]]\nmatch = "*haiku*"\nprovider = "ds"\nfallback = ["ollama", "local"]\n\n'
         '[[routes]]\nmatch = "*"\nprovider = "custom"\n'
@@ -192,12 +194,28 @@ def test_missing_keys_of_the_providers_routes_need(tmp_path: Path) -> None:
     require_keys(load_file(tmp_path, text))
 
 
+@pytest.mark.parametrize("former", sorted(FORMER_KINDS))
+def test_a_former_kind_spelling_still_loads_as_its_protocol(tmp_path: Path, former: str) -> None:
+    """Config files written when Chat's kind was "openai" keep working; everything after
+    reading them (the provider, `config check`) says the protocol's one name."""
+    settings = load_file(
+        tmp_path,
+        f'[providers.x]\nkind = "{former}"\nbase_url = "http://x"\napi_key_optional = true\n\n'
+        f'[providers.groq]\nkind = "{former}"\n\n[[routes]]\nprovider = "x"\n',
+    )
+    current = FORMER_KINDS[former]
+    assert current in PROTOCOLS and former not in PROTOCOLS
+    assert settings.providers["x"].kind == settings.providers["groq"].kind == current
+    assert f"x: {current} http://x" in describe(settings)
+    assert not any(row["kind"] in FORMER_KINDS for row in presets().values())
+
+
 def test_presets_are_data_and_a_table_overrides_columns(tmp_path: Path) -> None:
     table = presets()
     for name in ("openai", "anthropic", "gemini", "gemini-native", "ollama", "vllm",
                  "deepseek", "openrouter", "groq", "zai", "moonshot"):  # fmt: skip
         assert name in table, name
-    assert table["gemini-native"]["kind"] == "gemini" and table["gemini"]["kind"] == "openai"
+    assert table["gemini-native"]["kind"] == "gemini" and table["gemini"]["kind"] == "chat"
     settings = load_file(
         tmp_path,
         "[providers.deepseek]\nmax_tokens_limit = 4096\n\n"
@@ -235,7 +253,7 @@ def test_key_pool_variables_and_the_dotenv_file(tmp_path: Path) -> None:
 
 def test_source_map_lines() -> None:
     text = (
-        "# comment\n[server]\nport = 1\n\n[providers.a]\nkind = 'openai'\n"
+        "# comment\n[server]\nport = 1\n\n[providers.a]\nkind = 'chat'\n"
         "[[routes]]\nmatch = 'x'\nfallback = [\n  'a',\n  ['b'],\n]\nprovider = 'a'\n"
         "[[routes]]\nprovider = { name = 'inline' }\n[routes.extra]\nkey = 1\n"
     )

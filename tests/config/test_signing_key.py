@@ -31,9 +31,9 @@ from hydra_proxy.signing_key import (
 )
 from implementations import (
     IMPLEMENTATIONS,
-    chat_via_messages_class,
+    anthropic_via_chat_class,
+    chat_via_anthropic_class,
     feed_all,
-    messages_via_chat_class,
 )
 
 OLD = b"o" * 32
@@ -149,7 +149,7 @@ def test_both_transducers_sign_with_the_first_key(impl: str) -> None:
         b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":'
         b'[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
     )
-    out = feed_all(messages_via_chat_class(impl)("msg_1", "m", 5, signing_key=rotated()), chunk)
+    out = feed_all(anthropic_via_chat_class(impl)("msg_1", "m", 5, signing_key=rotated()), chunk)
     assert signature.sign_thinking("hmm", NEW).encode() in out
     # The continuation suffix a Chat client is handed: made with the first key.
     stream = sse(
@@ -164,7 +164,7 @@ def test_both_transducers_sign_with_the_first_key(impl: str) -> None:
         {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
         {"type": "message_stop"},
     )  # fmt: skip
-    chat = chat_via_messages_class(impl)("c", "m", 1, continuation_key=rotated())
+    chat = chat_via_anthropic_class(impl)("c", "m", 1, continuation_key=rotated())
     reasoning = "".join(
         orjson.loads(line[6:])["choices"][0]["delta"].get("reasoning_content") or ""
         for line in feed_all(chat, stream).split(b"\n")

@@ -166,7 +166,7 @@ def test_reasoning_replay_across_a_tool_turn(
     config.write_text(
         f"""
 [providers.deepseek]
-kind = "openai"
+kind = "chat"
 base_url = "{mock.url}/v1"
 api_key_env = "DEEPSEEK_API_KEY"
 replay_reasoning = true

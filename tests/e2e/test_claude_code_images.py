@@ -163,7 +163,7 @@ provider = "deepseek"
 base_url = "{mock.url}/v1"
 
 [providers.eyes]
-kind = "openai"
+kind = "chat"
 base_url = "{mock.url}/v1"
 api_key_env = "DEEPSEEK_API_KEY"
 

@@ -98,7 +98,7 @@ base_url = "{claude_url}"
 api_key_env = "TEAM_ANTHROPIC_KEY"
 
 [providers.team]
-kind = "openai"
+kind = "chat"
 base_url = "{team_url}/v1"
 api_key_env = "TEAM_OPENAI_KEY"
 

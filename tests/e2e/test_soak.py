@@ -44,7 +44,7 @@ def test_every_case_expects_a_real_translation() -> None:
         upstream = b"".join(soak.upstream_events(case))
         assert upstream, case
     kinds = {(c.client, c.upstream) for c in soak.CASES}
-    assert {"openai", "anthropic", "gemini", "responses"} <= {u for _, u in kinds}
+    assert {"chat", "anthropic", "gemini", "responses"} <= {u for _, u in kinds}
     assert {"anthropic", "chat", "responses"} == {c for c, _ in kinds}
 
 

@@ -1,5 +1,5 @@
 """Gemini ``streamGenerateContent?alt=sse`` -> Anthropic Messages and OpenAI Chat streams
-(MessagesViaGeminiStream, ChatViaGeminiStream), on both implementations.
+(AnthropicViaGeminiStream, ChatViaGeminiStream), on both implementations.
 
 The translated recordings are fed to the official SDKs (anthropic's stream accumulator,
 openai's chunk types), which must rebuild what the Gemini stream carried (rebuilt here
@@ -49,7 +49,7 @@ RECORDING = "pydantic-gemini3pro-stream-function-call-thought-signature"
 
 
 def messages(impl: str, data: bytes, cuts: list[int] | None = None, **options: Any) -> Any:
-    t = gemini_class("messages_via_gemini", impl)(
+    t = gemini_class("anthropic_via_gemini", impl)(
         MESSAGE_ID, "claude-x", 17, **{"signing_key": KEY, **options}
     )
     return feed_all(t, data, cuts), t
@@ -318,7 +318,7 @@ def test_streamed_and_non_streamed_give_the_same_message(impl: str, name: str) -
 
 
 def test_streamed_thought_signature_reaches_gemini_on_the_next_turn(impl: str) -> None:
-    """pydantic-ai's gemini-3-pro recording streamed through MessagesViaGeminiStream; the
+    """pydantic-ai's gemini-3-pro recording streamed through AnthropicViaGeminiStream; the
     assistant message as Claude Code replays it (thinking + signature, tool_use) and the
     tool result, written by gemini.request.writer: the functionCall part carries the
     recorded .2 request's thoughtSignature (the same bytes; the exact text Gemini sent)."""
@@ -366,7 +366,7 @@ def test_streamed_thought_signature_reaches_gemini_on_the_next_turn(impl: str) -
 
 @pytest.fixture
 def require_native() -> None:
-    gemini_class("messages_via_gemini", "native")
+    gemini_class("anthropic_via_gemini", "native")
 
 
 @pytest.mark.usefixtures("require_native")

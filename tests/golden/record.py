@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 import gemini_client_golden  # noqa: E402
 import gemini_golden  # noqa: E402
 import golden_cases  # noqa: E402
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native  # noqa: E402
+from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native  # noqa: E402
 from responses_streams import RESPONSES_STREAMS  # noqa: E402
 
 KEY = "golden-key"
@@ -36,7 +36,7 @@ def _generated_inputs() -> dict[str, bytes]:
     from hypothesis import HealthCheck, given, seed, settings
 
     import anthropic_streams
-    import openai_streams
+    import chat_streams
 
     drawn: dict[str, list[bytes]] = {"chat": [], "anthropic": []}
 
@@ -55,7 +55,7 @@ def _generated_inputs() -> dict[str, bytes]:
 
         return collect
 
-    collector("chat", openai_streams.streams())()
+    collector("chat", chat_streams.streams())()
     collector("anthropic", anthropic_streams.streams())()
 
     inputs: dict[str, bytes] = {}
@@ -113,7 +113,7 @@ def _responses_cases(chat_inputs: list[str], anthropic_inputs: list[str]) -> lis
     out: list[dict[str, Any]] = []
     for direction, sources in (
         ("responses_via_chat", chat_inputs),
-        ("responses_via_messages", anthropic_inputs),
+        ("responses_via_anthropic", anthropic_inputs),
     ):
         for source in sources:
             for options in encoder_options:
@@ -122,7 +122,7 @@ def _responses_cases(chat_inputs: list[str], anthropic_inputs: list[str]) -> lis
         for signed in (True, False):
             out.append(
                 {
-                    "direction": "messages_via_responses",
+                    "direction": "anthropic_via_responses",
                     "input": source,
                     "options": {"signing_key": KEY if signed else None},
                 }
@@ -140,7 +140,7 @@ def _responses_cases(chat_inputs: list[str], anthropic_inputs: list[str]) -> lis
             )
     out.append(
         {
-            "direction": "responses_via_messages",
+            "direction": "responses_via_anthropic",
             "input": "input:anthropic/corner-cut-off.sse",
             "options": full,
             "script": ["ping", "feed", "ping", ["fail", "rate_limit_error", "broke"], "finish"],
@@ -177,7 +177,7 @@ def cases() -> list[dict[str, Any]]:
     """Every (direction, input, options, script) the goldens cover."""
     out: list[dict[str, Any]] = []
     inputs = HERE / "inputs"
-    chat_inputs = [f"fixture:openai/{n}" for n in OPENAI_STREAMS] + [
+    chat_inputs = [f"fixture:chat/{n}" for n in CHAT_STREAMS] + [
         f"input:{p.relative_to(inputs)}" for p in sorted((inputs / "chat").glob("*.sse"))
     ]
     anthropic_inputs = [f"fixture:anthropic/{n}" for n in sorted(ANTHROPIC_STREAMS)] + [
@@ -187,7 +187,7 @@ def cases() -> list[dict[str, Any]]:
         for signed in (True, False):
             out.append(
                 {
-                    "direction": "messages_via_chat",
+                    "direction": "anthropic_via_chat",
                     "input": source,
                     "options": {"signing_key": KEY if signed else None},
                 }
@@ -196,7 +196,7 @@ def cases() -> list[dict[str, Any]]:
         for on in (True, False):
             out.append(
                 {
-                    "direction": "chat_via_messages",
+                    "direction": "chat_via_anthropic",
                     "input": source,
                     "options": {"include_usage": on, "continuation_key": KEY if on else None},
                 }

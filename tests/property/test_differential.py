@@ -1,7 +1,7 @@
 """Native and pure-Python transducers emit byte-identical output, however the input is split.
 
-Over every recorded stream in tests/fixtures/openai and over generated streams in every
-upstream dialect (tests/openai_streams.py), each fed at random byte offsets; plus arbitrary
+Over every recorded stream in tests/fixtures/chat and over generated streams in every
+upstream dialect (tests/chat_streams.py), each fed at random byte offsets; plus arbitrary
 and corrupted bytes, where the two must still agree on what they emit.
 """
 
@@ -14,21 +14,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anthropic_grammar
+from chat_streams import Stream, streams
 from implementations import (
-    OPENAI_STREAMS,
+    CHAT_STREAMS,
+    anthropic_via_chat_class,
     end_state,
     feed_all,
-    messages_via_chat_class,
-    openai_stream,
+    recorded_chat_stream,
 )
-from openai_streams import Stream, streams
 
 pytestmark = pytest.mark.usefixtures("require_native")
 
 
 @pytest.fixture
 def require_native() -> None:
-    messages_via_chat_class("native")
+    anthropic_via_chat_class("native")
 
 
 KEY = b"differential-test-key"
@@ -39,7 +39,7 @@ def run_both(
 ):
     results = []
     for impl in ("native", "python"):
-        cls = messages_via_chat_class(impl)
+        cls = anthropic_via_chat_class(impl)
         t = cls(
             "msg_diff",
             "claude-sonnet-4-5",
@@ -57,19 +57,19 @@ def run_both(
     return results[0]
 
 
-@pytest.mark.parametrize("name", OPENAI_STREAMS)
+@pytest.mark.parametrize("name", CHAT_STREAMS)
 def test_fixture_whole_and_byte_by_byte(name: str) -> None:
-    data = openai_stream(name)
+    data = recorded_chat_stream(name)
     whole, _ = run_both(data, [])
     by_byte, _ = run_both(data, list(range(1, len(data))))
     assert by_byte == whole
     anthropic_grammar.check(whole)
 
 
-@pytest.mark.parametrize("name", OPENAI_STREAMS)
+@pytest.mark.parametrize("name", CHAT_STREAMS)
 @pytest.mark.parametrize("seed", range(20))
 def test_fixture_random_splits(name: str, seed: int) -> None:
-    data = openai_stream(name)
+    data = recorded_chat_stream(name)
     rng = random.Random(seed)
     cuts = rng.sample(range(1, len(data)), k=min(len(data) - 1, rng.randint(1, 40)))
     assert run_both(data, cuts)[0] == run_both(data, [])[0]
@@ -112,12 +112,12 @@ def test_arbitrary_bytes(raw: bytes, cuts: list[int]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.sampled_from(OPENAI_STREAMS),
+    st.sampled_from(CHAT_STREAMS),
     st.lists(st.tuples(st.floats(0, 1), st.binary(max_size=6)), min_size=1, max_size=4),
     st.floats(0, 1),
 )
 def test_corrupted_fixtures(name: str, edits: list[tuple[float, bytes]], truncate: float) -> None:
-    data = bytearray(openai_stream(name))
+    data = bytearray(recorded_chat_stream(name))
     for position, junk in edits:
         at = int(position * len(data))
         data[at : at + len(junk)] = junk
@@ -130,8 +130,8 @@ def test_corrupted_fixtures(name: str, edits: list[tuple[float, bytes]], truncat
 
 def test_without_signing_key_no_signature() -> None:
     out, _ = run_both(
-        openai_stream("vercel-deepseek-reasoning-content.jsonl"), [], signing_key=None
+        recorded_chat_stream("vercel-deepseek-reasoning-content.jsonl"), [], signing_key=None
     )
     assert b"signature_delta" not in out
-    out, _ = run_both(openai_stream("vercel-deepseek-reasoning-content.jsonl"), [])
+    out, _ = run_both(recorded_chat_stream("vercel-deepseek-reasoning-content.jsonl"), [])
     assert out.count(b"signature_delta") == 1

@@ -1,6 +1,6 @@
 """The Gemini-client compositions emit byte-identical output natively and in pure Python,
 however the input is split: over generated streams in every upstream dialect
-(tests/openai_streams.py, anthropic_streams.py, responses_streams.py) and arbitrary bytes,
+(tests/chat_streams.py, anthropic_streams.py, responses_streams.py) and arbitrary bytes,
 each fed at random byte offsets, with thoughts on and off, signed and not."""
 
 from __future__ import annotations
@@ -12,19 +12,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anthropic_streams
-import openai_streams
+import chat_streams
 import responses_streams
 from hydra_proxy import transducers
 from implementations import NATIVE_MISSING, _native, end_state, feed_all
 
 KEY = b"differential-gemini-key"
 CLASSES = {
-    "openai": "GeminiViaChatStream",
-    "anthropic": "GeminiViaMessagesStream",
+    "chat": "GeminiViaChatStream",
+    "anthropic": "GeminiViaAnthropicStream",
     "responses": "GeminiViaResponsesStream",
 }
 STRATEGIES = {
-    "openai": openai_streams.streams(),
+    "chat": chat_streams.streams(),
     "anthropic": anthropic_streams.streams(),
     "responses": responses_streams.streams(),
 }

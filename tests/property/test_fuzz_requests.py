@@ -3,7 +3,7 @@
 Every client endpoint (``/v1/messages``, ``/v1/messages/count_tokens``,
 ``/v1/chat/completions``, ``/v1/responses``) gets requests made from recorded ones (Claude
 Code's and Codex's own, tests/fixtures/claude-code and codex; Chat requests recorded from
-SDKs, tests/fixtures/openai; see each directory's SOURCES.md) and mutated: values of another
+SDKs, tests/fixtures/chat; see each directory's SOURCES.md) and mutated: values of another
 type, fields removed, huge strings and lists, values nested hundreds deep, JSON held in
 strings nested deep, invalid UTF-8, duplicated keys, truncated bodies. The routes make
 every request translated (Messages to Chat, Chat to Messages, Responses to Chat, and a
@@ -58,7 +58,7 @@ def _recorded(directory: str, pattern: str) -> list[dict[str, Any]]:
 
 def _chat_seeds() -> list[dict[str, Any]]:
     seeds = []
-    for body in _recorded("openai", "*.request.json"):
+    for body in _recorded("chat", "*.request.json"):
         body.setdefault("model", "gpt-4o-mini")
         seeds.append(body)
     return seeds

@@ -23,7 +23,7 @@ from failure_streams import BINARY, HTML_PAGE
 from gemini_streams import GEMINI_STREAMS, gemini_stream
 from hydra_proxy.sse import SseParser
 from hydra_proxy.stream import DEFAULT_MAX_EVENT_BYTES
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, _native, openai_stream
+from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native, recorded_chat_stream
 from responses_streams import RESPONSES_STREAMS
 
 EXAMPLES = int(os.environ.get("HYDRA_FUZZ_EXAMPLES", "40"))
@@ -39,7 +39,7 @@ _MAX_FIXTURE = 24_000
 
 def _fixtures() -> dict[str, list[bytes]]:
     pools = {
-        "chat": [openai_stream(n) for n in OPENAI_STREAMS],
+        "chat": [recorded_chat_stream(n) for n in CHAT_STREAMS],
         "anthropic": list(ANTHROPIC_STREAMS.values()),
         "responses": list(RESPONSES_STREAMS.values()),
         "gemini": [gemini_stream(n) for n in GEMINI_STREAMS],

@@ -18,7 +18,7 @@ from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messag
 from hydra_proxy.config.presets import presets
 from hydra_proxy.responses.request.reader import messages_request_from_responses
 
-CHAT_PRESETS = sorted(name for name, row in presets().items() if row["kind"] == "openai")
+CHAT_PRESETS = sorted(name for name, row in presets().items() if row["kind"] == "chat")
 ASKED = [level for level in LEVELS if level != "max"]  # what the OpenAI APIs let a client ask
 
 

@@ -33,7 +33,7 @@ from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
 from recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
 
 TURNS = 6
-CONVERSATION = {"openai": "messages", "anthropic": "messages", "responses": "input",
+CONVERSATION = {"chat": "messages", "anthropic": "messages", "responses": "input",
                 "gemini": "contents"}  # fmt: skip
 
 

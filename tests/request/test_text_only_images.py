@@ -145,7 +145,7 @@ preset = "deepseek"
 base_url = "{url}/v1"
 
 [providers.eyes]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = "DEEPSEEK_API_KEY"
 

@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 import pytest
-from test_chat_via_messages_request import assert_valid_anthropic
+from test_chat_via_anthropic_request import assert_valid_anthropic
 
 from hydra_proxy.canonical.params import JSON_OBJECT_INSTRUCTION
 from hydra_proxy.canonical.target import MessagesTarget

@@ -363,12 +363,12 @@ def test_a_full_provider_falls_through_to_the_next_in_its_chain(
         config.write_text(
             f"""
 [providers.busy]
-kind = "openai"
+kind = "chat"
 base_url = "{mock.url}/v1"
 api_key_optional = true
 
 [providers.spare]
-kind = "openai"
+kind = "chat"
 base_url = "{other.url}/v1"
 api_key_optional = true
 

@@ -87,7 +87,7 @@ CONFIG = """
 provider = "pool"
 
 [providers.pool]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["K1", "K2", "K3"]
 """

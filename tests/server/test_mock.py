@@ -159,7 +159,7 @@ def test_openai_canned_streamed_and_not(mock: MockServer, oai: openai.OpenAI) ->
     assert complete.usage is not None and complete.usage.completion_tokens > 0
 
 
-def test_openai_stream_without_include_usage_has_no_usage(mock: MockServer) -> None:
+def test_chat_stream_without_include_usage_has_no_usage(mock: MockServer) -> None:
     status, headers, body = raw_post(mock, "/v1/chat/completions", {**CHAT, "stream": True})
     assert status == 200
     assert headers["content-type"].startswith("text/event-stream")
@@ -536,7 +536,7 @@ def test_abort_drops_the_connection(mock: MockServer) -> None:
 
 
 def test_replay_sse_is_byte_identical(mock: MockServer, oai: openai.OpenAI) -> None:
-    fixture = FIXTURES / "openai" / "oaipy-gpt4o-tool-call.sse"
+    fixture = FIXTURES / "chat" / "oaipy-gpt4o-tool-call.sse"
     mock.script(
         [
             {"replay": str(fixture)},
@@ -549,7 +549,7 @@ def test_replay_sse_is_byte_identical(mock: MockServer, oai: openai.OpenAI) -> N
     assert first == fixture.read_bytes()
     assert second == fixture.read_bytes()
 
-    mock.script([{"replay": "openai/oaipy-gpt4o-tool-call.sse"}])
+    mock.script([{"replay": "chat/oaipy-gpt4o-tool-call.sse"}])
     with oai.chat.completions.stream(
         model="gpt-4o", messages=[{"role": "user", "content": "x"}]
     ) as stream:
@@ -586,7 +586,7 @@ def test_replay_jsonl_is_reframed(
     assert [b.type for b in final.content] == ["text", "tool_use"]
     assert final.stop_reason == "tool_use"
 
-    oai_file = FIXTURES / "openai" / "vercel-deepseek-reasoning-content.jsonl"
+    oai_file = FIXTURES / "chat" / "vercel-deepseek-reasoning-content.jsonl"
     oai_lines = [line for line in oai_file.read_bytes().splitlines() if line.strip()]
     _, _, body = raw_post(
         mock,
@@ -609,7 +609,7 @@ def test_replay_jsonl_is_reframed(
 
 
 def test_replay_json_response_status_and_body(mock: MockServer) -> None:
-    fixture = FIXTURES / "openai" / "pydantic-http400-developer-role-unsupported.response.json"
+    fixture = FIXTURES / "chat" / "pydantic-http400-developer-role-unsupported.response.json"
     status, _, body = raw_post(
         mock,
         "/v1/chat/completions",

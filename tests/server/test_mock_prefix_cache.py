@@ -26,7 +26,7 @@ def test_shared_prefix() -> None:
 
 def test_the_prompt_is_rendered_tools_first_without_settings() -> None:
     body = chat("hi", max_tokens=5, stream=True)
-    assert prompt_bytes("openai", body) == orjson.dumps(TOOLS) + orjson.dumps(body["messages"])
+    assert prompt_bytes("chat", body) == orjson.dumps(TOOLS) + orjson.dumps(body["messages"])
     gemini = {"contents": [1], "systemInstruction": {"parts": []}, "generationConfig": {}}
     assert prompt_bytes("gemini:m:generateContent:False", gemini) == b'{"parts":[]}[1]'
 
@@ -34,22 +34,22 @@ def test_the_prompt_is_rendered_tools_first_without_settings() -> None:
 def test_cached_tokens_are_the_prefix_shared_with_the_last_request_of_the_key() -> None:
     cache = PrefixCache()
     first = chat("a" * 400)
-    prompt, cached = cache.usage("openai", first, {})
-    assert cached == 0 and prompt == -(-len(prompt_bytes("openai", first)) // 4)
+    prompt, cached = cache.usage("chat", first, {})
+    assert cached == 0 and prompt == -(-len(prompt_bytes("chat", first)) // 4)
     grown = chat("a" * 400, "b" * 400)
-    prompt, cached = cache.usage("openai", grown, {})
-    common = shared_prefix(prompt_bytes("openai", first), prompt_bytes("openai", grown))
+    prompt, cached = cache.usage("chat", grown, {})
+    common = shared_prefix(prompt_bytes("chat", first), prompt_bytes("chat", grown))
     assert cached == common // 4 and 0 < cached < prompt
     # Another key has its own last request; settings change nothing.
     other = chat("a" * 400, "b" * 400, prompt_cache_key="other", max_tokens=9)
-    assert cache.usage("openai", other, {})[1] == 0
+    assert cache.usage("chat", other, {})[1] == 0
     again = chat("a" * 400, "b" * 400, prompt_cache_key="other")
-    prompt, cached = cache.usage("openai", again, {})
-    assert cached == len(prompt_bytes("openai", again)) // 4
+    prompt, cached = cache.usage("chat", again, {})
+    assert cached == len(prompt_bytes("chat", again)) // 4
     # The header names a key where the body has none.
-    assert cache.usage("openai", first, {"x-mock-cache-key": "h"})[1] == 0
+    assert cache.usage("chat", first, {"x-mock-cache-key": "h"})[1] == 0
     cache.clear()
-    assert cache.usage("openai", grown, {})[1] == 0
+    assert cache.usage("chat", grown, {})[1] == 0
 
 
 EPH = {"type": "ephemeral"}

@@ -2,7 +2,7 @@
 a parameter the upstream refuses (OpenAI's real 400 for ``reasoning_effort``) is retried
 once without it before any byte reaches the client and left out from then on; max_tokens
 above the model's output limit is lowered to it; a prompt longer than the window reaches
-every client protocol (`CLIENT_PROTOCOLS`) as the error that client recovers from."""
+every client protocol (`PROTOCOLS`) as the error that client recovers from."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hydra_proxy.config.routes import CLIENT_PROTOCOLS
+from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.mock import MockServer
 from hydra_proxy.upstream_errors import CONTEXT_LENGTH_EXCEEDED, GEMINI_TOO_LONG, PROMPT_TOO_LONG
 from servers import ProxyServer
@@ -156,10 +156,10 @@ CHECKS: dict[str, Callable[[dict[str, Any]], None]] = {
 
 
 def test_every_client_protocol_is_covered() -> None:
-    assert set(REQUESTS) == set(CHECKS) == set(CLIENT_PROTOCOLS)
+    assert set(REQUESTS) == set(CHECKS) == set(PROTOCOLS)
 
 
-@pytest.mark.parametrize("protocol", CLIENT_PROTOCOLS)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_prompt_too_long_reaches_each_client_as_its_recoverable_error(
     proxy: ProxyServer, mock: MockServer, protocol: str
 ) -> None:

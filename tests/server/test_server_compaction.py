@@ -23,7 +23,7 @@ from servers import ProxyServer
 MODEL = "gpt-5.1-codex"
 SUMMARY = "SUMMARY: the user wants ünïcödé kept; ran `ls`, saw a.txt."
 # where each kind's wire sits on the mock (the base URL its preset would have)
-MOCK_BASE = {"openai": "/v1", "responses": "/v1", "anthropic": "", "gemini": "/v1beta"}
+MOCK_BASE = {"chat": "/v1", "responses": "/v1", "anthropic": "", "gemini": "/v1beta"}
 KINDS = sorted(DIALECTS)
 UPSTREAM_PATHS = ("/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1beta/models/")
 

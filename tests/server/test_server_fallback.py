@@ -50,12 +50,12 @@ def write_config(path: Path, a_url: str, b_url: str, *, a_keys: int = 1, extra: 
     path.write_text(
         f"""
 [providers.a]
-kind = "openai"
+kind = "chat"
 base_url = "{a_url}/v1"
 api_key_env = [{keys}]
 
 [providers.b]
-kind = "openai"
+kind = "chat"
 base_url = "{b_url}/v1"
 api_key_env = "B_KEY"
 

@@ -206,11 +206,11 @@ def _rebuild(proxy: ProxyServer, mock: MockServer, name: str, kind: str) -> None
     assert (last.usage_metadata.prompt_token_count or 0) == want.prompt
 
 
-@pytest.mark.parametrize("name", _recorded("openai"))
+@pytest.mark.parametrize("name", _recorded("chat"))
 def test_sdk_rebuilds_every_chat_recording(
     on_chat: ProxyServer, mock: MockServer, name: str
 ) -> None:
-    _rebuild(on_chat, mock, name, "openai")
+    _rebuild(on_chat, mock, name, "chat")
     sent = mock.requests()[-1]
     assert sent["path"] == "/v1/chat/completions" and sent["body"]["stream"] is True
 
@@ -570,7 +570,7 @@ def test_sdk_raises_a_server_tool_refusal(on_chat: ProxyServer) -> None:
 
 
 def test_upstream_error_mid_stream_is_raised(on_chat: ProxyServer, mock: MockServer) -> None:
-    mock.script([{"replay": "openai/pydantic-openrouter-midstream-error.sse"}])
+    mock.script([{"replay": "chat/pydantic-openrouter-midstream-error.sse"}])
     with pytest.raises(errors.APIError):
         stream_parts(on_chat)
 

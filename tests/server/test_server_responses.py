@@ -169,8 +169,8 @@ def test_proxy_carriers_never_reach_openai(on_responses: ProxyServer, mock: Mock
 # -- Responses clients on Chat and Anthropic upstreams: translated -------------------------
 
 
-CHAT_RECORDING = "openai/oaipy-gpt4o-tool-call.sse"
-CHAT_TEXT = "openai/oaipy-gpt4o-text-usage.sse"
+CHAT_RECORDING = "chat/oaipy-gpt4o-tool-call.sse"
+CHAT_TEXT = "chat/oaipy-gpt4o-text-usage.sse"
 ANTHROPIC_RECORDING = "anthropic/sdkpy-text-then-tool-use.sse"
 ANTHROPIC_THINKING = "anthropic/pydantic-thinking-signature.sse"
 

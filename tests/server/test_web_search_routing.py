@@ -95,10 +95,10 @@ def test_the_refusal_names_the_tool_and_the_setting() -> None:
         ("responses", "web_search tool"),
         ("chat", "web_search_options"),
     ):
-        error = refusal(client, "deepseek", "openai")
+        error = refusal(client, "deepseek", "chat")
         assert form in error.message and "server_tools = true" in error.message
         assert error.status == 400 and "deepseek" in error.message
-    assert 'web_search = "disabled"' in refusal("responses", "d", "openai").message
+    assert 'web_search = "disabled"' in refusal("responses", "d", "chat").message
 
 
 # -- end to end
@@ -119,7 +119,7 @@ def config(path: Path, url: str, routes: str = "") -> Path:
     path.write_text(
         f"""
 [providers.chatonly]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = "OPENAI_API_KEY"
 
@@ -270,9 +270,9 @@ def test_blocked_domains_have_no_responses_form_and_are_logged(
         ("anthropic", "https://api.anthropic.com", True),
         ("responses", "https://api.openai.com/v1", True),
         ("gemini", "https://generativelanguage.googleapis.com/v1beta", True),
-        ("openai", "https://openrouter.ai/api/v1", True),
-        ("openai", "https://api.deepseek.com/v1", False),
-        ("openai", "http://127.0.0.1:8000/openrouter.ai/v1", False),  # the host decides
+        ("chat", "https://openrouter.ai/api/v1", True),
+        ("chat", "https://api.deepseek.com/v1", False),
+        ("chat", "http://127.0.0.1:8000/openrouter.ai/v1", False),  # the host decides
     ],
 )
 def test_who_runs_web_search(kind: str, url: str, runs: bool) -> None:

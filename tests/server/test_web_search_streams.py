@@ -1,7 +1,7 @@
 """Web search results in the client's own blocks, on the recorded web-search streams, on
 both implementations (byte-identical at any split).
 
-- Claude Code on a Responses upstream (`MessagesViaResponsesStream`): each
+- Claude Code on a Responses upstream (`AnthropicViaResponsesStream`): each
   ``web_search_call`` of the recording becomes a ``server_tool_use`` block named
   ``web_search`` whose input is the call's query, followed by a ``web_search_tool_result``
   listing the pages of its ``action.sources``; each ``url_citation`` annotation becomes a
@@ -9,7 +9,7 @@ both implementations (byte-identical at any split).
   accumulates the output into exactly these blocks.
 - Chat clients (``web_search_options``): the citations that carry a URL become
   ``url_citation`` annotations of ``content``, the non-streamed reply's own.
-- Codex on an Anthropic upstream (`ResponsesViaMessagesStream`): each ``server_tool_use``
+- Codex on an Anthropic upstream (`ResponsesViaAnthropicStream`): each ``server_tool_use``
   web search becomes a ``web_search_call`` item with the search's query and, as its
   sources, the pages of the ``web_search_tool_result`` after it; the citations
   ``url_citation`` annotations; the official `openai` SDK rebuilds the Response.
@@ -50,7 +50,7 @@ def implementations(name: str) -> list[Any]:
 
 
 def make(cls: Any) -> Any:
-    if cls.__name__ == "MessagesViaResponsesStream":
+    if cls.__name__ == "AnthropicViaResponsesStream":
         return cls("msg_search", "claude-haiku-4-5", 42, signing_key=KEY)
     return cls("resp_search", "gpt-5", 1764460800, 42, echo=echo_text(CONTEXT), signing_key=KEY)
 
@@ -67,8 +67,8 @@ def payloads(data: bytes) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("name", "stream"),
-    [("MessagesViaResponsesStream", RESPONSES_STREAMS[n]) for n in RESPONSES_SEARCHES]
-    + [("ResponsesViaMessagesStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH])],
+    [("AnthropicViaResponsesStream", RESPONSES_STREAMS[n]) for n in RESPONSES_SEARCHES]
+    + [("ResponsesViaAnthropicStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH])],
     ids=[*RESPONSES_SEARCHES, ANTHROPIC_SEARCH],
 )
 def test_both_implementations_agree_at_any_split(name: str, stream: bytes) -> None:
@@ -102,7 +102,7 @@ def test_claude_code_gets_searches_results_and_citations(name: str) -> None:
         if p["type"] == "response.output_item.done" and p["item"]["type"] == "web_search_call"
     ]
     annotations = [p["annotation"] for p in recorded if p["type"].endswith("annotation.added")]
-    out = run_both("MessagesViaResponsesStream", RESPONSES_STREAMS[name], [])
+    out = run_both("AnthropicViaResponsesStream", RESPONSES_STREAMS[name], [])
     rebuilt = anthropic_grammar.check(out)
     assert rebuilt.complete and rebuilt.stop_reason == "end_turn"
     message = anthropic_message(out)
@@ -153,7 +153,7 @@ def test_codex_gets_web_search_calls_and_url_citations() -> None:
         for p in recorded
         if p["type"] == "content_block_delta" and p["delta"]["type"] == "citations_delta"
     ]
-    out = run_both("ResponsesViaMessagesStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH], [])
+    out = run_both("ResponsesViaAnthropicStream", ANTHROPIC_STREAMS[ANTHROPIC_SEARCH], [])
     responses_grammar.check(out)
     response = openai_response(out)
     calls = [item for item in response.output if item.type == "web_search_call"]
@@ -190,7 +190,7 @@ def chat_annotations(out: bytes) -> tuple[str, list[dict[str, Any]]]:
 
 def test_chat_clients_get_url_citations_as_the_non_streamed_reply_has_them() -> None:
     stream = ANTHROPIC_STREAMS[ANTHROPIC_SEARCH]
-    cls = implementations("ChatViaMessagesStream")
+    cls = implementations("ChatViaAnthropicStream")
     outputs = [
         feed_all(c("chatcmpl-s", "claude-x", 1764460800, signing_key=KEY), stream, []) for c in cls
     ]
@@ -226,7 +226,7 @@ def test_the_non_streamed_reader_makes_the_same_blocks_as_the_stream(name: str) 
     recorded = payloads(RESPONSES_STREAMS[name])
     final = next(p["response"] for p in recorded if p["type"] == "response.completed")
     message = message_from_response(final, message_id="msg_search", model="m", key=KEY)
-    out = run_both("MessagesViaResponsesStream", RESPONSES_STREAMS[name], [])
+    out = run_both("AnthropicViaResponsesStream", RESPONSES_STREAMS[name], [])
     streamed = anthropic_grammar.check(out).content
 
     def searches(blocks: list[dict[str, Any]]) -> list[Any]:
@@ -302,7 +302,7 @@ def test_both_implementations_read_odd_results_alike(
         else b"event: content_block_start\ndata: " + line + b"\n\n"
         for line in lines
     )
-    out = run_both("ResponsesViaMessagesStream", stream, [])
+    out = run_both("ResponsesViaAnthropicStream", stream, [])
     end = payloads(out)[-1]
     if sources is None:
         assert end["type"] == "response.failed"

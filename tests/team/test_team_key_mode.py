@@ -111,7 +111,7 @@ def test_a_reload_keeps_the_embedded_mock_and_says_where_requests_go(tmp_path: P
         assert b"changes where requests go" not in log.read_bytes()
         # A route to the real provider: requests go elsewhere now, and the log says where.
         config.write_text(
-            '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            '[providers.local]\nkind = "chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
             'api_key_optional = true\n\n[[routes]]\nmatch = "*"\nprovider = "local"\n'
         )
         os.kill(process.pid, signal.SIGHUP)

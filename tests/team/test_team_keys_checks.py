@@ -51,7 +51,7 @@ class Clock:
 
 
 def decision(*models: str) -> RouteDecision:
-    provider = Provider("a", "openai", "http://upstream.invalid/v1")
+    provider = Provider("a", "chat", "http://upstream.invalid/v1")
     attempts = tuple(Attempt(provider, m, RouteOptions()) for m in models)
     return RouteDecision(Route("priced-*", "a"), 0, attempts, "priced-x")
 

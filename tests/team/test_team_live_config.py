@@ -75,12 +75,12 @@ def _upstream_model(mock: MockServer, port: int, secret: str, model: str) -> Any
 
 
 def test_overlay_merge_and_patch() -> None:
-    file_doc = {"providers": {"a": {"kind": "openai", "base_url": "u"}},
+    file_doc = {"providers": {"a": {"kind": "chat", "base_url": "u"}},
                 "routes": [{"match": "x-*", "provider": "a"}], "server": {"port": 1}}  # fmt: skip
     overlay = {"providers": {"a": {"base_url": "v"}, "c": {"kind": "anthropic"}},
                "routes": [LIVE_ROUTE]}  # fmt: skip
     merged = merge(file_doc, overlay)
-    assert merged["providers"] == {"a": {"kind": "openai", "base_url": "v"},
+    assert merged["providers"] == {"a": {"kind": "chat", "base_url": "v"},
                                    "c": {"kind": "anthropic"}}  # fmt: skip
     assert merged["routes"] == [LIVE_ROUTE] and merged["server"] == {"port": 1}
     assert merge_patch(overlay, {"providers": {"c": None}, "routes": []}) == {

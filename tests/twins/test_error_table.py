@@ -27,8 +27,8 @@ from implementations import (
     IMPLEMENTATIONS,
     NATIVE_MISSING,
     _native,
+    anthropic_via_chat_class,
     feed_all,
-    messages_via_chat_class,
 )
 from raw_upstream import Conn, RawServer, Request
 from servers import ProxyServer
@@ -181,7 +181,7 @@ CONFIG = """
 retries = {retries}
 
 [providers.oa]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = "OA_KEY"
 
@@ -196,17 +196,17 @@ base_url = "{url}/v1beta"
 api_key_env = "GE_KEY"
 
 [providers.pool1]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 
 [providers.pool2]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 
 [providers.pool3]
-kind = "openai"
+kind = "chat"
 base_url = "{url}/v1"
 api_key_env = ["POOL_KEY_1", "POOL_KEY_2"]
 
@@ -495,7 +495,7 @@ def _gemini_429(delay: str) -> Answer:
 
 
 GEMINI_TEXT = (FIXTURES / "gemini" / "vercel-google-text.json").read_bytes()
-OPENAI_SSE = (FIXTURES / "openai" / "oaipy-gpt4o-text-usage.sse").read_bytes()
+OPENAI_SSE = (FIXTURES / "chat" / "oaipy-gpt4o-text-usage.sse").read_bytes()
 
 
 def _sse_text(sse: bytes) -> str:
@@ -616,7 +616,7 @@ IN_STREAM: list[tuple[dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("error", "kind"), IN_STREAM, ids=[str(e) for e, _ in IN_STREAM])
 def test_in_stream_error_types(impl: str, error: dict[str, Any], kind: str) -> None:
-    transducer = messages_via_chat_class(impl)("msg_1", "claude-x", 1)
+    transducer = anthropic_via_chat_class(impl)("msg_1", "claude-x", 1)
     chunk = orjson.dumps({"error": {**error, "message": "it failed"}})
     out = feed_all(transducer, b"data: " + chunk + b"\n\n")
     assert transducer.error == (kind, "it failed")

@@ -18,18 +18,18 @@ from hypothesis import strategies as st
 
 from gemini_streams import GEMINI_STREAMS
 from golden_cases import make
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, end_state, messages_via_chat_class
+from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, anthropic_via_chat_class, end_state
 from responses_streams import RESPONSES_STREAMS
 
 # (direction, fixture folder, recordings): each decoder, through each of its encoders.
 DECODERS = [
-    ("messages_via_chat", "openai", OPENAI_STREAMS),
-    ("responses_via_chat", "openai", OPENAI_STREAMS),
-    ("chat_via_messages", "anthropic", sorted(ANTHROPIC_STREAMS)),
-    ("responses_via_messages", "anthropic", sorted(ANTHROPIC_STREAMS)),
-    ("messages_via_gemini", "gemini", GEMINI_STREAMS),
+    ("anthropic_via_chat", "chat", CHAT_STREAMS),
+    ("responses_via_chat", "chat", CHAT_STREAMS),
+    ("chat_via_anthropic", "anthropic", sorted(ANTHROPIC_STREAMS)),
+    ("responses_via_anthropic", "anthropic", sorted(ANTHROPIC_STREAMS)),
+    ("anthropic_via_gemini", "gemini", GEMINI_STREAMS),
     ("chat_via_gemini", "gemini", GEMINI_STREAMS),
-    ("messages_via_responses", "responses", sorted(RESPONSES_STREAMS)),
+    ("anthropic_via_responses", "responses", sorted(RESPONSES_STREAMS)),
     ("chat_via_responses", "responses", sorted(RESPONSES_STREAMS)),
 ]
 
@@ -90,7 +90,7 @@ pytestmark = pytest.mark.usefixtures("require_native")
 
 @pytest.fixture
 def require_native() -> None:
-    messages_via_chat_class("native")
+    anthropic_via_chat_class("native")
 
 
 # Object starts inside data lines (keys are JSON strings, so `{"` never occurs inside one).
@@ -134,7 +134,7 @@ def test_invalid_value_in_skipped_field(
     assert native == python
 
 
-@pytest.mark.parametrize("direction", ["chat_via_messages", "responses_via_messages"])
+@pytest.mark.parametrize("direction", ["chat_via_anthropic", "responses_via_anthropic"])
 @pytest.mark.parametrize("depth", [255, 1000])
 def test_citation_nested_past_what_orjson_writes(direction: str, depth: int) -> None:
     """A web search citation carrying a member nested deeper than orjson writes (254 levels;
@@ -146,5 +146,5 @@ def test_citation_nested_past_what_orjson_writes(direction: str, depth: int) -> 
     python = _run(direction, "python", injected, len(injected) // 2)
     assert native == python
     assert (
-        b'"url_citation"' if direction == "responses_via_messages" else b'"annotations"'
+        b'"url_citation"' if direction == "responses_via_anthropic" else b'"annotations"'
     ) in native[0]

@@ -144,5 +144,5 @@ def test_the_server_ends_a_stalled_stream_naming_the_idle_timeout(mock: MockServ
         response = conn.getresponse()
         assert response.status == 200
         out = response.read()
-    rebuilt = client_error("messages_via_chat", out)
+    rebuilt = client_error("anthropic_via_chat", out)
     assert rebuilt == ("timeout_error", MSG_IDLE_TIMEOUT.replace("{}", "1"))

@@ -147,27 +147,29 @@ def test_gemini_rust_modules_have_python_twins() -> None:
 
 # -- the compositions ------------------------------------------------------------------------
 
-RUST_UPSTREAMS = {"ChatDecoder": "openai", "AnthropicDecoder": "anthropic"}
-RUST_UPSTREAMS |= {"GeminiDecoder": "gemini", "ResponsesDecoder": "responses"}
-RUST_CLIENTS = {"AnthropicEncoder": "anthropic", "ChatEncoder": "openai"}
-RUST_CLIENTS |= {"ResponsesEncoder": "responses", "GeminiEncoder": "gemini"}
-
 
 def test_rust_and_python_list_the_same_compositions() -> None:
     import re
 
     from hydra_proxy import transducers
+    from hydra_proxy.config.protocols import PROTOCOLS
 
+    # Every type and class is named by the one name of its protocol: ChatDecoder is the
+    # "chat" upstream's, AnthropicViaChatStream the "chat" upstream to the "anthropic" client.
     table = (ROOT / "rust" / "src" / "transducers.rs").read_text()
     rust = {
-        (RUST_UPSTREAMS[decoder], RUST_CLIENTS[encoder]): name
-        for name, decoder, encoder in re.findall(r"(\w+Stream): (\w+) => (\w+),", table)
+        (decoder.lower(), encoder.lower()): name
+        for name, decoder, encoder in re.findall(
+            r"(\w+Stream): (\w+)Decoder => (\w+)Encoder,", table
+        )
     }
     python = {key: cls.__name__ for key, cls in transducers.COMPOSITIONS.items()}
     assert len(rust) == 12
     assert rust == python
     for (upstream, client), cls in transducers.COMPOSITIONS.items():
         assert (cls.upstream, cls.client) == (upstream, client)
+        assert {upstream, client} <= set(PROTOCOLS)
+        assert cls.__name__ == f"{client.title()}Via{upstream.title()}Stream"
 
 
 def _parameters(cls: object) -> list[tuple[str, object, object]]:

@@ -19,7 +19,7 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from implementations import ANTHROPIC_STREAMS, OPENAI_STREAMS, openai_stream
+from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, recorded_chat_stream
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RESPONSES_STREAMS = sorted(p.name for p in (FIXTURES / "responses").glob("*.sse"))
@@ -88,17 +88,19 @@ def test_a_cut_responses_stream_reports_none() -> None:
     assert passed(cut, 2).usage("responses") is None
 
 
-@pytest.mark.parametrize("name", [n for n in OPENAI_STREAMS if "usage" in n or "deepseek" in n])
+@pytest.mark.parametrize("name", [n for n in CHAT_STREAMS if "usage" in n or "deepseek" in n])
 def test_chat_streams(name: str) -> None:
-    body = openai_stream(name)
+    body = recorded_chat_stream(name)
     usages = [e["usage"] for e in data_events(body) if isinstance(e.get("usage"), dict)]
     expected = tokens_from_chat(usages[-1]) if usages else None
     for seed in range(3):
-        assert passed(body, seed).usage("openai") == expected, seed
+        assert passed(body, seed).usage("chat") == expected, seed
 
 
 def test_deepseek_reasoning_is_read() -> None:
-    tokens = passed(openai_stream("vercel-deepseek-reasoning-content.jsonl"), 0).usage("openai")
+    tokens = passed(recorded_chat_stream("vercel-deepseek-reasoning-content.jsonl"), 0).usage(
+        "chat"
+    )
     assert tokens is not None and tokens.reasoning == 205
 
 

@@ -26,7 +26,7 @@ from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-CHAT_REPLAY = "openai/oaipy-gpt4o-text-usage.sse"
+CHAT_REPLAY = "chat/oaipy-gpt4o-text-usage.sse"
 ANTHROPIC_REPLAY = "anthropic/sdkpy-basic-text.sse"
 ANTHROPIC_KEY = "sk-ant-upstream-SECRET"
 

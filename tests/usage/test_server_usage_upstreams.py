@@ -25,7 +25,7 @@ from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 from servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-DEEPSEEK = "openai/vercel-deepseek-reasoning-content.jsonl"
+DEEPSEEK = "chat/vercel-deepseek-reasoning-content.jsonl"
 GPT5_STREAM = "responses/pydantic-gpt5-stream-reasoning-function-call.sse"
 GPT5_REPLY = "responses/pydantic-gpt5-reasoning-function-call-replay.1.response.json"
 GEMINI_STREAM = "gemini/pydantic-gemini25pro-stream-thought-parts.sse"
@@ -64,7 +64,7 @@ def gemini_reply_usage(name: str) -> Tokens:
 def config(mock_url: str) -> str:
     return f"""
 [providers.deepseek]
-kind = "openai"
+kind = "chat"
 base_url = "{mock_url}/v1"
 api_key_optional = true
 

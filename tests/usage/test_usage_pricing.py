@@ -18,7 +18,7 @@ from usage_data import FIXTURES, fixture_usages, read_fixture
 
 def test_fixture_usage_is_read_in_canonical_conventions() -> None:
     # DeepSeek reasoner: 18 prompt tokens none cached, 219 completion of which 205 reasoning.
-    deepseek = read_fixture(FIXTURES / "openai" / "vercel-deepseek-reasoning-content.jsonl")
+    deepseek = read_fixture(FIXTURES / "chat" / "vercel-deepseek-reasoning-content.jsonl")
     assert deepseek is not None
     assert deepseek.model == "deepseek-reasoner"
     assert deepseek.tokens == Tokens(input=18, output=219, cache_read=0, reasoning=205)

@@ -64,7 +64,7 @@ def runs_web_search(kind: str, base_url: str) -> bool:
     """Whether an upstream of this kind at this URL runs web search itself."""
     if kind in ("anthropic", "responses", "gemini"):
         return True
-    return kind == "openai" and is_openrouter(base_url)
+    return kind == "chat" and is_openrouter(base_url)
 
 
 def runs_chat_web_search(base_url: str) -> bool:

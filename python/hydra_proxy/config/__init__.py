@@ -83,11 +83,11 @@ from .loading import (
     reload,
 )
 from .presets import presets
-from .providers import PROVIDER_KINDS, Provider, ProviderKind
+from .protocols import PROTOCOLS, ProtocolName
+from .providers import Provider
 from .routes import (
     Attempt,
     ChainLink,
-    ClientProtocol,
     RequestTraits,
     Route,
     RouteDecision,
@@ -100,18 +100,17 @@ from .settings import DEFAULT_PORT, Settings
 __all__ = [
     "CONFIG_ENV",
     "DEFAULT_PORT",
-    "PROVIDER_KINDS",
+    "PROTOCOLS",
     "PROXY_KEYS_ENV",
     "Attempt",
     "ChainLink",
-    "ClientProtocol",
     "ConfigError",
     "Key",
     "KeyPool",
     "ModelInfo",
     "Problem",
+    "ProtocolName",
     "Provider",
-    "ProviderKind",
     "RequestTraits",
     "Route",
     "RouteDecision",

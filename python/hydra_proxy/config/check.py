@@ -270,7 +270,7 @@ class ModelInfo:
     context_window: int | None = None
     max_output: int | None = None
     model: str | None = None  # the upstream model the name reaches (None: the name itself)
-    kind: str = "openai"  # the provider's kind
+    kind: str = "chat"  # the provider's kind
     reasoning: bool = False  # the upstream takes a reasoning effort or thinking
     vision: bool = True  # the upstream reads images
 
@@ -296,7 +296,7 @@ def models_listing(settings: Settings) -> list[ModelInfo]:
             model=route.model or (None if name == route.spoof_model else name),
             kind=provider.kind,
             reasoning=provider.reasoning
-            or provider.kind != "openai"
+            or provider.kind != "chat"
             or provider.effort_form not in (None, "none"),
             vision=route.vision if route.vision is not None else provider.vision,
         )

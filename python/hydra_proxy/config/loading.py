@@ -115,6 +115,29 @@ def _section(document: dict[str, Any], name: str) -> dict[str, Any]:
     return table if isinstance(table, dict) else {}
 
 
+def _server_values(
+    given: dict[str, Any], env: Mapping[str, str], server_cfg: dict[str, Any], check: Validator
+) -> dict[str, Any]:
+    """The [server] settings: a flag, else a variable, else the file's value."""
+    values: dict[str, Any] = {}
+    for key, spec in SERVER.items():
+        outside = _flag_or_variable(key, spec, given, env)
+        if outside is None:
+            if key in server_cfg:
+                values[key] = server_cfg[key]  # checked by check.server
+            continue
+        raw, origin = outside
+        ok, value = _checked_flag(key, spec, raw, origin, check.problems)
+        if not ok:
+            continue
+        problem = list_problem(key, value)
+        if problem is not None:
+            check.problems.append(Problem(f"{origin}: {problem}"))
+            continue
+        values[key] = value
+    return values
+
+
 def load(
     flags: dict[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
@@ -163,23 +186,7 @@ def load(
     if jwks:
         identity["jwks"] = jwks
 
-    values: dict[str, Any] = {}
-    for key, spec in SERVER.items():
-        outside = _flag_or_variable(key, spec, given, env)
-        if outside is None:
-            if key in server_cfg:
-                values[key] = server_cfg[key]  # checked by check.server
-            continue
-        raw, origin = outside
-        ok, value = _checked_flag(key, spec, raw, origin, check.problems)
-        if not ok:
-            continue
-        problem = list_problem(key, value)
-        if problem is not None:
-            check.problems.append(Problem(f"{origin}: {problem}"))
-            continue
-        values[key] = value
-
+    values = _server_values(given, env, server_cfg, check)
     target_provider = str(values.get("provider", "openai"))
     if target_provider not in providers:
         origin = _origin(given, env, "provider")

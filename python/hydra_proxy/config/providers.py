@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-ProviderKind = Literal["openai", "anthropic", "gemini", "responses"]
-PROVIDER_KINDS: tuple[str, ...] = get_args(ProviderKind)
+from .protocols import ProtocolName
+
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 MAX_TOKENS_FIELDS: tuple[str, ...] = get_args(MaxTokensField)
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -27,7 +27,7 @@ CACHE_HINTS: tuple[str, ...] = get_args(CacheHints)
 @dataclass(frozen=True)
 class Provider:
     name: str
-    kind: ProviderKind
+    kind: ProtocolName  # the protocol the upstream serves
     base_url: str
     # The first key variable (kept for callers that know one key); all of them below.
     api_key_env: str | None = None

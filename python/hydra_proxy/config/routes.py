@@ -23,15 +23,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from ..canonical.tools import web_search_tool
 
 if TYPE_CHECKING:
     from .providers import Provider
 
-ClientProtocol = Literal["anthropic", "chat", "responses", "gemini"]
-CLIENT_PROTOCOLS: tuple[str, ...] = get_args(ClientProtocol)
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 # A tool-less call asking for at most this many tokens is background work (titles,
 # summaries, Claude Code's warmup call).

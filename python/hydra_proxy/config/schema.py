@@ -10,8 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..canonical.effort import EFFORT_FORMS
-from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, PROVIDER_KINDS, REASONING_FIELDS
-from .routes import CLIENT_PROTOCOLS, EFFORTS
+from .protocols import PROTOCOLS
+from .providers import CACHE_HINTS, MAX_TOKENS_FIELDS, REASONING_FIELDS
+from .routes import EFFORTS
 
 IMPLEMENTATIONS = ("auto", "native", "python")
 # orjson writes at most 254 levels, and a translated request nests a client's values a few
@@ -116,7 +117,7 @@ SERVER: dict[str, Field] = {
 
 PROVIDER: dict[str, Field] = {
     "preset": Field((str,), "start from this shipped preset (default: the table's own name)"),
-    "kind": Field((str,), "upstream protocol", PROVIDER_KINDS),
+    "kind": Field((str,), "upstream protocol", PROTOCOLS),
     "base_url": Field((str,), "endpoint, e.g. https://api.deepseek.com/v1"),
     "api_key_env": Field((str, list), "variable(s) holding the key(s): a list is a key pool"),
     "api_keys_env": Field((list,), "more variables for the key pool"),
@@ -149,7 +150,7 @@ ROUTE: dict[str, Field] = {
     "teammate": Field((bool,), "a request with an agent id (x-claude-code-agent-id): a teammate's"),
     "server_tools": Field((bool,), "the request carries web search (a server tool)"),
     "long_context": Field((int,), "estimated input tokens above this", minimum=1),
-    "client": Field((str,), "the client's protocol", CLIENT_PROTOCOLS),
+    "client": Field((str,), "the client's protocol", PROTOCOLS),
     "spoof_model": Field((str,), "model name reported to the client"),
     "max_tokens_limit": Field((int,), "clamp max_tokens to this", minimum=1),
     "effort": Field((str, dict), "a fixed reasoning effort, or a map requested -> sent", EFFORTS),

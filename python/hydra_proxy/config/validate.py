@@ -17,6 +17,7 @@ from typing import Any
 from .errors import ConfigError, Problem
 from .overlay import Overlay, from_overlay
 from .presets import preset_row, presets
+from .protocols import with_current_kind
 from .providers import Provider, build_provider
 from .routes import EFFORTS, ChainLink, Route, glob_problem
 from .schema import (
@@ -290,43 +291,53 @@ class Validator:
                     path, f"{where} must be a table", f"write [providers.{name}] and keys under it"
                 )
                 continue
+            raw = with_current_kind(raw)
             problems_before = len(self.problems)
             self.check_table(path, raw, PROVIDER, where)
-            preset_name = raw.get("preset", name if name in presets() else None)
-            base: dict[str, Any] = {}
-            if preset_name is not None:
-                row = preset_row(str(preset_name))
-                if row is None:
-                    self.add((*path, "preset"), f"{where} preset {preset_name!r} is not a shipped preset",
-                             _choice_hint(str(preset_name), tuple(presets())))  # fmt: skip
-                    continue
-                base = row
-            merged = {**base, **raw}
-            if raw.get("base_url") is not None:
-                merged["_base_url_from_preset"] = False
-            if (
-                "api_key_env" in raw or "api_keys_env" in raw
-            ):  # the file's key variables replace the preset's
-                merged = {
-                    k: v for k, v in merged.items() if k not in ("api_key_env", "api_keys_env")
-                }
-                merged.update({k: raw[k] for k in ("api_key_env", "api_keys_env") if k in raw})
-            for column in ("kind", "base_url"):
-                if column not in merged:
-                    self.add(path, f"{where} needs {column}",
-                             f'add {column} = {_example(PROVIDER[column])}, or preset = "openai" '
-                             f"(shipped presets: {', '.join(presets())})")  # fmt: skip
-            levels = raw.get("effort_levels")
-            if isinstance(levels, list) and not all(v in EFFORTS for v in levels):
-                self.add((*path, "effort_levels"),
-                         f"{where} effort_levels must list efforts: {', '.join(EFFORTS)}")  # fmt: skip
-            for column in ("api_key_env", "api_keys_env"):
-                value = raw.get(column)
-                if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
-                    self.add((*path, column), f"{where} {column} must list variable names")
+            merged = self._over_preset(path, where, name, raw)
+            if merged is None:
+                continue
+            self._provider_lists(path, where, raw)
             if len(self.problems) == problems_before:
                 built[name] = build_provider(name, merged, env)
         return built
+
+    def _over_preset(
+        self, path: Path, where: str, name: str, raw: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A provider's table over its preset's row (None: the preset is unknown)."""
+        preset_name = raw.get("preset", name if name in presets() else None)
+        base: dict[str, Any] = {}
+        if preset_name is not None:
+            row = preset_row(str(preset_name))
+            if row is None:
+                self.add((*path, "preset"), f"{where} preset {preset_name!r} is not a shipped preset",
+                         _choice_hint(str(preset_name), tuple(presets())))  # fmt: skip
+                return None
+            base = row
+        merged = {**base, **raw}
+        if raw.get("base_url") is not None:
+            merged["_base_url_from_preset"] = False
+        if "api_key_env" in raw or "api_keys_env" in raw:  # the file's replace the preset's
+            merged = {k: v for k, v in merged.items() if k not in ("api_key_env", "api_keys_env")}
+            merged.update({k: raw[k] for k in ("api_key_env", "api_keys_env") if k in raw})
+        for column in ("kind", "base_url"):
+            if column not in merged:
+                self.add(path, f"{where} needs {column}",
+                         f'add {column} = {_example(PROVIDER[column])}, or preset = "openai" '
+                         f"(shipped presets: {', '.join(presets())})")  # fmt: skip
+        return merged
+
+    def _provider_lists(self, path: Path, where: str, raw: dict[str, Any]) -> None:
+        """The list columns' items (the table check saw only that they are lists)."""
+        levels = raw.get("effort_levels")
+        if isinstance(levels, list) and not all(v in EFFORTS for v in levels):
+            self.add((*path, "effort_levels"),
+                     f"{where} effort_levels must list efforts: {', '.join(EFFORTS)}")  # fmt: skip
+        for column in ("api_key_env", "api_keys_env"):
+            value = raw.get(column)
+            if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+                self.add((*path, column), f"{where} {column} must list variable names")
 
     def routes(self, entries: list[Any], providers: Mapping[str, Provider]) -> list[Route]:
         routes: list[Route] = []
@@ -342,6 +353,59 @@ class Validator:
             if route is not None and len(self.problems) == before:
                 routes.append(route)
         return routes
+
+    def _fallback(self, path: Path, where: str, fallback: Any) -> list[ChainLink]:
+        """The chain's links after the first: provider names or {provider, model} tables."""
+        chain: list[ChainLink] = []
+        for i, entry in enumerate(fallback if isinstance(fallback, list) else []):
+            entry_path = (*path, "fallback")
+            if isinstance(entry, str):
+                chain.append(ChainLink(entry))
+            elif isinstance(entry, dict):
+                self.check_table(entry_path, entry, FALLBACK_ENTRY, f"{where} fallback #{i + 1}")
+                if not isinstance(entry.get("provider"), str):
+                    self.add(entry_path, f"{where} fallback #{i + 1} needs a provider")
+                    continue
+                chain.append(ChainLink(entry["provider"], entry.get("model")))
+            else:
+                self.add(entry_path, f"{where} fallback #{i + 1} must be a provider name or "
+                         "a {provider = ..., model = ...} table")  # fmt: skip
+        return chain
+
+    def _unknown_providers(
+        self,
+        path: Path,
+        where: str,
+        chain: list[ChainLink],
+        names: list[str],
+        providers: Mapping[str, Provider],
+    ) -> None:
+        for target in chain:
+            if target.provider in self.declared and target.provider not in providers:
+                continue  # its table has a problem of its own, reported there
+            if target.provider not in providers:
+                key = (
+                    "fallback"
+                    if target is not chain[0] and target.provider not in names
+                    else "provider"
+                )
+                self.add((*path, key), f"{where} names unknown provider {target.provider!r}",
+                         _choice_hint(target.provider, tuple(sorted(self.declared)),
+                                      f"add a [providers.{target.provider}] table, or use one of"))  # fmt: skip
+
+    def _effort(
+        self, path: Path, where: str, effort: Any
+    ) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+        """A route's effort: one level for every request, or a map of asked -> sent."""
+        if isinstance(effort, str):  # checked against EFFORTS with the table
+            return effort, ()
+        if not isinstance(effort, dict):
+            return None, ()
+        for key, value in effort.items():
+            if key not in EFFORTS or value not in EFFORTS:
+                self.add((*path, "effort", key),
+                         f"{where} effort map {key!r} -> {value!r}: both must be one of {', '.join(EFFORTS)}")  # fmt: skip
+        return None, tuple((str(k), str(v)) for k, v in effort.items())
 
     def _route(
         self, path: Path, where: str, raw: Mapping[str, Any], providers: Mapping[str, Provider]
@@ -367,43 +431,9 @@ class Validator:
         model = raw.get("model")
         chain.append(ChainLink(names[0], model))
         chain += [ChainLink(n) for n in names[1:]]
-        fallback = raw.get("fallback", [])
-        for i, entry in enumerate(fallback if isinstance(fallback, list) else []):
-            entry_path = (*path, "fallback")
-            if isinstance(entry, str):
-                chain.append(ChainLink(entry))
-            elif isinstance(entry, dict):
-                self.check_table(entry_path, entry, FALLBACK_ENTRY, f"{where} fallback #{i + 1}")
-                if not isinstance(entry.get("provider"), str):
-                    self.add(entry_path, f"{where} fallback #{i + 1} needs a provider")
-                    continue
-                chain.append(ChainLink(entry["provider"], entry.get("model")))
-            else:
-                self.add(entry_path, f"{where} fallback #{i + 1} must be a provider name or "
-                         "a {provider = ..., model = ...} table")  # fmt: skip
-        for target in chain:
-            if target.provider in self.declared and target.provider not in providers:
-                continue  # its table has a problem of its own, reported there
-            if target.provider not in providers:
-                key = (
-                    "fallback"
-                    if target is not chain[0] and target.provider not in names
-                    else "provider"
-                )
-                self.add((*path, key), f"{where} names unknown provider {target.provider!r}",
-                         _choice_hint(target.provider, tuple(sorted(self.declared)),
-                                      f"add a [providers.{target.provider}] table, or use one of"))  # fmt: skip
-        effort = raw.get("effort")
-        effort_map: tuple[tuple[str, str], ...] = ()
-        fixed: str | None = None
-        if isinstance(effort, dict):
-            for key, value in effort.items():  # (a str effort is checked against EFFORTS)
-                if key not in EFFORTS or value not in EFFORTS:
-                    self.add((*path, "effort", key),
-                             f"{where} effort map {key!r} -> {value!r}: both must be one of {', '.join(EFFORTS)}")  # fmt: skip
-            effort_map = tuple((str(k), str(v)) for k, v in effort.items())
-        elif isinstance(effort, str):
-            fixed = effort
+        chain += self._fallback(path, where, raw.get("fallback", []))
+        self._unknown_providers(path, where, chain, names, providers)
+        fixed, effort_map = self._effort(path, where, raw.get("effort"))
         return Route(
             match=match,
             provider=chain[0].provider,

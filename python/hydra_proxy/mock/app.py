@@ -46,7 +46,7 @@ from typing import Any, Final
 
 import orjson
 
-from . import anthropic_wire, gemini_wire, openai_wire, responses_wire
+from . import anthropic_wire, chat_wire, gemini_wire, responses_wire
 from .options import MockOptions
 from .prefix_cache import PrefixCache
 from .replay import ReplayCache, ReplayError
@@ -107,10 +107,10 @@ class _Wire:
                 kind = "not_found_error"
             return anthropic_wire.error_reply(status, kind, message)
         kind = "not_found_error" if status == 404 else "invalid_request_error"
-        return openai_wire.error_reply(status, kind, message)
+        return chat_wire.error_reply(status, kind, message)
 
 
-_OPENAI = _Wire("openai", openai_wire.render, openai_wire.overloaded_reply, "chatcmpl-")
+_CHAT = _Wire("chat", chat_wire.render, chat_wire.overloaded_reply, "chatcmpl-")
 _ANTHROPIC = _Wire("anthropic", anthropic_wire.render, anthropic_wire.overloaded_reply, "msg_")
 _RESPONSES = _Wire("responses", responses_wire.render, responses_wire.overloaded_reply, "resp_")
 _GEMINI_PREFIXES: Final = ("/v1beta/models/", "/v1/models/")
@@ -231,7 +231,7 @@ class MockApp:
         path: str = scope["path"]
         method: str = scope["method"]
         if path == "/v1/chat/completions":
-            await self._model(scope, receive, send, _OPENAI, method)
+            await self._model(scope, receive, send, _CHAT, method)
         elif path == "/v1/messages":
             await self._model(scope, receive, send, _ANTHROPIC, method)
         elif path == "/v1/responses":
@@ -253,7 +253,7 @@ class MockApp:
         elif path == "/_mock/script":
             await self._control_script(scope, receive, send, method)
         else:
-            await self._send(send, _OPENAI.error(404, f"no such endpoint: {method} {path}"))
+            await self._send(send, _CHAT.error(404, f"no such endpoint: {method} {path}"))
 
     # -- model endpoints ---------------------------------------------------------------
 
@@ -294,11 +294,11 @@ class MockApp:
     def _refusal(self, wire: _Wire, body: dict[str, Any]) -> Reply | None:
         """A Chat request the modelled provider refuses (`refuse_params`, `max_output`), in
         the words real providers use."""
-        if wire is not _OPENAI:
+        if wire is not _CHAT:
             return None
         for name in self.options.refuse_params:
             if name in body:
-                return openai_wire.error_reply(
+                return chat_wire.error_reply(
                     400,
                     "invalid_request_error",
                     f"Unsupported parameter: '{name}' is not supported with this model.",
@@ -308,7 +308,7 @@ class MockApp:
         limit = self.options.max_output
         asked = body.get("max_tokens", body.get("max_completion_tokens"))
         if limit is not None and isinstance(asked, int) and asked > limit:
-            return openai_wire.error_reply(
+            return chat_wire.error_reply(
                 400,
                 "invalid_request_error",
                 f"Invalid max_tokens value, the valid range of max_tokens is [1, {limit}]",
@@ -464,7 +464,7 @@ class MockApp:
             self._prefix.clear()
             await self._send(send, json_reply(200, {"cleared": True}))
         else:
-            await self._send(send, _method_not_allowed(_OPENAI, method, "GET, DELETE"))
+            await self._send(send, _method_not_allowed(_CHAT, method, "GET, DELETE"))
 
     async def _control_script(
         self, scope: Scope, receive: Receive, send: Send, method: str
@@ -494,12 +494,12 @@ class MockApp:
                         400, f"at most {self.options.max_script} turns can be queued"
                     )
             except _ClientError as exc:
-                await self._send(send, _OPENAI.error(exc.status, exc.message))
+                await self._send(send, _CHAT.error(exc.status, exc.message))
                 return
             self._script.extend(turns)
             await self._send(send, json_reply(200, {"pending": len(self._script)}))
         else:
-            await self._send(send, _method_not_allowed(_OPENAI, method, "GET, POST, DELETE"))
+            await self._send(send, _method_not_allowed(_CHAT, method, "GET, POST, DELETE"))
 
     # -- plumbing ----------------------------------------------------------------------
 

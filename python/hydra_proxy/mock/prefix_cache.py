@@ -43,7 +43,7 @@ __all__ = [
 
 # The request fields that make the prompt, in the order a provider renders them, by wire.
 PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
-    "openai": ("tools", "messages"),
+    "chat": ("tools", "messages"),
     "anthropic": ("tools", "system", "messages"),
     "responses": ("tools", "instructions", "input"),
     "gemini": ("tools", "systemInstruction", "contents"),

@@ -13,7 +13,7 @@
   status N; any other JSON document is sent as a 200 ``application/json`` body.
 
 Scripted names are resolved inside the ``--fixtures`` directory only (the mock has no
-authentication, so its control API must not read arbitrary files): ``openai/x.sse``,
+authentication, so its control API must not read arbitrary files): ``chat/x.sse``,
 ``x.sse`` or ``x`` (searched recursively, extensions ``.sse``/``.jsonl``/``.json`` tried),
 or an absolute path that lies inside that directory.
 """

@@ -22,7 +22,7 @@ Then ``response.completed`` (usage with cached and reasoning tokens), or
 is a token limit or a content filter. A turn's ``stream_error`` ends the stream with
 ``response.failed`` (``status: failed``, ``error: {code, message}``) after the content.
 Non-streamed: the finished response object. HTTP errors: OpenAI's shape (see
-:func:`hydra_proxy.mock.openai_wire.error_reply`).
+:func:`hydra_proxy.mock.chat_wire.error_reply`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Final
 import orjson
 
 from .anthropic_wire import default_signature
-from .openai_wire import error_reply
+from .chat_wire import error_reply
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events
 from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
 

@@ -41,7 +41,7 @@ TAIL_BYTES = 4 * 1024
 
 _READERS: dict[str, Callable[[Mapping[str, Any]], Tokens]] = {
     "anthropic": tokens_from_anthropic,
-    "openai": tokens_from_chat,
+    "chat": tokens_from_chat,
     "responses": tokens_from_responses,
     "gemini": tokens_from_gemini,
 }

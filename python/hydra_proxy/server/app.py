@@ -26,7 +26,8 @@ from typing import Any
 
 from .. import __version__, tokens
 from ..config import Settings
-from ..config.routes import Attempt, ClientProtocol, RequestTraits, RouteDecision
+from ..config.protocols import ProtocolName
+from ..config.routes import Attempt, RequestTraits, RouteDecision
 from ..errors import ProxyError
 from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
 from .exchange import (
@@ -37,7 +38,7 @@ from .exchange import (
     Scope,
     Send,
 )
-from .ingress import chat, gemini, messages, responses
+from .ingress import anthropic, chat, gemini, responses
 from .limits import (
     check_content_type,
     closes_connection,
@@ -64,7 +65,7 @@ class ModelEntry:
     method: str
     path: str
     """The exact path, or a pattern whose ``{model}`` the client fills (the Gemini API)."""
-    protocol: ClientProtocol
+    protocol: ProtocolName
     read: Ingress
     example: Mapping[str, Any] = field(repr=False)
     """A minimal valid body (its model and stream set by `request`)."""
@@ -222,7 +223,7 @@ MODEL_ENTRIES: tuple[ModelEntry, ...] = (
         "POST",
         "/v1/messages",
         "anthropic",
-        messages.read,
+        anthropic.read,
         {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
     ),
     ModelEntry(

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
 from ..config.check import not_found_message
+from ..config.protocols import ProtocolName
 from ..config.routes import (
     Attempt,
-    ClientProtocol,
     RequestTraits,
     RouteDecision,
     decide,
@@ -198,7 +198,7 @@ class Exchange:
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.protocol: ClientProtocol | None = None
+        self.protocol: ProtocolName | None = None
         """The client protocol of a model request (None: any other endpoint)."""
         self.request_id = request_id()
         self.started = time.monotonic()
@@ -241,7 +241,7 @@ class Exchange:
         self.turn: Turn | None = None
         """This request as its session's latest turn (None: not kept; server/previous_turn)."""
 
-    def account(self, protocol: ClientProtocol) -> None:
+    def account(self, protocol: ProtocolName) -> None:
         """A model request: it gets a usage record (server/accounting.py), and what it is
         sent is noted (`Relayed`; the same awaitable is returned: relay.py tests it to send
         from a parser callback). The wrapper holds no reference to the exchange: a cycle

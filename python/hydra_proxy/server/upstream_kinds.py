@@ -27,8 +27,9 @@ from ..canonical.web_search import offered_only, runs_web_search
 from ..canonical.web_search import refusal as web_search_refusal
 from ..chat.request.writer import ChatTarget, chat_request_from_messages
 from ..chat.response.reader import message_from_chat_completion
-from ..config.providers import Provider, ProviderKind
-from ..config.routes import Attempt, ClientProtocol
+from ..config.protocols import ProtocolName
+from ..config.providers import Provider
+from ..config.routes import Attempt
 from ..errors import ProxyError, invalid_request
 from ..gemini.request.writer import gemini_path, gemini_request_from_messages, gemini_target
 from ..gemini.response.reader import message_from_gemini_response
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Dialect:
-    kind: ProviderKind
+    kind: ProtocolName
     path: str
     """Appended to the provider's base_url."""
     auth_header: str = "authorization"
@@ -76,8 +77,8 @@ class Dialect:
 
 ANTHROPIC_VERSION = "2023-06-01"
 
-DIALECTS: dict[ProviderKind, Dialect] = {
-    "openai": Dialect(kind="openai", path="/chat/completions"),
+DIALECTS: dict[ProtocolName, Dialect] = {
+    "chat": Dialect(kind="chat", path="/chat/completions"),
     "anthropic": Dialect(
         kind="anthropic",
         path="/v1/messages",
@@ -150,7 +151,7 @@ def dumps(body: Any) -> bytes:
     return b"{" + b",".join(members) + b"}"
 
 
-def authorize(plan: Plan, kind: ProviderKind, key: str | None) -> Plan:
+def authorize(plan: Plan, kind: ProtocolName, key: str | None) -> Plan:
     """`plan` with the attempt's key (a pool's, or the client's own in key-passthrough mode)
     in the header its provider kind takes: the one place a key goes upstream."""
     if key:
@@ -188,21 +189,12 @@ def passthrough(
 
 Factory = Callable[..., StreamTransducer]
 
-# The compositions are named by provider kind on both sides: a Chat client speaks the
-# protocol of the "openai" kind.
-_CLIENT_KIND: dict[ClientProtocol, str] = {
-    "anthropic": "anthropic",
-    "chat": "openai",
-    "responses": "responses",
-    "gemini": "gemini",
-}
-
 
 def translated(
     exchange: Exchange,
     canonical: dict[str, Any],
     attempt: Attempt,
-    client: ClientProtocol,
+    client: ProtocolName,
     stream: bool,
     reported_model: str,
     write_reply: Callable[[dict[str, Any]], Any],
@@ -256,7 +248,7 @@ def translated(
         log={**log, "stream": 1} if stream else log,
     )
     if stream:
-        plan.transducer = lambda: build(impl.transducer(kind, _CLIENT_KIND[client]))
+        plan.transducer = lambda: build(impl.transducer(kind, client))
     else:
         read = READERS[kind]
 
@@ -327,7 +319,7 @@ def _chat(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
         cache_control=provider.cache_hints == "cache_control",
     )
     body = chat_request_from_messages(canonical, target, stream=to.stream, memo=to.memo)
-    return DIALECTS["openai"].path, body
+    return DIALECTS["chat"].path, body
 
 
 def _anthropic(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
@@ -369,8 +361,8 @@ def _gemini(canonical: dict[str, Any], to: BodyFor) -> tuple[str, Any]:
     return path, gemini_request_from_messages(canonical, gemini_target(attempt.model, **options))
 
 
-WRITERS: dict[ProviderKind, Writer] = {
-    "openai": _chat,
+WRITERS: dict[ProtocolName, Writer] = {
+    "chat": _chat,
     "anthropic": _anthropic,
     "responses": _responses,
     "gemini": _gemini,
@@ -393,8 +385,8 @@ def _read_anthropic(reply: Any, message_id: str, model: str, key: bytes) -> dict
     return message
 
 
-READERS: dict[ProviderKind, Reader] = {
-    "openai": lambda reply, mid, model, key: message_from_chat_completion(
+READERS: dict[ProtocolName, Reader] = {
+    "chat": lambda reply, mid, model, key: message_from_chat_completion(
         reply, message_id=mid, model=model, signing_key=key
     ),
     "anthropic": _read_anthropic,

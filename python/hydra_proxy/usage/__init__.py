@@ -6,6 +6,6 @@ The server's entry point is :class:`~.service.UsageService` (see its module docs
 
 from __future__ import annotations
 
-from .record import CLIENT_PROTOCOLS, ClientProtocol, Tokens, UsageRecord, client_key_id
+from .record import PROTOCOLS, ProtocolName, Tokens, UsageRecord, client_key_id
 
-__all__ = ["CLIENT_PROTOCOLS", "ClientProtocol", "Tokens", "UsageRecord", "client_key_id"]
+__all__ = ["PROTOCOLS", "ProtocolName", "Tokens", "UsageRecord", "client_key_id"]

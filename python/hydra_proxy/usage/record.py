@@ -21,9 +21,9 @@ import hmac
 from functools import lru_cache
 from typing import NamedTuple
 
-from ..config.routes import CLIENT_PROTOCOLS, ClientProtocol
+from ..config.protocols import PROTOCOLS, ProtocolName
 
-__all__ = ["CLIENT_PROTOCOLS", "ClientProtocol", "Tokens", "UsageRecord", "client_key_id"]
+__all__ = ["PROTOCOLS", "ProtocolName", "Tokens", "UsageRecord", "client_key_id"]
 
 # A fixed, public salt: the id only has to be stable and not reveal the key. An HMAC with a
 # salt keeps the id from matching a plain sha256 of the key published anywhere else.
@@ -70,7 +70,7 @@ class UsageRecord(NamedTuple):
 
     time: float  # Unix time (seconds, UTC) when the request arrived
     request_id: str
-    protocol: ClientProtocol  # the client's protocol
+    protocol: ProtocolName  # the client's protocol
     route: str  # the route's match pattern ("*" for the default route)
     provider: str
     requested_model: str

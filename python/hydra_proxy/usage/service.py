@@ -32,7 +32,7 @@ from .dashboard import dashboard_response
 from .ledger import Ledger
 from .metrics import Metrics, render
 from .pricing import PriceTable, default_table
-from .record import ClientProtocol, Tokens, UsageRecord, client_key_id
+from .record import ProtocolName, Tokens, UsageRecord, client_key_id
 from .tracing import Tracing, setup_tracing
 
 __all__ = ["UsageService"]
@@ -96,7 +96,7 @@ class UsageService:
         *,
         time: float,
         request_id: str,
-        protocol: ClientProtocol,
+        protocol: ProtocolName,
         route: str,
         provider: str,
         requested_model: str,

@@ -109,7 +109,7 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
     def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
-        if attempt.provider.kind == "openai":
+        if attempt.provider.kind == "chat":
             return _passthrough(body, request, attempt)
         return _translated(exchange, request, attempt)
 

@@ -451,7 +451,7 @@ fn count_raw_keys(s: &mut crate::json::scan::Scanner<'_>, n: &mut usize) {
 
 /// Every `data:` payload of the recorded Chat Completions streams, stream by stream.
 fn recorded() -> Vec<Vec<String>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/openai");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from anthropic_streams import Stream, streams
 from chat_chunks import anthropic_truth, check_chunks
 from hydra_proxy import continuation
-from implementations import ANTHROPIC_STREAMS, chat_via_messages_class, end_state, feed_all
+from implementations import ANTHROPIC_STREAMS, chat_via_anthropic_class, end_state, feed_all
 
 KEY = b"continuation-test-key"
 NAMES = sorted(ANTHROPIC_STREAMS)
@@ -31,7 +31,7 @@ def run_both(data: bytes, cuts: list[int], **kwargs: Any) -> tuple[bytes, tuple[
     options = {"include_usage": True, "continuation_key": KEY, **kwargs}
     results = []
     for impl in ("native", "python"):
-        t = chat_via_messages_class(impl)("chatcmpl-test", "claude-x", 1764460800, **options)
+        t = chat_via_anthropic_class(impl)("chatcmpl-test", "claude-x", 1764460800, **options)
         out = feed_all(t, data, cuts)
         state = end_state(t)
         assert t.feed(b"event: ping\ndata: {}\n\n") == b"" and t.finish() == b"" and t.ping() == b""
@@ -88,7 +88,7 @@ def test_differential_fixture(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_openai_sdk_rebuilds_every_recording(impl: str, name: str) -> None:
     data = ANTHROPIC_STREAMS[name]
-    t = chat_via_messages_class(impl)(
+    t = chat_via_anthropic_class(impl)(
         "chatcmpl-test", "claude-x", 1764460800, include_usage=True, continuation_key=KEY
     )
     out = feed_all(t, data)
@@ -116,7 +116,7 @@ def test_openai_sdk_rebuilds_every_recording(impl: str, name: str) -> None:
 
 def test_no_usage_chunk_unless_asked(impl: str) -> None:
     data = ANTHROPIC_STREAMS["sdkpy-basic-text.sse"]
-    t = chat_via_messages_class(impl)("c", "m", 1)
+    t = chat_via_anthropic_class(impl)("c", "m", 1)
     out = feed_all(t, data)
     assert (
         b'"choices":[]' not in out
@@ -194,16 +194,16 @@ def test_errors_become_error_chunks_never_done(
 ) -> None:
     body = sse(START, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}}) + tail  # fmt: skip
-    t = chat_via_messages_class(impl)("c", "m", 1)
+    t = chat_via_anthropic_class(impl)("c", "m", 1)
     rebuilt = check_chunks(feed_all(t, body))
     assert rebuilt["error"] == error and not rebuilt["done"] and not t.complete
     assert rebuilt["text"] == "partial"
     with pytest.raises(openai.APIError, match=error["message"][:20]):
-        openai_sdk_message(feed_all(chat_via_messages_class(impl)("c", "m", 1), body))
+        openai_sdk_message(feed_all(chat_via_anthropic_class(impl)("c", "m", 1), body))
 
 
 def test_error_before_anything_has_no_content(impl: str) -> None:
-    t = chat_via_messages_class(impl)("c", "m", 1)
+    t = chat_via_anthropic_class(impl)("c", "m", 1)
     t.feed(
         b'event: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"slow"}}\n\n'
     )

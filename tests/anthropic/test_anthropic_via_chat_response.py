@@ -24,7 +24,7 @@ MSG_ID = "msg_01TestTranslation"
 MODEL = "claude-sonnet-4-5"
 
 
-OPENAI_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "openai"
+CHAT_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "chat"
 
 
 # ------------------------------------------------------------------------- builders
@@ -546,7 +546,7 @@ def completion_from_stream(path: Path) -> dict[str, Any]:
 
 
 def recorded(name: str) -> dict[str, Any]:
-    return completion_from_stream(OPENAI_FIXTURES / name)
+    return completion_from_stream(CHAT_FIXTURES / name)
 
 
 def summary(msg: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import anthropic_streams
-import openai_streams
+import chat_streams
 import responses_grammar
 from hydra_proxy import transducers
 from hydra_proxy.responses import reasoning
@@ -32,12 +32,12 @@ from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import ToolNames, ToolOrigin
 from implementations import (
     ANTHROPIC_STREAMS,
-    OPENAI_STREAMS,
+    CHAT_STREAMS,
     _native,
     end_state,
     feed_all,
-    openai_stream,
     random_cuts,
+    recorded_chat_stream,
 )
 
 KEY = b"responses-stream-test-key"
@@ -59,7 +59,7 @@ OPTIONS: dict[str, Any] = {
 
 
 def _classes(upstream: str) -> list[Any]:
-    name = "ResponsesViaMessagesStream" if upstream == "anthropic" else "ResponsesViaChatStream"
+    name = "ResponsesViaAnthropicStream" if upstream == "anthropic" else "ResponsesViaChatStream"
     classes = [getattr(transducers.PYTHON, name)]
     if _native is not None:
         classes.insert(0, getattr(_native, name))
@@ -83,12 +83,10 @@ def run_both(
 
 
 def _upstream(upstream: str, name: str) -> bytes:
-    return ANTHROPIC_STREAMS[name] if upstream == "anthropic" else openai_stream(name)
+    return ANTHROPIC_STREAMS[name] if upstream == "anthropic" else recorded_chat_stream(name)
 
 
-CASES = [("anthropic", n) for n in sorted(ANTHROPIC_STREAMS)] + [
-    ("chat", n) for n in OPENAI_STREAMS
-]
+CASES = [("anthropic", n) for n in sorted(ANTHROPIC_STREAMS)] + [("chat", n) for n in CHAT_STREAMS]
 
 
 @pytest.mark.parametrize(("upstream", "name"), CASES)
@@ -142,7 +140,7 @@ def _canonical(upstream: str, name: str) -> bytes:
     data = _upstream(upstream, name)
     if upstream == "anthropic":
         return data
-    t = transducers.MessagesViaChatStream(RESPONSE_ID, MODEL, ESTIMATE, signing_key=KEY)
+    t = transducers.AnthropicViaChatStream(RESPONSE_ID, MODEL, ESTIMATE, signing_key=KEY)
     return feed_all(t, data)
 
 
@@ -356,8 +354,8 @@ def test_generated_anthropic_streams(stream: anthropic_streams.Stream, data: st.
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(openai_streams.streams(), st.data())
-def test_generated_chat_streams(stream: openai_streams.Stream, data: st.DataObject) -> None:
+@given(chat_streams.streams(), st.data())
+def test_generated_chat_streams(stream: chat_streams.Stream, data: st.DataObject) -> None:
     body = stream.encode()
     cuts = data.draw(st.lists(st.integers(1, max(1, len(body) - 1)), max_size=6))
     out, state = run_both("chat", body, [c for c in cuts if c < len(body)])

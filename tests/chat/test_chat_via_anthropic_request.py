@@ -1027,7 +1027,7 @@ def test_streaming_and_include_usage() -> None:
 def test_recorded_openai_requests() -> None:
     """The recorded OpenAI SDK requests translate (tool loop of pydantic-ai)."""
     second = orjson.loads(
-        (FIXTURES / "openai/pydantic-gpt4omini-tool-then-answer.2.request.json").read_bytes()
+        (FIXTURES / "chat/pydantic-gpt4omini-tool-then-answer.2.request.json").read_bytes()
     )
     out = translate(second["body"], stream=True)
     schema = second["body"]["tools"][0]["function"]["parameters"]
@@ -1041,10 +1041,10 @@ def test_recorded_openai_requests() -> None:
     )
     assert out.include_usage is True
     for name in (
-        "openai/pydantic-gpt4omini-tool-then-answer.1.request.json",
-        "openai/pydantic-http400-developer-role-unsupported.request.json",
-        "openai/pydantic-openrouter-midstream-error.request.json",
-        "openai/pydantic-zai-glm-reasoning-content.request.json",
+        "chat/pydantic-gpt4omini-tool-then-answer.1.request.json",
+        "chat/pydantic-http400-developer-role-unsupported.request.json",
+        "chat/pydantic-openrouter-midstream-error.request.json",
+        "chat/pydantic-zai-glm-reasoning-content.request.json",
     ):
         body = orjson.loads((FIXTURES / name).read_bytes())["body"]
         translated = translate(body, stream=bool(body.get("stream")))

@@ -17,13 +17,13 @@ import pytest
 
 import anthropic_grammar
 from hydra_proxy.signature import verify_thinking
-from implementations import OPENAI_STREAMS, feed_all, messages_via_chat_class, openai_stream
+from implementations import CHAT_STREAMS, anthropic_via_chat_class, feed_all, recorded_chat_stream
 
 KEY = b"test-key"
 
 
 def translate(impl: str, data: bytes, **kwargs: Any) -> tuple[bytes, Any]:
-    cls = messages_via_chat_class(impl)
+    cls = anthropic_via_chat_class(impl)
     options = {"signing_key": KEY, **kwargs}
     t = cls("msg_test", "claude-sonnet-4-5", 17, **options)
     return feed_all(t, data), t
@@ -90,9 +90,9 @@ STOP = {
 }
 
 
-@pytest.mark.parametrize("name", OPENAI_STREAMS)
+@pytest.mark.parametrize("name", CHAT_STREAMS)
 def test_sdk_rebuilds_every_recording(impl: str, name: str) -> None:
-    data = openai_stream(name)
+    data = recorded_chat_stream(name)
     out, t = translate(impl, data)
     truth = openai_truth(data)
     if "error" in truth:
@@ -139,7 +139,7 @@ def delta(d: dict[str, Any], finish: str | None = None, index: int = 0) -> dict[
 
 
 def test_message_start_first_even_before_any_event(impl: str) -> None:
-    t = messages_via_chat_class(impl)("msg_a", "claude-x", 99)
+    t = anthropic_via_chat_class(impl)("msg_a", "claude-x", 99)
     first = t.feed(b": OPENROUTER PROCESSING\n\n")
     assert first.startswith(b"event: message_start\n")
     assert b'"input_tokens":99' in first
@@ -327,7 +327,7 @@ def test_events_of_several_megabytes(impl: str) -> None:
 
 
 def test_fail_is_an_error_event(impl: str) -> None:
-    t = messages_via_chat_class(impl)("m", "x", 1)
+    t = anthropic_via_chat_class(impl)("m", "x", 1)
     t.feed(lines(delta({"content": "a"}), done=False))
     assert t.fail("overloaded_error", "connection reset") == (
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"connection reset"}}\n\n'

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions wire format, modelled on fixtures/openai/oaipy-gpt4o-*.sse.
+"""OpenAI Chat Completions wire format, modelled on fixtures/chat/oaipy-gpt4o-*.sse.
 
 Stream: ``data: {chunk}\\n\\n`` lines; the first chunk carries ``role`` (and, for a turn that
 starts with a tool call, that call's first fragment, as api.openai.com does); reasoning goes
@@ -9,7 +9,7 @@ text; then a finish chunk ``delta: {}``, the usage chunk (``choices: []``) when
 
 A turn's ``stream_error`` replaces the finish chunk with ``data: {"error": {message, type,
 param, code}}`` followed by ``data: [DONE]`` (as OpenRouter does in
-fixtures/openai/pydantic-openrouter-midstream-error.sse); openai-python raises ``APIError``
+fixtures/chat/pydantic-openrouter-midstream-error.sse); openai-python raises ``APIError``
 on it.
 """
 

@@ -34,7 +34,7 @@ NAMES = sorted(RESPONSES_STREAMS)
 
 
 def _classes(client: str) -> list[Any]:
-    name = "MessagesViaResponsesStream" if client == "anthropic" else "ChatViaResponsesStream"
+    name = "AnthropicViaResponsesStream" if client == "anthropic" else "ChatViaResponsesStream"
     classes = [getattr(transducers.PYTHON, name)]
     if _native is not None:
         classes.insert(0, getattr(_native, name))
