@@ -83,6 +83,7 @@ async def _serve(mock_url: str, requests: int, concurrency: int, profile: str | 
     mode = MODES["anthropic-in"]
     config.write_text(
         "[providers.mock_openai]\n"
+        # "openai": the former spelling of "chat", which a checkout of either age reads.
         'kind = "openai"\n'
         f'base_url = "{mock_url}/v1"\n'
         "api_key_optional = true\n"
