@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +10,7 @@ import orjson
 from ... import ids
 from ...canonical.effort import anthropic_thinking, asked_effort
 from ...canonical.text_only import without_images
-from ...config.routes import Attempt, RouteDecision, request_traits
+from ...config.routes import Attempt, RouteDecision, counted_once, request_traits
 from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
@@ -34,7 +33,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
         raise invalid_request("stream: must be a boolean", "stream")
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     memo = exchange.turn.memo if exchange.turn is not None else None
-    estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
+    estimate = counted_once(lambda: estimate_input_tokens(request, memo))
     headers = exchange.scope["headers"]
     traits = request_traits(
         request, client="anthropic", headers=headers, estimate=estimate, memo=memo
