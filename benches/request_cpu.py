@@ -3,6 +3,7 @@
     .venv/bin/python benches/request_cpu.py                        # this tree only
     .venv/bin/python benches/request_cpu.py --alt-python ../base/python --rounds 10
     .venv/bin/python benches/request_cpu.py --profile out.pstats   # cProfile of this tree
+    .venv/bin/python benches/request_cpu.py --alt-python ../base/python --instructions
 
 The embedded mock upstream runs in its own process (instant: a 250-delta Chat stream, or
 paced); each measured copy of the app runs in a fresh child process of its own (this
@@ -14,6 +15,13 @@ the relay sends from the upstream parser's callback); the client side costs noth
 so the process CPU time per request (all threads: the usage ledger's writer too) is the
 proxy's own. Rounds alternate the order of the two copies; the ratio is the median of the
 per-round ratios. Reports, never asserts.
+
+CPU time on a shared machine moves 10-20% between runs; `--instructions` counts instead:
+each copy runs under valgrind's cachegrind twice, answering 40 and then 40 + `--requests`
+requests after the same start-up and warm-up, and the difference over `--requests` is the
+instructions per request (all threads; the mock is not counted). Under valgrind a request
+takes ten times as long, so work done on a timer (the worker's look at the key store, once
+a second) weighs about ten times more per request than it does at full speed.
 """
 
 from __future__ import annotations
@@ -21,11 +29,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +149,7 @@ async def _serve(mock_url: str, requests: int, concurrency: int, profile: str | 
     cpu, wall = time.process_time(), time.monotonic()
     sizes = await asyncio.gather(*(loop(requests // concurrency) for _ in range(concurrency)))
     cpu, wall = time.process_time() - cpu, time.monotonic() - wall
-    if profiler is not None:
+    if profiler is not None and profile:
         profiler.disable()
         profiler.dump_stats(profile)
     done = requests // concurrency * concurrency
@@ -151,19 +161,40 @@ async def _serve(mock_url: str, requests: int, concurrency: int, profile: str | 
 
 
 def _child(
-    python_dir: Path, mock_url: str, args: argparse.Namespace, profile: str | None
+    python_dir: Path,
+    mock_url: str,
+    args: argparse.Namespace,
+    profile: str | None,
+    requests: int | None = None,
+    under: Sequence[str] = (),
 ) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(python_dir), str(BENCHES)])
-    argv = [sys.executable, __file__, "--child", mock_url, "--requests", str(args.requests),
+    count = args.requests if requests is None else requests
+    argv = [*under, sys.executable, __file__, "--child", mock_url, "--requests", str(count),
             "--concurrency", str(args.concurrency)]  # fmt: skip
     if profile:
         argv += ["--profile", profile]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
     result: dict[str, Any] = orjson.loads(done.stdout.strip().splitlines()[-1])
+    if under:
+        refs = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if refs is None:
+            raise RuntimeError(done.stderr[-3000:])
+        result["instructions"] = int(refs.group(1).replace(",", ""))
     return result
+
+
+def instructions(python_dir: Path, mock_url: str, args: argparse.Namespace) -> float:
+    """Instructions per request of one copy: cachegrind at 40 and 40 + --requests."""
+    cachegrind = ["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                  "--cachegrind-out-file=/dev/null"]  # fmt: skip
+    base = _child(python_dir, mock_url, args, None, 40, cachegrind)
+    more = _child(python_dir, mock_url, args, None, 40 + args.requests, cachegrind)
+    added = more["instructions"] - base["instructions"]
+    return float(added / (more["requests"] - base["requests"]))
 
 
 def main() -> int:
@@ -176,6 +207,11 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--paced", action="store_true", help="the mock's paced stream (64 x 20 ms)")
     p.add_argument("--profile", help="cProfile this tree's copy into this .pstats file")
+    p.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per request under valgrind (--requests 800 is plenty)",
+    )
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -194,6 +230,12 @@ def main() -> int:
         if args.profile:
             got = _child(copies["this"], mock.url, args, args.profile)
             print(f"this: {got['cpu_s'] / got['requests'] * 1e6:.1f} µs CPU per request (profiled)")
+            return 0
+        if args.instructions:
+            counted = {name: instructions(path, mock.url, args) for name, path in copies.items()}
+            print(", ".join(f"{n} {v:,.0f} instructions per request" for n, v in counted.items()))
+            if "alt" in counted:
+                print(f"this / alt: {counted['this'] / counted['alt']:.4f}")
             return 0
         for rnd in range(args.rounds):
             order = list(copies) if rnd % 2 == 0 else list(reversed(copies))
