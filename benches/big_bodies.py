@@ -26,8 +26,8 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-import servers  # noqa: E402
-from raw_upstream import RawUpstream, Reply, chat_json, chat_stream  # noqa: E402
+from support import servers  # noqa: E402
+from support.raw_upstream import RawUpstream, Reply, chat_json, chat_stream  # noqa: E402
 
 PROTOCOLS = {
     "Messages": ("/v1/messages", "messages", {"role": "user", "content": "hi"}),

@@ -29,12 +29,12 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster_rig import CountingUpstream, redis_server, stream_chat  # noqa: E402
 from hydra_proxy.cluster.host import HostCounters, new_path  # noqa: E402
 from hydra_proxy.cluster.redis_store import RedisCounters  # noqa: E402
 from hydra_proxy.counters import LocalCounters  # noqa: E402
 from hydra_proxy.mock import MockServer  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.cluster_rig import CountingUpstream, redis_server, stream_chat  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 
 async def check_cost(store: object, checks: int) -> tuple[float, float]:

@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "python")]
 
-from codex_cli import CODEX_BIN, codex_env, provider_config  # noqa: E402
 from hydra_proxy.mock import MockServer  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.codex_cli import CODEX_BIN, codex_env, provider_config  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 PROMPT = "say hello"
 

@@ -88,7 +88,7 @@ def main() -> None:
         ("AnthropicViaChat", name, STREAMS[name]().split(b"\x00"), anthropic_via_chat)
         for name in STREAMS
     ]
-    from implementations import ANTHROPIC_STREAMS
+    from support.implementations import ANTHROPIC_STREAMS
 
     anthropic = [b for n, b in sorted(ANTHROPIC_STREAMS.items()) if b"message_stop" in b]
     cases.append(("ChatViaAnthropic", "anthropic corpus", anthropic, chat_via_anthropic))

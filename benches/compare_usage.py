@@ -41,14 +41,14 @@ from hydra_proxy.usage.service import UsageService
 def make():
     return AnthropicViaChatStream("msg_b", "claude-sonnet-4-5", 100)
 
-try:  # a checkout with the Exchange (server/exchange.py holds the per-request state)
+try:  # a checkout with the Exchange (server/pipeline/exchange.py holds the per-request state)
     from hydra_proxy.config import Provider, Settings
     from hydra_proxy.config.routes import Attempt, Route, RouteDecision, RouteOptions
-    from hydra_proxy.server import accounting
-    from hydra_proxy.server.exchange import Exchange
-    from hydra_proxy.server.worker import Worker
+    from hydra_proxy.server.pipeline import accounting
+    from hydra_proxy.server.pipeline.exchange import Exchange
+    from hydra_proxy.server.transport.worker import Worker
 except ImportError:  # before it: an Account per request, and the plan's Target
-    from hydra_proxy.server.accounting import Account
+    from hydra_proxy.server.pipeline.accounting import Account
     from hydra_proxy.server.plan import Target
 
     target = Target("claude-*", "openai", "openai", "claude-sonnet-4-5", "gpt-4o", True)
@@ -73,13 +73,26 @@ else:
     def one():
         exchange = Exchange(worker, scope, None, None)
         exchange.account("anthropic")
-        exchange.decision, exchange.attempt, exchange.stream = decision, attempt, True
-        exchange.client_key = b"team-key"
+        if hasattr(exchange, "route"):  # the exchange in parts: request, route, outcome
+            from hydra_proxy.config.routes import RequestTraits
+            from hydra_proxy.server.pipeline.exchange import Asked, Caller
+
+            exchange.read_as(Asked(RequestTraits(decision.requested_model), stream=True))
+            exchange.route.decided(decision)
+            exchange.route.sending(attempt)
+            exchange.caller = Caller(worker.signing_key, client_key=b"team-key")
+        else:
+            exchange.decision, exchange.attempt, exchange.stream = decision, attempt, True
+            exchange.client_key = b"team-key"
         t = accounting.built_by(exchange, make)
         t.feed(stream)
         t.finish()
-        exchange.first_byte = exchange.started + 0.3
-        exchange.status = 200
+        if hasattr(exchange, "outcome"):
+            exchange.outcome.first_byte = exchange.started + 0.3
+            exchange.outcome.started(200)
+        else:
+            exchange.first_byte = exchange.started + 0.3
+            exchange.status = 200
         return lambda usage, i: accounting.close(exchange, usage)
 
 def finished():

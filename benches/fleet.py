@@ -20,7 +20,7 @@ idle tree), and the delay percentiles; then, per worker count, the most events p
 whose added p99 stayed under each threshold (linear between the loads measured).
 
 A few kept streams of every cell are checked again by the test suite's own Anthropic
-grammar (tests/anthropic_grammar.py) and their text against the upstream's deltas.
+grammar (tests/support/anthropic_grammar.py) and their text against the upstream's deltas.
 
 Writes benches/results/fleet.json and fleet.md (--out elsewhere). Reports only; nothing
 here asserts a time. All traffic stays on 127.0.0.1.
@@ -46,11 +46,11 @@ BENCHES = Path(__file__).resolve().parent
 REPO = BENCHES.parent
 sys.path[:0] = [str(BENCHES), str(REPO / "tests")]
 
-import anthropic_grammar  # noqa: E402
 import loadlib_proc as proc  # noqa: E402
 import profilelib  # noqa: E402
-from chat_chunks import check_chunks  # noqa: E402
 from loadlib_servers import MODES, Hydra, Process, ServerError, _clean_env, request_headers  # noqa: E402
+from support import anthropic_grammar  # noqa: E402
+from support.chat_chunks import check_chunks  # noqa: E402
 
 CLIENT = BENCHES / "fleetlib_client.py"
 UPSTREAM = BENCHES / "fleetlib_upstream.py"

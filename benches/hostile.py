@@ -62,7 +62,7 @@ from hydra_proxy.mock import MockServer  # noqa: E402
 from hydra_proxy.responses.reasoning import CARRIER_PREFIX  # noqa: E402
 from hydra_proxy.responses.request.reader import messages_request_from_responses  # noqa: E402
 from hydra_proxy.signature import sign_carried  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 MB = 1 << 20
 KEY = b"k" * 32
@@ -167,12 +167,12 @@ def _replayed(content: str) -> dict[str, Any]:
 
 
 def cases() -> list[Case]:
-    forged = continuation.encode([continuation.Thinking("r" * 200, "sig")], b"another-key" * 3)
+    forged = continuation.encode([continuation.ThinkingBlock("r" * 200, "sig")], b"another-key" * 3)
     forged_unit = "r" * 200 + forged
     carrier = (
         CARRIER_PREFIX
         + "t" * 300
-        + continuation.encode([continuation.Thinking("t" * 300, "sig")], b"another-key" * 3)
+        + continuation.encode([continuation.ThinkingBlock("t" * 300, "sig")], b"another-key" * 3)
     )
     gts = sign_carried("gts", "A" * (6 * MB), b"another-key" * 3)
     deep = "[" * 300 + "]" * 300

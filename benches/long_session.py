@@ -177,7 +177,7 @@ def fastest_s(fn: Callable[[], object], reps: int, budget_s: float) -> float:
 def bench_context() -> tuple[Any, dict[str, Any]]:
     """The worker and request scope of a `serve` with the bench's config."""
     from hydra_proxy.config import load
-    from hydra_proxy.server.worker import Worker
+    from hydra_proxy.server.transport.worker import Worker
 
     workdir = Path(tempfile.mkdtemp(prefix="long-session-"))
     try:
@@ -201,18 +201,20 @@ def read_request(worker: Any, scope: dict[str, Any], body: bytes) -> tuple[Any, 
     """The Messages ingress on `body` as the server runs it: parsed (reusing the session's
     previous turns when `scope` names a session), checked, read and routed. Returns the
     exchange and the ClientRequest."""
-    from hydra_proxy.server.exchange import Exchange
+    from hydra_proxy.server.checks.limits import parse_request, require_model
     from hydra_proxy.server.ingress import anthropic
-    from hydra_proxy.server.limits import parse_request, require_model
+    from hydra_proxy.server.pipeline.exchange import Exchange
+    from hydra_proxy.server.pipeline.routing import decide_route
 
     async def never(*_: Any) -> Any:
         raise AssertionError("the in-process steps do no I/O")
 
     exchange = Exchange(worker, scope, never, never)
     exchange.account("anthropic")
-    parsed, exchange.turn = parse_request(body, 128, worker.turns, exchange.session)
+    parsed, kept = parse_request(body, 128, worker.turns, exchange.session)
+    exchange.keep(kept)
     request = anthropic.read(exchange, require_model(parsed), body)
-    exchange.decision = exchange.decide(request.traits)
+    exchange.route.decided(decide_route(worker, request.traits))
     return exchange, request
 
 
@@ -223,12 +225,12 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
     body = session[0]
     from hydra_proxy import tokens
     from hydra_proxy.json_depth import nested_deeper_than
-    from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
+    from hydra_proxy.server.pipeline.upstream_kinds import WRITERS, BodyFor
 
     worker, scope = bench_context()
     request = orjson.loads(body)
     exchange, routed = read_request(worker, scope, body)
-    attempt = exchange.decision.attempts[0]
+    attempt = exchange.route.decision.attempts[0]
     chat_body = WRITERS["chat"](request, BodyFor(attempt, worker.signing_key, True, None, None))[1]
 
     def plan(decision: Any, link: Any) -> Any:
@@ -236,7 +238,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
 
     def whole(raw: bytes, scope: dict[str, Any] = scope) -> None:
         fresh_exchange, fresh = read_request(worker, scope, raw)
-        decision = fresh_exchange.decision
+        decision = fresh_exchange.route.decision
         built = fresh.plan(decision, decision.attempts[0])
         assert built.transducer is not None
         built.transducer()
@@ -259,7 +261,7 @@ def steps(session: list[bytes], reps: int, budget_s: float) -> dict[str, float]:
         "parse + route (ingress plan)": fastest_s(lambda: read_request(worker, scope, body), reps, budget_s),
         "translate to Chat (writer)": fastest_s(lambda: WRITERS["chat"](request, BodyFor(attempt, worker.signing_key, True, None, None)), reps, budget_s),
         "serialise (orjson.dumps)": fastest_s(lambda: orjson.dumps(chat_body), reps, budget_s),
-        "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.decision, attempt), reps, budget_s),
+        "plan the attempt (translate + serialise)": fastest_s(lambda: plan(exchange.route.decision, attempt), reps, budget_s),
         # The estimate runs on a fresh parse each request: its own time is minus the parse.
         "token estimate, warm": fastest_s(warm_estimate, reps, budget_s) - parse_cost,
         "token estimate, cold": fastest_s(cold_estimate, max(3, reps // 4), budget_s) - parse_cost,
@@ -332,7 +334,7 @@ def chat_twin(body: bytes) -> bytes:
     mock reads the same bytes both ways)."""
     worker, scope = bench_context()
     exchange, routed = read_request(worker, scope, body)
-    upstream: bytes = routed.plan(exchange.decision, exchange.decision.attempts[0]).body
+    upstream: bytes = routed.plan(exchange.route.decision, exchange.route.decision.attempts[0]).body
     return upstream
 
 

@@ -23,8 +23,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cluster_rig import redis_server  # noqa: E402
 from hydra_proxy.cluster.redis_store import ACQUIRE  # noqa: E402
+from support.cluster_rig import redis_server  # noqa: E402
 
 Check = Callable[[str], Awaitable[Any]]
 BLOCK = 100  # checks of one client before the other's turn

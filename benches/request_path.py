@@ -9,7 +9,7 @@ warm-up request, then the measured one: Claude Code's real request
 (tests/fixtures/claude-code/request-after-tool-result.json) as a streamed
 ``POST /v1/messages`` routed to the Chat provider. A `sys.setprofile` hook records every
 Python function entered from the app's ASGI call until the upstream client writes the
-request (`_Connection.begin` in server/http1.py); the count is the distinct
+request (`_Connection.begin` in server/transport/http1.py); the count is the distinct
 ``hydra_proxy`` modules among them, in the order first entered. Functions without a
 module file count for the module whose globals they run in (a dataclass's generated
 ``__init__``: the module defining the class); the native extension is not counted. Also
@@ -145,7 +145,7 @@ async def _request(
             outer = _module(caller, root)
             if outer is not None and outer != module:
                 crossings.append(1)
-        if module == "hydra_proxy.server.http1" and code.co_name == "begin":
+        if module == "hydra_proxy.server.transport.http1" and code.co_name == "begin":
             tracing = False  # the request is being written: the first upstream byte
 
     if trace is not None:

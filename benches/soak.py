@@ -15,7 +15,7 @@ together through the worker, then paces them out.
 Expected bytes: each case's request goes through the same ingress plan in process (the
 same settings, config file and signing key as the proxy: `hydra_proxy.server.ingress`),
 and the fixture's upstream bytes through the plan's transducer (feed, then finish if the
-upstream ended early, as server/relay.py does). A forwarded case (same protocol both
+upstream ended early, as server/pipeline/relay.py does). A forwarded case (same protocol both
 sides) expects the upstream bytes unchanged.
 
 Normalisation (`normalise`), applied to both sides before the comparison: the values the
@@ -55,11 +55,12 @@ sys.path[:0] = [str(REPO / "python"), str(REPO / "tests"), str(REPO / "benches")
 import loadlib_proc as proc  # noqa: E402
 from hydra_proxy.config import load  # noqa: E402
 from hydra_proxy.mock.replay import load_reply  # noqa: E402
-from hydra_proxy.server.exchange import Exchange  # noqa: E402
 from hydra_proxy.server.ingress import anthropic, chat, responses  # noqa: E402
-from hydra_proxy.server.worker import Worker  # noqa: E402
+from hydra_proxy.server.pipeline.exchange import Exchange  # noqa: E402
+from hydra_proxy.server.pipeline.routing import decide_route  # noqa: E402
+from hydra_proxy.server.transport.worker import Worker  # noqa: E402
 from hydra_proxy.signing_key import load_signing_key  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures"
 RESULTS = REPO / "benches" / "results"
@@ -176,7 +177,7 @@ def expected_bytes(case: Case, config: Path, signing_key_file: Path, impl: str) 
     exchange = Exchange(worker, scope, None, None)  # type: ignore[arg-type]  # no I/O here
     body = request_body(case)
     request = INGRESS[case.client](exchange, body, orjson.dumps(body))
-    decision = exchange.decide(request.traits)
+    decision = decide_route(worker, request.traits)
     plan = request.plan(decision, decision.attempts[0])
     upstream = b"".join(upstream_events(case))
     if plan.reply == "forward":  # as it is, less what the client did not ask for

@@ -34,7 +34,7 @@ from hydra_proxy.mock import MockServer  # noqa: E402
 from hydra_proxy.team import manage  # noqa: E402
 from hydra_proxy.team.store import open_key_store  # noqa: E402
 from loadlib_proc import cpu_delta, cpu_seconds, tree  # noqa: E402
-from servers import ProxyServer  # noqa: E402
+from support.servers import ProxyServer  # noqa: E402
 
 MODEL = "gpt-4o-2024-08-06"
 BODY = orjson.dumps({"model": MODEL, "max_tokens": 1024, "stream": True,

@@ -8,7 +8,7 @@ a stream slot, rpm; the estimate is the request's input tokens, warm in the esti
 cache of the ingress, which the relay reads too), and at the end `TeamKeys.settle` (the cost from the price table,
 the reservations settled, the slot released, the tokens counted). Every limit is set, on
 the key and its team: the dearest case. A request without a named key pays three
-attribute tests (Exchange.authorize, the admission hook, the settlement hook).
+attribute tests (Exchange.authenticate_client, the admission hook, the settlement hook).
 
     python -m pytest benches/test_team_keys.py --benchmark-only
 """

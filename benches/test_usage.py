@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from hydra_proxy.config import Provider, Settings
-from hydra_proxy.config.routes import Attempt, Route, RouteDecision, RouteOptions
-from hydra_proxy.server import accounting
-from hydra_proxy.server.exchange import Exchange
-from hydra_proxy.server.worker import Worker
+from hydra_proxy.config.routes import Attempt, RequestTraits, Route, RouteDecision, RouteOptions
+from hydra_proxy.server.pipeline import accounting
+from hydra_proxy.server.pipeline.exchange import Asked, Caller, Exchange
+from hydra_proxy.server.transport.worker import Worker
 from hydra_proxy.transducers import select
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.metrics import Metrics, setup_multiprocess_dir
@@ -65,13 +65,15 @@ def finished_exchange(worker: Worker, make: Any, body: bytes) -> Exchange:
     """A streamed model request as the server leaves it when the stream has ended."""
     exchange = Exchange(worker, SCOPE, _never, _never)
     exchange.account("anthropic")
-    exchange.decision, exchange.attempt, exchange.stream = DECISION, ATTEMPT, True
-    exchange.client_key = b"team-key"
+    exchange.read_as(Asked(RequestTraits(DECISION.requested_model), stream=True))
+    exchange.route.decided(DECISION)
+    exchange.route.sending(ATTEMPT)
+    exchange.caller = Caller(worker.signing_key, client_key=b"team-key")
     transducer = accounting.built_by(exchange, make)
     transducer.feed(body)
     transducer.finish()
-    exchange.first_byte = exchange.started + 0.3
-    exchange.status = 200
+    exchange.outcome.first_byte = exchange.started + 0.3
+    exchange.outcome.started(200)
     return exchange
 
 

@@ -1,11 +1,11 @@
 """Fixtures shared by every test folder. The test modules import their helpers from the
-support modules beside this file (`implementations`, `servers`, ...), never from here."""
+package beside this file (`support.implementations`, `support.servers`, ...), never from here."""
 
 from __future__ import annotations
 
 import pytest
 
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

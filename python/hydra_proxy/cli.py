@@ -216,7 +216,7 @@ def _serve(args: argparse.Namespace) -> int:
         impl.name,
         settings.target_provider,
     )
-    from .server.run import serve
+    from .server.transport.run import serve
 
     explicit = bool(args.base_url) or any(
         env.get(f"HYDRA_{name.upper()}_BASE_URL") for name in ("openai", "anthropic", "gemini")

@@ -44,16 +44,16 @@ _DOMAIN = b"hydra-continuation:v1\x00"
 _MAC_BYTES = 18
 
 
-class Thinking(NamedTuple):
+class ThinkingBlock(NamedTuple):
     text: str
     signature: str
 
 
-class Redacted(NamedTuple):
+class RedactedBlock(NamedTuple):
     data: str
 
 
-Block = Thinking | Redacted
+Block = ThinkingBlock | RedactedBlock
 
 
 def _b64(data: bytes) -> str:
@@ -72,7 +72,7 @@ def _unb64(text: str) -> bytes:
 def blocks_json(blocks: list[Block]) -> bytes:
     parts = []
     for block in blocks:
-        if isinstance(block, Thinking):
+        if isinstance(block, ThinkingBlock):
             parts.append(
                 b'{"thinking":%d,"signature":%s}' % (len(block.text), orjson.dumps(block.signature))
             )
@@ -89,12 +89,12 @@ def _mac(key: bytes, encoded_blocks: bytes, reasoning: str) -> bytes:
 def encode(blocks: list[Block], key: bytes) -> str:
     """The suffix for these blocks; the reasoning text itself goes before it, unchanged."""
     encoded = blocks_json(blocks)
-    reasoning = "".join(b.text for b in blocks if isinstance(b, Thinking))
+    reasoning = "".join(b.text for b in blocks if isinstance(b, ThinkingBlock))
     return PREFIX + _b64(encoded) + "." + _b64(_mac(key, encoded, reasoning)) + SUFFIX_END
 
 
 @dataclass(frozen=True)
-class Found:
+class VerifiedSuffix:
     """A verified suffix inside `text`: the blocks, and the span [start, end) that holds the
     reasoning text and the suffix (to be removed before forwarding)."""
 
@@ -137,10 +137,10 @@ def _check_markers(text: str, start: int) -> bool:
     return count > 0
 
 
-def find(text: str, key: bytes, start: int = 0) -> Found | bool | None:
+def find(text: str, key: bytes, start: int = 0) -> VerifiedSuffix | bool | None:
     """Look for a suffix in `text[start:]` (its reasoning must begin at `start` or later).
 
-    Returns Found for the first suffix that verifies, False when one is present but none
+    Returns VerifiedSuffix for the first suffix that verifies, False when one is present but none
     verifies (tampered, another key, reasoning edited), None when there is none. Every
     well-formed suffix is tried: the reasoning before a real suffix may itself contain the
     marker's text (say, a conversation about this proxy); after `MAX_FAILED_MACS` that do
@@ -152,7 +152,7 @@ def find(text: str, key: bytes, start: int = 0) -> Found | bool | None:
     return _find(text, key, start, _Tries())
 
 
-def _find(text: str, key: bytes, start: int, tries: _Tries) -> Found | bool:
+def _find(text: str, key: bytes, start: int, tries: _Tries) -> VerifiedSuffix | bool:
     for shape in _SUFFIX.finditer(text, start):
         if tries.left <= 0:
             break
@@ -162,11 +162,11 @@ def _find(text: str, key: bytes, start: int, tries: _Tries) -> Found | bool:
     return False
 
 
-def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
-    """Every suffix in `text`, in order: a Found for each that verifies (searching on after
+def scan(text: str, key: bytes | None) -> list[VerifiedSuffix | tuple[int, int]]:
+    """Every suffix in `text`, in order: a VerifiedSuffix for each that verifies (searching on after
     it), then, once the rest holds none that does, the span of each marker left (to cut).
     Linear in the length of `text`; a 400 (ProxyError) past `MAX_MARKERS` markers."""
-    out: list[Found | tuple[int, int]] = []
+    out: list[VerifiedSuffix | tuple[int, int]] = []
     if not _check_markers(text, 0):
         return out
     tries = _Tries()
@@ -176,7 +176,7 @@ def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
         if at < 0:
             return out
         found = _find(text, key, pos, tries) if key is not None else False
-        if isinstance(found, Found):
+        if isinstance(found, VerifiedSuffix):
             out.append(found)
             pos = found.end
             continue
@@ -184,7 +184,9 @@ def scan(text: str, key: bytes | None) -> list[Found | tuple[int, int]]:
         return out
 
 
-def _verify(text: str, shape: re.Match[str], key: bytes, start: int, tries: _Tries) -> Found | None:
+def _verify(
+    text: str, shape: re.Match[str], key: bytes, start: int, tries: _Tries
+) -> VerifiedSuffix | None:
     encoded_b64, mac_b64 = shape.groups()
     try:
         encoded = _unb64(encoded_b64)
@@ -223,8 +225,8 @@ def _verify(text: str, shape: re.Match[str], key: bytes, start: int, tries: _Tri
     for kind, value in shapes:
         if kind == "thinking":
             n = next(lengths_iter)
-            blocks.append(Thinking(reasoning[offset : offset + n], value))
+            blocks.append(ThinkingBlock(reasoning[offset : offset + n], value))
             offset += n
         else:
-            blocks.append(Redacted(value))
-    return Found(blocks, begin, shape.end())
+            blocks.append(RedactedBlock(value))
+    return VerifiedSuffix(blocks, begin, shape.end())

@@ -653,7 +653,7 @@ def count_tokens(
 ) -> int:
     """Estimated input tokens of an Anthropic Messages (or count_tokens) request body,
     tokenizing at most what `budget` allows (default: a fresh `Budget`). `memo`: what the
-    session's previous request left (server/previous_turn.Turn.memo): a message that is the
+    session's previous request left (server/previous_turn.KeptRequest.memo): a message that is the
     same object as one counted then is not counted again.
 
     Raises if the tokenizer cannot be loaded; ``estimate_input_tokens`` never does.

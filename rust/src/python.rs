@@ -297,7 +297,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("MSG_UPSTREAM_DEFAULT", crate::errors::MSG_UPSTREAM_DEFAULT),
         (
             "MSG_UPSTREAM_FAILED",
-            responses::shared::MSG_UPSTREAM_FAILED,
+            responses::errors::MSG_UPSTREAM_FAILED,
         ),
     ];
     m.add("MESSAGES", table(py, &messages)?)?;
@@ -313,9 +313,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GEMINI_ERROR_STATUSES", statuses)?;
     let finishes = table(py, &gemini::output::FINISH_REASONS)?;
     m.add("GEMINI_FINISH_REASONS", finishes)?;
-    let codes = responses::shared::RESPONSE_ERROR_CODES;
+    let codes = responses::errors::RESPONSE_ERROR_CODES;
     m.add("RESPONSE_ERROR_CODES", table(py, &codes)?)?;
-    let reasons = responses::shared::INCOMPLETE_REASONS;
+    let reasons = responses::items::INCOMPLETE_REASONS;
     m.add("INCOMPLETE_REASONS", table(py, &reasons)?)?;
     Ok(())
 }

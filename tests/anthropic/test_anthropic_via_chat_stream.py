@@ -15,9 +15,14 @@ import httpx2 as httpx
 import orjson
 import pytest
 
-import anthropic_grammar
 from hydra_proxy.signature import verify_thinking
-from implementations import CHAT_STREAMS, anthropic_via_chat_class, feed_all, recorded_chat_stream
+from support import anthropic_grammar
+from support.implementations import (
+    CHAT_STREAMS,
+    anthropic_via_chat_class,
+    feed_all,
+    recorded_chat_stream,
+)
 
 KEY = b"test-key"
 

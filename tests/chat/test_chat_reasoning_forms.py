@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from every_kind import UPSTREAMS, attempt_for
 from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.chat.request.reader import messages_request_from_chat
-from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
+from hydra_proxy.server.pipeline.upstream_kinds import WRITERS, BodyFor
+from support.every_kind import UPSTREAMS, attempt_for
 
 # (a form, the reasoning_effort it stands for)
 FORMS: list[tuple[dict[str, Any], str]] = [

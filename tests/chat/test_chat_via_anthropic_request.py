@@ -1739,11 +1739,11 @@ REDACTED = (
     "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj"
 )
 BLOCKS: list[continuation.Block] = [
-    continuation.Thinking("First, the weather in Paris. ", SIG_A),
-    continuation.Redacted(REDACTED),
-    continuation.Thinking("Then: ünïcödé 🧠\nthoughts.", SIG_B),
+    continuation.ThinkingBlock("First, the weather in Paris. ", SIG_A),
+    continuation.RedactedBlock(REDACTED),
+    continuation.ThinkingBlock("Then: ünïcödé 🧠\nthoughts.", SIG_B),
 ]
-REASONING = "".join(b.text for b in BLOCKS if isinstance(b, continuation.Thinking))
+REASONING = "".join(b.text for b in BLOCKS if isinstance(b, continuation.ThinkingBlock))
 SUFFIX = continuation.encode(BLOCKS, KEY)
 RESTORED = [
     {"type": "thinking", "thinking": "First, the weather in Paris. ", "signature": SIG_A},
@@ -1849,7 +1849,7 @@ def tamper_mac(suffix: str) -> str:
 def tamper_blocks(suffix: str) -> str:
     encoded = suffix[len(continuation.PREFIX) :].split(".")[0]
     forged = continuation.blocks_json(
-        [continuation.Thinking(BLOCKS[0].text, "forged"), *BLOCKS[1:]]  # type: ignore[union-attr]
+        [continuation.ThinkingBlock(BLOCKS[0].text, "forged"), *BLOCKS[1:]]  # type: ignore[union-attr]
     )
     forged_b64 = base64.urlsafe_b64encode(forged).rstrip(b"=").decode()
     return suffix.replace(encoded, forged_b64)

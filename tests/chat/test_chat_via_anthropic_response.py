@@ -22,10 +22,9 @@ from openai.types.chat import ChatCompletion
 
 from hydra_proxy import continuation
 from hydra_proxy.canonical.target import MessagesTarget
-from hydra_proxy.chat.mapping import FINISH_REASONS, finish_reason
+from hydra_proxy.chat.mapping import FINISH_REASONS, chat_usage, finish_reason
 from hydra_proxy.chat.request.reader import messages_request_from_chat
 from hydra_proxy.chat.response.writer import chat_completion_from_message
-from hydra_proxy.chat.usage import chat_usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "anthropic"
 KEY = b"continuation-key-0123456789abcdef"
@@ -305,15 +304,15 @@ def test_each_thinking_block_is_followed_by_its_suffix() -> None:
     seal = continuation.encode
     assert reasoning == (
         "A. "
-        + seal([continuation.Thinking("A. ", "sigA")], KEY)
-        + seal([continuation.Redacted("X")], KEY)
+        + seal([continuation.ThinkingBlock("A. ", "sigA")], KEY)
+        + seal([continuation.RedactedBlock("X")], KEY)
         + "B."
-        + seal([continuation.Thinking("B.", "sigB")], KEY)
+        + seal([continuation.ThinkingBlock("B.", "sigB")], KEY)
     ), "as the stream sends it: each block's suffix right after its reasoning"
     assert completion["choices"][0]["message"]["content"] == "Answer."
     assert "hydra-continuation" not in completion["choices"][0]["message"]["content"]
     found = continuation.scan(reasoning, KEY)
-    assert all(isinstance(f, continuation.Found) for f in found) and len(found) == 3
+    assert all(isinstance(f, continuation.VerifiedSuffix) for f in found) and len(found) == 3
     assert found[-1].end == len(reasoning)  # type: ignore[union-attr]
 
 
@@ -327,9 +326,9 @@ def test_replay_reads_the_suffix_in_either_order(zed_default: bool) -> None:
     old = copy.deepcopy(completion)
     old["choices"][0]["message"]["reasoning_content"] = "A. B." + continuation.encode(
         [
-            continuation.Thinking("A. ", "sigA"),
-            continuation.Redacted("X"),
-            continuation.Thinking("B.", "sigB"),
+            continuation.ThinkingBlock("A. ", "sigA"),
+            continuation.RedactedBlock("X"),
+            continuation.ThinkingBlock("B.", "sigB"),
         ],
         KEY,
     )
@@ -341,7 +340,7 @@ def test_replay_reads_the_suffix_in_either_order(zed_default: bool) -> None:
 def test_redacted_only_with_key_is_just_the_suffix() -> None:
     completion = complete(message(redacted("X"), text("ok")), KEY)
     reasoning = completion["choices"][0]["message"]["reasoning_content"]
-    assert reasoning == continuation.encode([continuation.Redacted("X")], KEY)
+    assert reasoning == continuation.encode([continuation.RedactedBlock("X")], KEY)
 
 
 def test_no_thinking_no_suffix() -> None:
@@ -473,7 +472,7 @@ def test_recorded_nonstreaming_redacted_thinking() -> None:
     reply = completion["choices"][0]["message"]
     assert reply["content"] == msg["content"][1]["text"]
     assert reply["reasoning_content"] == continuation.encode(
-        [continuation.Redacted(msg["content"][0]["data"])], KEY
+        [continuation.RedactedBlock(msg["content"][0]["data"])], KEY
     )
     assert completion["usage"] == {
         "prompt_tokens": 92,

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anthropic_streams import Stream, streams
-from chat_chunks import anthropic_truth, check_chunks
 from hydra_proxy import continuation
-from implementations import ANTHROPIC_STREAMS, chat_via_anthropic_class, end_state, feed_all
+from support.anthropic_streams import Stream, streams
+from support.chat_chunks import anthropic_truth, check_chunks
+from support.implementations import ANTHROPIC_STREAMS, chat_via_anthropic_class, end_state, feed_all
 
 KEY = b"continuation-test-key"
 NAMES = sorted(ANTHROPIC_STREAMS)
@@ -66,7 +66,7 @@ def sealed_blocks(reasoning: str) -> list[continuation.Block]:
     blocks: list[continuation.Block] = []
     pos = 0
     for found in continuation.scan(reasoning, KEY):
-        assert isinstance(found, continuation.Found), "every suffix verifies"
+        assert isinstance(found, continuation.VerifiedSuffix), "every suffix verifies"
         assert found.start == pos and len(found.blocks) == 1
         blocks.extend(found.blocks)
         pos = found.end
@@ -137,7 +137,9 @@ def test_generated_streams(stream: Stream, data: st.DataObject) -> None:
     assert rebuilt["text"] == stream.expected.text
     assert rebuilt["tools"] == stream.expected.tools
     expected_blocks = [
-        continuation.Thinking(b[0], b[1]) if isinstance(b, tuple) else continuation.Redacted(b)
+        continuation.ThinkingBlock(b[0], b[1])
+        if isinstance(b, tuple)
+        else continuation.RedactedBlock(b)
         for b in stream.expected.thinking_blocks
     ]
     assert sealed_blocks(rebuilt["reasoning"]) == expected_blocks

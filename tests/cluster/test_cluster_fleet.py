@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from cluster_rig import (
+from hydra_proxy.cluster.redis_store import key
+from support.cluster_rig import (
     COMPLETION_TOKENS,
     PROMPT_TOKENS,
     CountingUpstream,
@@ -32,9 +33,8 @@ from cluster_rig import (
     redis_server,
     stream_chat,
 )
-from hydra_proxy.cluster.redis_store import key
-from postgres_server import postgres_server, wait_ready, why_unavailable
-from servers import ProxyServer
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
+from support.servers import ProxyServer
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
 pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")

@@ -12,7 +12,7 @@ import pytest
 from hydra_proxy.cluster.gate import Leases, SharedGate
 from hydra_proxy.cluster.host import HostCounters
 from hydra_proxy.counters import LocalCounters
-from hydra_proxy.server.admission import Refused
+from hydra_proxy.server.checks.admission import Refused
 
 
 def gate(leases: Leases, limit: int = 1, depth: int = 16) -> SharedGate:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
-from team_keys import ADMIN_KEY, call, config, create, messages, turn
+from support.servers import ProxyServer
+from support.team_keys import ADMIN_KEY, call, config, create, messages, turn
 
 
 @pytest.fixture(scope="module")

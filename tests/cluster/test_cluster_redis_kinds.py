@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from cluster_rig import CountingUpstream, stream_chat
 from hydra_proxy.cluster.redis_store import RedisCounters, key
 from hydra_proxy.cluster.resp import StoreConnectionError, key_slot
-from redis_kinds import (
+from support.cluster_rig import CountingUpstream, stream_chat
+from support.redis_kinds import (
     SERVICE,
     RedisCluster,
     SentinelSet,
@@ -27,7 +27,7 @@ from redis_kinds import (
     tls_redis,
     why_unavailable,
 )
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 _missing = why_unavailable()

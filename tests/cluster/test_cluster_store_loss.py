@@ -15,12 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from cluster_rig import CountingUpstream, RedisServer, redis_available, redis_server, stream_chat
 from hydra_proxy.mock import MockServer
 from hydra_proxy.tokens import estimate_input_tokens
-from redis_kinds import SERVICE, sentinel_set, why_unavailable
-from servers import ProxyServer
-from team_keys import call, cost, create, ledger_rows, messages, proxy, turn
+from support.cluster_rig import (
+    CountingUpstream,
+    RedisServer,
+    redis_available,
+    redis_server,
+    stream_chat,
+)
+from support.redis_kinds import SERVICE, sentinel_set, why_unavailable
+from support.servers import ProxyServer
+from support.team_keys import call, cost, create, ledger_rows, messages, proxy, turn
 
 pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 _missing = redis_available() or why_unavailable()

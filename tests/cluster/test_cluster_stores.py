@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from cluster_rig import RedisServer, redis_available, redis_server
 from hydra_proxy.cluster.failover import Failover, StoreUnavailable, mask_url
 from hydra_proxy.cluster.host import HostCounters
 from hydra_proxy.counters import LocalCounters
+from support.cluster_rig import RedisServer, redis_available, redis_server
 
 pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 needs_redis = pytest.mark.skipif(redis_available() is not None, reason=redis_available() or "")

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from cluster_rig import CountingUpstream, redis_available, redis_server, stream_chat
-from servers import ProxyServer
+from support.cluster_rig import CountingUpstream, redis_available, redis_server, stream_chat
+from support.servers import ProxyServer
 
 pytest.importorskip("hiredis", reason="hiredis not installed (extra 'cluster')")
 pytestmark = pytest.mark.skipif(redis_available() is not None, reason=redis_available() or "")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from cluster_rig import CountingUpstream, stream_chat
 from hydra_proxy.cluster.host import HostCounters
 from hydra_proxy.cluster.rests import RestSync
 from hydra_proxy.config import load
 from hydra_proxy.config.keys import Key, KeyPool
-from servers import ProxyServer
+from support.cluster_rig import CountingUpstream, stream_chat
+from support.servers import ProxyServer
 
 BOUND = 4
 SESSIONS = 40
@@ -181,7 +181,7 @@ def test_a_redis_unreachable_at_start_stops_a_closed_serve_and_warns_a_local_one
     import sys
 
     from hydra_proxy.mock.server import free_port
-    from servers import PYTHON_DIR
+    from support.servers import PYTHON_DIR
 
     url = f"redis://:s3cret-pass@127.0.0.1:{free_port()}/0"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYDRA_")}

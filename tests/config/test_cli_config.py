@@ -13,7 +13,7 @@ import pytest
 from hydra_proxy.config import check_port_free
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.server import free_port
-from servers import PYTHON_DIR, ProxyServer
+from support.servers import PYTHON_DIR, ProxyServer
 
 SECRET = "sk-deepseek-SECRET-000000001"
 SECRET_2 = "sk-deepseek-SECRET-000000002"

@@ -13,7 +13,7 @@ import pytest
 from test_cli_config import refused
 
 from hydra_proxy.mock.server import free_port
-from servers import PYTHON_DIR
+from support.servers import PYTHON_DIR
 
 KEY = {"OPENAI_API_KEY": "sk-openai-test-000000000001", "HYDRA_USAGE_LEDGER": "off"}
 

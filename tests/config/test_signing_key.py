@@ -29,7 +29,7 @@ from hydra_proxy.signing_key import (
     load_signing_key,
     verifying_keys,
 )
-from implementations import (
+from support.implementations import (
     IMPLEMENTATIONS,
     anthropic_via_chat_class,
     chat_via_anthropic_class,
@@ -98,12 +98,12 @@ def test_a_rotation_keeps_every_old_signature_verifying_and_signs_with_the_new_k
     assert carried_thought_signature(block, SigningKey([NEW])) is None
     # Continuation suffixes (Chat clients).
     blocks: list[continuation.Block] = [
-        continuation.Thinking("abc", "sig"),
-        continuation.Redacted("r"),
+        continuation.ThinkingBlock("abc", "sig"),
+        continuation.RedactedBlock("r"),
     ]
     text = "abc" + continuation.encode(blocks, OLD)
     found = continuation.find(text, rotated())
-    assert isinstance(found, continuation.Found) and found.blocks == blocks
+    assert isinstance(found, continuation.VerifiedSuffix) and found.blocks == blocks
     assert continuation.find(text, SigningKey([NEW])) is False
     # Responses reasoning carriers, both kinds.
     carrier = encode_carrier([{"type": "thinking", "thinking": "t", "signature": "s"}], OLD)
@@ -126,7 +126,7 @@ def test_a_carrier_made_for_one_client_key_does_not_verify_for_another() -> None
     assert signature.verify_thinking("plan", sig, for_client(rotated(), b"team-key-alice"))
     assert not signature.verify_thinking("plan", sig, bob)
     assert not signature.verify_thinking("plan", sig, rotated())
-    text = "plan" + continuation.encode([continuation.Thinking("plan", "s")], alice)
+    text = "plan" + continuation.encode([continuation.ThinkingBlock("plan", "s")], alice)
     assert continuation.find(text, bob) is False
     # A rotation still holds per client: alice's old-key carrier verifies after it.
     before = for_client(SigningKey([OLD]), b"team-key-alice")
@@ -170,5 +170,5 @@ def test_both_transducers_sign_with_the_first_key(impl: str) -> None:
         for line in feed_all(chat, stream).split(b"\n")
         if line.startswith(b"data: {") and b'"choices":[{' in line
     )
-    assert isinstance(continuation.find(reasoning, SigningKey([NEW])), continuation.Found)
+    assert isinstance(continuation.find(reasoning, SigningKey([NEW])), continuation.VerifiedSuffix)
     assert continuation.find(reasoning, SigningKey([OLD])) is False

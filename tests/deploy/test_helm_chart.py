@@ -84,7 +84,7 @@ def documents(text: str) -> dict[str, dict[str, Any]]:
 
 
 def kubeconform(manifest: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    from k8s_schemas import standalone
+    from support.k8s_schemas import standalone
 
     folder = standalone(KINDS, SCHEMAS)
     path = tmp_path / "manifest.yaml"
@@ -120,7 +120,7 @@ def test_every_rendering_is_valid_against_the_strict_kubernetes_schemas(
 
 
 def test_the_pieces_a_fleet_needs_are_wired_together() -> None:
-    from hydra_proxy.server.sessions import SESSION_HEADERS
+    from hydra_proxy.server.pipeline.sessions import SESSION_HEADERS
 
     kinds = documents(render(RENDERINGS["ingress, sentinel, CA, existing secret"]))
     pod = kinds["Deployment"]["spec"]["template"]
@@ -158,9 +158,9 @@ def test_the_pod_serves_its_readiness_path_and_drains_within_its_grace(tmp_path:
     pod would (bound to loopback here), on a real Redis."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from cluster_rig import CountingUpstream, redis_available, redis_server, stream_chat
     from hydra_proxy.config import load
-    from hydra_proxy.server.run import kill_timeout
+    from hydra_proxy.server.transport.run import kill_timeout
+    from support.cluster_rig import CountingUpstream, redis_available, redis_server, stream_chat
 
     if redis_available() is not None:
         pytest.skip(redis_available() or "")

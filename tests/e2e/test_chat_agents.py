@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from chat_agents import AGENTS, Agent, breakpoints, run_agent
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.chat_agents import AGENTS, Agent, breakpoints, run_agent
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -21,9 +21,9 @@ from test_claude_code import (
     tool_call_turn,
 )
 
-from claude_code import ClaudeRun, explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.claude_code import ClaudeRun, explained, require_claude, run_claude
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from test_text_only_images import png
 
-from claude_code import claude_env, require_claude
 from hydra_proxy.canonical.text_only import IMAGE_PLACEHOLDER
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.claude_code import claude_env, require_claude
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from test_claude_code_images import converse
 
-from claude_code import require_claude
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.claude_code import require_claude
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from claude_code import VERSIONS, explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from servers import PYTHON_DIR, ProxyServer
+from support.claude_code import VERSIONS, explained, require_claude, run_claude
+from support.servers import PYTHON_DIR, ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from test_web_search_routing import KEYS, SEARCH_ROUTE, config
 
-from claude_code import explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.claude_code import explained, require_claude, run_claude
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from codex_cli import CodexRun, describe_requests, require_codex, run_codex
 from hydra_proxy.mock import MockServer
+from support.codex_cli import CodexRun, describe_requests, require_codex, run_codex
 
 pytestmark = pytest.mark.e2e
 

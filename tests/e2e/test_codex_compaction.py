@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from test_codex_cli import explained
 
-from codex_cli import require_codex, run_codex
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.compaction import COMPACTION_PREFIX, SUMMARY_REQUEST
-from servers import ProxyServer
+from support.codex_cli import require_codex, run_codex
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

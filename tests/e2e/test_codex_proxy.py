@@ -25,9 +25,9 @@ from test_codex_cli import (
     tool_call_turn,
 )
 
-from codex_cli import require_codex, run_codex
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.codex_cli import require_codex, run_codex
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from test_codex_cli import explained
 
-from codex_cli import require_codex, run_codex
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.codex_cli import require_codex, run_codex
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from implementations import NATIVE_MISSING
+from support.implementations import NATIVE_MISSING
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

@@ -24,17 +24,15 @@ from typing import Any
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.pinned_cli import PinnedCli
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-VERSION = "0.61.0"
-PACKAGE = "@google/gemini-cli"
-BINARY = Path(
-    os.environ.get("HYDRA_GEMINI_CLI") or ROOT / ".e2e" / "node_modules" / ".bin" / "gemini"
+GEMINI_CLI = PinnedCli(
+    "Gemini CLI", "@google/gemini-cli", "0.61.0", "gemini", "HYDRA_SKIP_GEMINI_CLI"
 )
-SKIP_ENV = "HYDRA_SKIP_GEMINI_CLI"
+BINARY_ENV = "HYDRA_GEMINI_CLI"  # another binary of the pinned version, at this path
 MODEL = "gemini-2.5-pro"  # a named model: no model-router request first
 
 TAG = "[hydra-e2e]"  # in the prompt: only requests of this conversation carry it
@@ -49,22 +47,18 @@ SIGNATURE = "EqQBCkYIBxgCKkDhydraE2eSignedThinking0123456789+/=="
 
 
 def require_gemini() -> Path:
+    binary = os.environ.get(BINARY_ENV)
+    if not binary:
+        return GEMINI_CLI.require()
     try:
         found = subprocess.run(
-            [str(BINARY), "--version"], capture_output=True, text=True, timeout=60
+            [binary, "--version"], capture_output=True, text=True, timeout=60
         ).stdout.strip()
     except OSError:
         found = ""
-    if found == VERSION:
-        return BINARY
-    state = f"version {found} is installed" if found else "it is not installed"
-    reason = (
-        f"the optional test dependency Gemini CLI (npm {PACKAGE}@{VERSION}) is needed at "
-        f"{BINARY}, but {state}; `bash tests/run` installs it (or set HYDRA_GEMINI_CLI)"
-    )
-    if os.environ.get(SKIP_ENV) == "1":
-        pytest.skip(reason)
-    pytest.fail(f"{reason}; set {SKIP_ENV}=1 to skip these tests", pytrace=False)
+    if found == GEMINI_CLI.version:
+        return Path(binary)
+    GEMINI_CLI.missing(f"version {found} is there" if found else "it is not there", binary)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from implementations import NATIVE_MISSING
+from support.implementations import NATIVE_MISSING
 
 REPO = Path(__file__).resolve().parent.parent.parent
 MODES = ("anthropic-in", "openai-in", "passthrough")

@@ -17,10 +17,10 @@ from typing import Any
 import openai
 import pytest
 
-from claude_code import explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.server import free_port
-from servers import ProxyServer
+from support.claude_code import explained, require_claude, run_claude
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "benches"))
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from claude_code import explained, require_claude, run_claude
 from hydra_proxy.mock import MockServer
-from team_keys import create, proxy
+from support.claude_code import explained, require_claude, run_claude
+from support.team_keys import create, proxy
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codex_cli import CodexRun, require_codex, run_codex
 from hydra_proxy.mock import MockServer
-from team_keys import create, proxy
+from support.codex_cli import CodexRun, require_codex, run_codex
+from support.team_keys import create, proxy
 
 pytestmark = pytest.mark.e2e
 

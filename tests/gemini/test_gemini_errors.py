@@ -7,8 +7,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gemini_fixtures import GEMINI, load_json
 from hydra_proxy.gemini.errors import gemini_error, retry_delay_seconds
+from support.gemini_fixtures import GEMINI, load_json
 
 
 def test_recorded_429_with_retry_info() -> None:

@@ -198,8 +198,8 @@ def test_media_parts() -> None:
 
 def test_thought_signature_carrier_restores_the_thinking() -> None:
     blocks = [
-        continuation.Thinking("Let me check.", "EqQBanthropicsig"),
-        continuation.Redacted("opaque"),
+        continuation.ThinkingBlock("Let me check.", "EqQBanthropicsig"),
+        continuation.RedactedBlock("opaque"),
     ]
     carrier = thought_signature(blocks, KEY)
     assert restored_blocks(carrier, KEY) == [

@@ -11,7 +11,6 @@ import orjson
 import pytest
 from test_gemini_schema import schema_problems
 
-from gemini_fixtures import collapsed_response, load_json
 from hydra_proxy.canonical.content import MISSING_TOOL_RESULT
 from hydra_proxy.canonical.turns import LEADING_USER_PLACEHOLDER
 from hydra_proxy.errors import ProxyError
@@ -29,6 +28,7 @@ from hydra_proxy.gemini.thought_signature import (
     thought_signature_block,
 )
 from hydra_proxy.signature import sign_thinking
+from support.gemini_fixtures import collapsed_response, load_json
 
 KEY = b"k" * 32
 CLAUDE_CODE = Path(__file__).parent.parent / "fixtures" / "claude-code"

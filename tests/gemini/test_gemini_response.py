@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from gemini_fixtures import collapsed_response, load_json
 from hydra_proxy.canonical.message import tool_use_id
 from hydra_proxy.canonical.tools import RAW_ARGUMENTS_KEY
 from hydra_proxy.errors import ProxyError
@@ -20,6 +19,7 @@ from hydra_proxy.gemini.mapping import (
 from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature
 from hydra_proxy.signature import verify_thinking
+from support.gemini_fixtures import collapsed_response, load_json
 
 KEY = b"k" * 32
 

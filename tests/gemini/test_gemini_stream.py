@@ -23,10 +23,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anthropic_grammar
-from gemini_fixtures import collapsed_response, load_json, stream_chunks
-from gemini_golden import gemini_class
-from gemini_streams import GEMINI_STREAMS, chunk, frame, gemini_stream, streams
 from hydra_proxy import continuation
 from hydra_proxy.gemini.decoder import (
     MAX_ARGUMENTS_DEPTH,
@@ -38,7 +34,11 @@ from hydra_proxy.gemini.response.reader import message_from_gemini_response
 from hydra_proxy.gemini.thought_signature import carried_thought_signature, same_signature
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.stream.messages import MSG_CUT_OFF
-from implementations import end_state, feed_all
+from support import anthropic_grammar
+from support.gemini_fixtures import collapsed_response, load_json, stream_chunks
+from support.gemini_golden import gemini_class
+from support.gemini_streams import GEMINI_STREAMS, chunk, frame, gemini_stream, streams
+from support.implementations import end_state, feed_all
 
 KEY = b"gemini-stream-test-key"
 MESSAGE_ID = "msg_gem1"
@@ -274,8 +274,8 @@ def test_openai_sdk_accepts_every_recording(impl: str, name: str) -> None:
     found = continuation.find(shown, KEY)
     signatures = [
         carried_thought_signature({"type": "thinking", "signature": b.signature}, KEY)
-        for b in (found.blocks if isinstance(found, continuation.Found) else [])
-        if isinstance(b, continuation.Thinking)
+        for b in (found.blocks if isinstance(found, continuation.VerifiedSuffix) else [])
+        if isinstance(b, continuation.ThinkingBlock)
     ]
     assert [s for s in signatures if s is not None] == expected["signatures"]
     rebuilt_calls = [(c["name"], orjson.loads(c["args"])) for c in calls.values()]

@@ -8,7 +8,6 @@ import hmac
 
 import pytest
 
-from gemini_fixtures import load_json, stream_chunks
 from hydra_proxy.gemini.thought_signature import (
     carried_thought_signature,
     same_signature,
@@ -24,6 +23,7 @@ from hydra_proxy.signature import (
     sign_thinking,
     verify_thinking,
 )
+from support.gemini_fixtures import load_json, stream_chunks
 
 KEY = b"k" * 32
 OTHER_KEY = b"o" * 32

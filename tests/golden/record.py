@@ -7,7 +7,7 @@ can be checked byte for byte (tests/twins/test_golden.py). Re-record only for an
 of output, and say so in the commit. `--inputs` also regenerates the generated inputs under
 inputs/ (seeded hypothesis draws and hand-written corner cases); without it the stored
 inputs are replayed (`--gemini-inputs` regenerates only inputs/gemini/, `--failure-inputs`
-only the corner-fail-* bodies of tests/failure_streams.py). Each recording is checked
+only the corner-fail-* bodies of tests/support/failure_streams.py). Each recording is checked
 native == Python before it is written.
 """
 
@@ -22,11 +22,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import gemini_client_golden  # noqa: E402
-import gemini_golden  # noqa: E402
-import golden_cases  # noqa: E402
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native  # noqa: E402
-from responses_streams import RESPONSES_STREAMS  # noqa: E402
+from support import gemini_client_golden, gemini_golden, golden_cases  # noqa: E402
+from support.implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native  # noqa: E402
+from support.responses_streams import RESPONSES_STREAMS  # noqa: E402
 
 KEY = "golden-key"
 
@@ -35,8 +33,7 @@ def _generated_inputs() -> dict[str, bytes]:
     """Seeded draws from the hypothesis strategies, plus truncations and corruptions."""
     from hypothesis import HealthCheck, given, seed, settings
 
-    import anthropic_streams
-    import chat_streams
+    from support import anthropic_streams, chat_streams
 
     drawn: dict[str, list[bytes]] = {"chat": [], "anthropic": []}
 
@@ -166,7 +163,7 @@ def write_responses_inputs() -> None:
 
 
 def write_failure_inputs() -> None:
-    """Write only the failure bodies (tests/failure_streams.py)."""
+    """Write only the failure bodies (tests/support/failure_streams.py)."""
     for name, body in sorted(golden_cases.failure_corner_inputs().items()):
         path = HERE / "inputs" / name
         path.parent.mkdir(parents=True, exist_ok=True)

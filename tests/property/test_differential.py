@@ -1,7 +1,7 @@
 """Native and pure-Python transducers emit byte-identical output, however the input is split.
 
 Over every recorded stream in tests/fixtures/chat and over generated streams in every
-upstream dialect (tests/chat_streams.py), each fed at random byte offsets; plus arbitrary
+upstream dialect (tests/support/chat_streams.py), each fed at random byte offsets; plus arbitrary
 and corrupted bytes, where the two must still agree on what they emit.
 """
 
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anthropic_grammar
-from chat_streams import Stream, streams
-from implementations import (
+from support import anthropic_grammar
+from support.chat_streams import Stream, streams
+from support.implementations import (
     CHAT_STREAMS,
     anthropic_via_chat_class,
     end_state,

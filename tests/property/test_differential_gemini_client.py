@@ -1,6 +1,6 @@
 """The Gemini-client compositions emit byte-identical output natively and in pure Python,
 however the input is split: over generated streams in every upstream dialect
-(tests/chat_streams.py, anthropic_streams.py, responses_streams.py) and arbitrary bytes,
+(tests/support/chat_streams.py, anthropic_streams.py, responses_streams.py) and arbitrary bytes,
 each fed at random byte offsets, with thoughts on and off, signed and not."""
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anthropic_streams
-import chat_streams
-import responses_streams
 from hydra_proxy import transducers
-from implementations import NATIVE_MISSING, _native, end_state, feed_all
+from support import anthropic_streams, chat_streams, responses_streams
+from support.implementations import NATIVE_MISSING, _native, end_state, feed_all
 
 KEY = b"differential-gemini-key"
 CLASSES = {

@@ -8,7 +8,7 @@ type, fields removed, huge strings and lists, values nested hundreds deep, JSON 
 strings nested deep, invalid UTF-8, duplicated keys, truncated bodies. The routes make
 every request translated (Messages to Chat, Chat to Messages, Responses to Chat, and a
 model name that goes to Gemini). Every answer must be a well-formed 2xx or 4xx in the
-client's protocol (tests/wellformed.py), never a 5xx; /health must answer after each; no
+client's protocol (tests/support/wellformed.py), never a 5xx; /health must answer after each; no
 traceback may reach the log.
 
 A bounded number of examples runs by default (HYDRA_FUZZ_EXAMPLES per endpoint and
@@ -33,10 +33,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import wellformed
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support import wellformed
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXAMPLES = int(os.environ.get("HYDRA_FUZZ_EXAMPLES", "25"))

@@ -1,9 +1,9 @@
-"""A bounded fuzz run over the SSE parser and every composition (the code's own table, tests/compositions.py), on both implementations.
+"""A bounded fuzz run over the SSE parser and every composition (the code's own table, tests/support/compositions.py), on both implementations.
 
 Arbitrary bytes and mutated recordings (tests/fixtures), split at arbitrary offsets and read
 under small and default event bounds: nothing raises; native and Python emit the same
 bytes and end in the same state; whatever came in, the output is a well-formed stream of
-the client's protocol that ends complete or with an error (tests/anthropic_grammar.py,
+the client's protocol that ends complete or with an error (tests/support/anthropic_grammar.py,
 chat_grammar.py, responses_grammar.py); and the parser never holds more than the bound for
 the event being read. HYDRA_FUZZ_EXAMPLES scales the run (CI: the default, well under a
 minute); longer runs: the cargo-fuzz targets in fuzz/ (CONTRIBUTING.md).
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compositions import COMPOSITIONS, client_error, make
-from failure_streams import BINARY, HTML_PAGE
-from gemini_streams import GEMINI_STREAMS, gemini_stream
 from hydra_proxy.sse import SseParser
 from hydra_proxy.stream import DEFAULT_MAX_EVENT_BYTES
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native, recorded_chat_stream
-from responses_streams import RESPONSES_STREAMS
+from support.compositions import COMPOSITIONS, client_error, make
+from support.failure_streams import BINARY, HTML_PAGE
+from support.gemini_streams import GEMINI_STREAMS, gemini_stream
+from support.implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, _native, recorded_chat_stream
+from support.responses_streams import RESPONSES_STREAMS
 
 EXAMPLES = int(os.environ.get("HYDRA_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(

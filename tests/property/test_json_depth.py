@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydra_proxy.json_depth import nested_deeper_than
-from implementations import NATIVE_MISSING, _native
+from support.implementations import NATIVE_MISSING, _native
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING or "native core")
 

@@ -6,29 +6,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydra_proxy import continuation
-from hydra_proxy.continuation import Found, Redacted, Thinking
+from hydra_proxy.continuation import RedactedBlock, ThinkingBlock, VerifiedSuffix
 
 KEY = b"k" * 32
-BLOCKS = [Thinking("first thought ", "sigA=="), Redacted("REDACTED"), Thinking("second 🧠", "sigB")]
+BLOCKS = [
+    ThinkingBlock("first thought ", "sigA=="),
+    RedactedBlock("REDACTED"),
+    ThinkingBlock("second 🧠", "sigB"),
+]
 
 
 def reasoning_of(blocks: list[continuation.Block]) -> str:
-    return "".join(b.text for b in blocks if isinstance(b, Thinking))
+    return "".join(b.text for b in blocks if isinstance(b, ThinkingBlock))
 
 
 def test_round_trip_and_span() -> None:
     text = "visible before " + reasoning_of(BLOCKS) + continuation.encode(BLOCKS, KEY) + " after"
     found = continuation.find(text, KEY)
-    assert isinstance(found, Found) and found.blocks == BLOCKS
+    assert isinstance(found, VerifiedSuffix) and found.blocks == BLOCKS
     assert text[: found.start] == "visible before " and text[found.end :] == " after"
 
 
 def test_marker_text_inside_the_reasoning_still_verifies() -> None:
-    tricky = [Thinking("about the proxy: " + continuation.PREFIX + "xyz]] and more", "sig")]
+    tricky = [ThinkingBlock("about the proxy: " + continuation.PREFIX + "xyz]] and more", "sig")]
     text = reasoning_of(tricky) + continuation.encode(tricky, KEY)
     found = continuation.find(text, KEY)
     assert (
-        isinstance(found, Found)
+        isinstance(found, VerifiedSuffix)
         and found.blocks == tricky
         and (found.start, found.end) == (0, len(text))
     )
@@ -53,8 +57,8 @@ def test_tampering_wrong_key_and_edits_do_not_verify() -> None:
 @given(
     st.lists(
         st.one_of(
-            st.builds(Thinking, st.text(), st.text()),
-            st.builds(Redacted, st.text()),
+            st.builds(ThinkingBlock, st.text(), st.text()),
+            st.builds(RedactedBlock, st.text()),
         ),
         min_size=1,
         max_size=5,
@@ -66,5 +70,5 @@ def test_any_blocks_round_trip(blocks: list[continuation.Block], before: str, af
     suffix = continuation.encode(blocks, KEY)
     text = before + reasoning_of(blocks) + suffix + after
     found = continuation.find(text, KEY)
-    assert isinstance(found, Found) and found.blocks == blocks
+    assert isinstance(found, VerifiedSuffix) and found.blocks == blocks
     assert text[found.start : found.end] == reasoning_of(blocks) + suffix

@@ -228,7 +228,7 @@ def test_forged_suffixes_cost_a_bounded_number_of_macs(monkeypatch: pytest.Monke
     for i in range(continuation.MAX_MARKERS):
         claimed = (len(filler) + 1) * i + len(filler)
         parts.append(filler)
-        parts.append(continuation.encode([continuation.Thinking("?" * claimed, "sig")], KEY))
+        parts.append(continuation.encode([continuation.ThinkingBlock("?" * claimed, "sig")], KEY))
     text = "".join(parts)
     macs = MacCounter(monkeypatch)
     assert continuation.find(text, KEY) is False
@@ -245,17 +245,17 @@ def test_valid_suffixes_one_after_another_are_each_verified_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     reasoning = "some reasoning " * 8000  # 120 kB each
-    unit = reasoning + continuation.encode([continuation.Thinking(reasoning, "sig")], KEY)
+    unit = reasoning + continuation.encode([continuation.ThinkingBlock(reasoning, "sig")], KEY)
     text = unit * continuation.MAX_MARKERS  # about 8 MB
     macs = MacCounter(monkeypatch)
     found = continuation.scan(text, KEY)
     assert len(found) == continuation.MAX_MARKERS
-    assert all(isinstance(f, continuation.Found) for f in found)
+    assert all(isinstance(f, continuation.VerifiedSuffix) for f in found)
     assert macs.calls == len(found) and macs.hashed == len(found) * len(reasoning)
 
 
 def test_a_chat_request_replaying_megabytes_of_markers_is_a_400() -> None:
-    forged = continuation.encode([continuation.Thinking("r" * 50, "sig")], b"x" * 32)
+    forged = continuation.encode([continuation.ThinkingBlock("r" * 50, "sig")], b"x" * 32)
     content = ("r" * 50 + forged) * (4 * MB // (50 + len(forged)))
     request = {
         "model": "m",

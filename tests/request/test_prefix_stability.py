@@ -24,13 +24,13 @@ from typing import Any
 import orjson
 import pytest
 
-from every_kind import UPSTREAMS, attempt_for
 from hydra_proxy.canonical.content import BILLING_HEADER_PREFIX
 from hydra_proxy.canonical.target import MessagesTarget
 from hydra_proxy.responses.request.reader import messages_request_from_responses
-from hydra_proxy.server.sessions import session_cache_key
-from hydra_proxy.server.upstream_kinds import WRITERS, BodyFor
-from recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
+from hydra_proxy.server.pipeline.sessions import session_cache_key
+from hydra_proxy.server.pipeline.upstream_kinds import WRITERS, BodyFor
+from support.every_kind import UPSTREAMS, attempt_for
+from support.recorded_sessions import SIGNING_KEY, claude_code_session, codex_session
 
 TURNS = 6
 CONVERSATION = {"chat": "messages", "anthropic": "messages", "responses": "input",

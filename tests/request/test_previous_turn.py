@@ -1,5 +1,5 @@
 """A long session's next request reuses what its previous one parsed, wrote and counted
-(server/previous_turn.py, the Chat writer's record, the token and image memos), and is
+(server/pipeline/previous_turn.py, the Chat writer's record, the token and image memos), and is
 answered exactly as a fresh request: the same parsed request, the same upstream bytes for
 every upstream kind, the same errors; nothing reused is changed by the request path."""
 
@@ -14,20 +14,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from every_kind import attempt_for
 from hydra_proxy.chat.request.writer import ChatTarget, chat_request_from_messages
 from hydra_proxy.chat.request.writer.messages import WriterRecord
 from hydra_proxy.config.routes import request_traits
 from hydra_proxy.errors import ProxyError
 from hydra_proxy.json_depth import nested_deeper_than
-from hydra_proxy.server import previous_turn
-from hydra_proxy.server.limits import parse_object, parse_request
-from hydra_proxy.server.previous_turn import PreviousTurns
-from hydra_proxy.server.upstream_kinds import translated
+from hydra_proxy.server.checks.limits import parse_object, parse_request
+from hydra_proxy.server.pipeline import previous_turn
+from hydra_proxy.server.pipeline.previous_turn import PreviousTurns
+from hydra_proxy.server.pipeline.upstream_kinds import ClientReply, SessionHints, translated
 from hydra_proxy.tokens import estimate_input_tokens
-from implementations import NATIVE_MISSING, _native
-from long_sessions import session
-from recorded_sessions import SIGNING_KEY, claude_code_session
+from support.every_kind import attempt_for
+from support.implementations import NATIVE_MISSING, _native
+from support.long_sessions import session
+from support.recorded_sessions import SIGNING_KEY, claude_code_session
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
 
@@ -38,18 +38,22 @@ KINDS = ("openai", "openai-reasoning", "deepseek", "openrouter", "anthropic", "r
 
 def plan_body(request: dict[str, Any], upstream: str, memo: dict[Any, Any] | None) -> bytes:
     """The upstream body the server sends for `request` on `upstream`'s kind."""
-    exchange = SimpleNamespace(signing_key=SIGNING_KEY, worker=SimpleNamespace(impl=None))
-    plan = translated(
-        exchange,  # type: ignore[arg-type]  # the transducer is never built here
-        request,
-        attempt_for(upstream),
+    exchange = SimpleNamespace(
+        caller=SimpleNamespace(signing_key=SIGNING_KEY), worker=SimpleNamespace(impl=None)
+    )
+    reply = ClientReply(
         "anthropic",
         True,
         request["model"],
         lambda message: message,
         lambda factory: None,  # type: ignore[arg-type,return-value]
-        lambda: "session-1",
-        memo=memo,
+    )
+    plan = translated(
+        exchange,  # type: ignore[arg-type]  # the transducer is never built here
+        request,
+        attempt_for(upstream),
+        reply,
+        SessionHints(lambda: "session-1", memo),
     )
     return plan.body
 

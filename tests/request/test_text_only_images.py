@@ -25,7 +25,7 @@ from hydra_proxy.config.presets import preset_row
 from hydra_proxy.config.providers import build_provider
 from hydra_proxy.config.routes import Route, decide, request_traits
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 
 def png(width: int = 4, height: int = 4) -> str:

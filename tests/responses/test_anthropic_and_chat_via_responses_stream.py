@@ -21,13 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anthropic_grammar
-import responses_streams
-from chat_chunks import check_chunks
 from hydra_proxy import transducers
 from hydra_proxy.responses.reasoning import verify_upstream_item
-from implementations import _native, end_state, feed_all, random_cuts
-from responses_streams import RESPONSES_STREAMS
+from support import anthropic_grammar, responses_streams
+from support.chat_chunks import check_chunks
+from support.implementations import _native, end_state, feed_all, random_cuts
+from support.responses_streams import RESPONSES_STREAMS
 
 KEY = b"responses-upstream-test-key"
 NAMES = sorted(RESPONSES_STREAMS)

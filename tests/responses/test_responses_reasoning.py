@@ -51,8 +51,8 @@ def test_carrier_is_the_continuation_suffix() -> None:
     value = encode_carrier(BLOCKS[:2], KEY)
     suffix = continuation.encode(
         [
-            continuation.Thinking(BLOCKS[0]["thinking"], "EqQBsig1"),
-            continuation.Redacted("EmwKAhgBEgy3va3pzix"),
+            continuation.ThinkingBlock(BLOCKS[0]["thinking"], "EqQBsig1"),
+            continuation.RedactedBlock("EmwKAhgBEgy3va3pzix"),
         ],
         KEY,
     )

@@ -24,7 +24,7 @@ from hydra_proxy.responses.reasoning import CARRIER_PREFIX, encode_carrier
 from hydra_proxy.responses.request.reader import Translation, messages_request_from_responses
 from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import CUSTOM_INPUT_SCHEMA, ToolOrigin
-from responses_fixtures import codex_first_turn, request_recordings
+from support.responses_fixtures import codex_first_turn, request_recordings
 
 KEY = b"responses-test-key-0123456789abcdef"
 MODEL = "claude-test"

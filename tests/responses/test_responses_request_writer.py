@@ -25,7 +25,7 @@ from hydra_proxy.responses.request.reader import messages_request_from_responses
 from hydra_proxy.responses.request.writer import ResponsesTarget, responses_request_from_messages
 from hydra_proxy.responses.response.reader import message_from_response
 from hydra_proxy.signature import sign_thinking
-from responses_fixtures import (
+from support.responses_fixtures import (
     anthropic_requests,
     codex_first_turn,
     request_recordings,

@@ -38,7 +38,7 @@ from hydra_proxy.responses.response.reader import message_from_response
 from hydra_proxy.responses.response.writer import response_from_message, thinking_text
 from hydra_proxy.signature import verify_thinking
 from hydra_proxy.tokens import text_tokens
-from responses_fixtures import (
+from support.responses_fixtures import (
     anthropic_messages,
     codex_first_turn,
     error_recordings,

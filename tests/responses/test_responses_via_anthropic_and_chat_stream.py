@@ -21,16 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import anthropic_streams
-import chat_streams
-import responses_grammar
 from hydra_proxy import transducers
 from hydra_proxy.responses import reasoning
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text, name_table
 from hydra_proxy.responses.response.writer import response_from_message
 from hydra_proxy.responses.tools import ToolNames, ToolOrigin
-from implementations import (
+from support import anthropic_streams, chat_streams, responses_grammar
+from support.implementations import (
     ANTHROPIC_STREAMS,
     CHAT_STREAMS,
     _native,

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gemini_fixtures import GEMINI
 from hydra_proxy import transducers
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text
-from implementations import NATIVE_MISSING, _native
+from support.gemini_fixtures import GEMINI
+from support.implementations import NATIVE_MISSING, _native
 
 STREAMS = sorted(p.name for p in GEMINI.iterdir() if p.suffix == ".sse")
 KEY = b"k" * 32

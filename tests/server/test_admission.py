@@ -1,4 +1,4 @@
-"""Admission control end to end (server/admission.py): a real proxy process
+"""Admission control end to end (server/checks/admission.py): a real proxy process
 with a bound on concurrent upstream streams, in front of a paced mock upstream.
 
 - 4x more agent sessions than the provider bound: every request served, in round-robin
@@ -29,10 +29,9 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from claude_code import require_claude, run_claude
 from hydra_proxy.config import ConfigError, describe, load
 from hydra_proxy.mock import MockServer
-from hydra_proxy.server.admission import (
+from hydra_proxy.server.checks.admission import (
     MAX_RETRY_AFTER,
     MIN_RETRY_AFTER,
     Admission,
@@ -41,7 +40,8 @@ from hydra_proxy.server.admission import (
     limits_of,
     session_of,
 )
-from servers import ProxyServer
+from support.claude_code import require_claude, run_claude
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hydra_proxy.config.routes import request_traits
-from hydra_proxy.server.admission import session_of
-from hydra_proxy.server.sessions import agent_id, session_cache_key
+from hydra_proxy.server.checks.admission import session_of
+from hydra_proxy.server.pipeline.sessions import agent_id, session_cache_key
 
 SESSION = b"0f8c2f1e-6f0b-4c0e-9d55-2f3a1b7c9e10"
 BODY = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]}

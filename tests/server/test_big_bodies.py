@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
-import entries
 from hydra_proxy.server.app import ModelEntry
-from raw_upstream import RawUpstream, Reply, chat_json, chat_stream
-from servers import ProxyServer
+from support import entries
+from support.raw_upstream import RawUpstream, Reply, chat_json, chat_stream
+from support.servers import ProxyServer
 
 MAX_BODY = 4 << 20
 ARRIVED: list[float] = []

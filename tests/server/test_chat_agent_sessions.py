@@ -14,10 +14,10 @@ import pytest
 
 from hydra_proxy import continuation
 from hydra_proxy.mock import MockServer
-from hydra_proxy.server.admission import session_of
+from hydra_proxy.server.checks.admission import session_of
 from hydra_proxy.server.ingress.chat import REPLAYING_CLIENTS
-from hydra_proxy.server.sessions import SESSION_HEADERS, session_cache_key, session_id
-from servers import ProxyServer
+from hydra_proxy.server.pipeline.sessions import SESSION_HEADERS, session_cache_key, session_id
+from support.servers import ProxyServer
 
 CONFIGURED = "x-my-agent-session"  # named by the session_headers setting
 NAMES = [*(name.decode() for name in SESSION_HEADERS), CONFIGURED]

@@ -32,8 +32,8 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from recorded_sessions import opencode_marks, opencode_request
-from servers import ProxyServer
+from support.recorded_sessions import opencode_marks, opencode_request
+from support.servers import ProxyServer
 
 TURNS = 8
 ENV = {"ANTHROPIC_API_KEY": "sk-ant-hydra-cache-share-dummy"}

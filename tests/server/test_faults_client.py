@@ -2,7 +2,7 @@
 slowly, or send bad bodies and bad keys, for Anthropic Messages, Chat and Responses
 clients on both transducer implementations. Each gets a well-formed reply or a well-formed
 error in its own protocol, and nothing is left behind in the proxy afterwards (file
-descriptors, asyncio tasks, upstream connections: tests/leaks.py).
+descriptors, asyncio tasks, upstream connections: tests/support/leaks.py).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import openai
 import orjson
 import pytest
 
-from fault_rig import MAX_BODY_BYTES, PROXY_KEY, Rig, rig
-from faulty_clients import hang_up_after, read_slowly, slow_loris, wire
-from faulty_upstream import FLOOD_BYTES, UPSTREAM_KEY
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING
-from wellformed import PATHS, Client, Received, call, judge, request_body
+from support.fault_rig import MAX_BODY_BYTES, PROXY_KEY, Rig, rig
+from support.faulty_clients import hang_up_after, read_slowly, slow_loris, wire
+from support.faulty_upstream import FLOOD_BYTES, UPSTREAM_KEY
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING
+from support.wellformed import PATHS, Client, Received, call, judge, request_body
 
-# Small limits, so the cases run quickly (server/limits.py).
+# Small limits, so the cases run quickly (server/checks/limits.py).
 BODY_TIMEOUT = 1.0
 LIMITS_ENV = {"HYDRA_BODY_TIMEOUT": str(BODY_TIMEOUT), "HYDRA_MAX_JSON_DEPTH": "64"}
 AUTH = {"x-api-key": PROXY_KEY}

@@ -1,8 +1,8 @@
-"""Fault injection, upstream side: every misbehaviour of tests/faulty_upstream.py, through
+"""Fault injection, upstream side: every misbehaviour of tests/support/faulty_upstream.py, through
 the proxy (granian, both transducer implementations), for Anthropic Messages, Chat and
 Responses clients. Each case must end in a well-formed reply or a well-formed error in the
 client's protocol (never a cut reply that looks whole), and leave nothing behind: no file
-descriptor, asyncio task or upstream connection (counted before and after, tests/leaks.py).
+descriptor, asyncio task or upstream connection (counted before and after, tests/support/leaks.py).
 
 Exact error types and messages belong to the error-mapping and stream-failure tests; here
 only the class of an HTTP error (4xx or 5xx) and the well-formedness of every error.
@@ -18,10 +18,10 @@ from typing import Any
 import orjson
 import pytest
 
-from fault_rig import Rig, rig
-from faulty_upstream import KINDS, UPSTREAM_KEY, _data_payloads
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING
-from wellformed import PATHS, Client, call, judge, request_body
+from support.fault_rig import Rig, rig
+from support.faulty_upstream import KINDS, UPSTREAM_KEY, _data_payloads
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING
+from support.wellformed import PATHS, Client, call, judge, request_body
 
 
 @pytest.fixture(scope="module", params=IMPLEMENTATIONS)

@@ -27,13 +27,13 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-import entries
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.server import free_port
 from hydra_proxy.server.app import ModelEntry
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from raw_upstream import RawUpstream, Reply, chat_json
-from servers import PYTHON_DIR, ProxyServer
+from support import entries
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.raw_upstream import RawUpstream, Reply, chat_json
+from support.servers import PYTHON_DIR, ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ASK = {"model": "gpt-4o", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}

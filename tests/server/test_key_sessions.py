@@ -14,7 +14,7 @@ from hydra_proxy.config import keys as keys_module
 from hydra_proxy.config.keys import Key, KeyPool
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.app import key_hash
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 KEY_1, KEY_2, KEY_3 = "sk-pool-key-number-one", "sk-pool-key-number-two", "sk-pool-key-three"
 

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hydra_proxy.mock import MockOptions, MockServer, create_app
-from hydra_proxy.mock.script import canned_turn
+from hydra_proxy.mock.script import canned_reply
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"  # copies of shared/fixtures
 
@@ -106,7 +106,7 @@ def sse_events(body: bytes) -> list[tuple[str, Any]]:
     return out
 
 
-CANNED = canned_turn(16, 8).text
+CANNED = canned_reply(16, 8).text
 
 
 class _AntKwargs(TypedDict):

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from hydra_proxy.mock.script import canned_turn
+from hydra_proxy.mock.script import canned_reply
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GEMINI = FIXTURES / "gemini"
@@ -258,11 +258,11 @@ def test_canned_reply(mock: MockServer) -> None:
     status, _, body = post(mock, "/v1/models/gemini-2.5-flash:generateContent")
     assert status == 200
     doc = orjson.loads(body)
-    assert doc["candidates"][0]["content"]["parts"] == [{"text": canned_turn(16, 8).text}]
+    assert doc["candidates"][0]["content"]["parts"] == [{"text": canned_reply(16, 8).text}]
     assert doc["modelVersion"] == "gemini-2.5-flash"
     _, _, body = post(mock, "/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse")
     texts = [p.get("text", "") for p in parts_of(sse_chunks(body))]
-    assert "".join(texts) == canned_turn(16, 8).text
+    assert "".join(texts) == canned_reply(16, 8).text
 
 
 def test_the_key_is_redacted(mock: MockServer) -> None:

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from hydra_proxy.mock.script import canned_turn
+from hydra_proxy.mock.script import canned_reply
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RESPONSES = FIXTURES / "responses"
@@ -210,7 +210,7 @@ def test_stream_grammar(mock: MockServer) -> None:
 
 def test_canned_reply(mock: MockServer, client: openai.OpenAI) -> None:
     response = client.responses.create(model="gpt-4o", input="hi")
-    assert response.output_text == canned_turn(16, 8).text
+    assert response.output_text == canned_reply(16, 8).text
     with client.responses.stream(model="gpt-4o", input="hi") as stream:
         deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
     assert len(deltas) == 16 and "".join(deltas) == response.output_text

@@ -16,7 +16,7 @@ import pytest
 from hydra_proxy.config.presets import presets
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.app import ROUTES
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 DEEPSEEK = presets()["deepseek"]
 CONFIG = """

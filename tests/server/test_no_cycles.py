@@ -15,11 +15,11 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from entries import ENTRIES
-from fault_rig import Rig, rig
 from hydra_proxy.server.app import ModelEntry
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING
-from wellformed import call
+from support.entries import ENTRIES
+from support.fault_rig import Rig, rig
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING
+from support.wellformed import call
 
 UPSTREAM_PREFIXES = ("chat", "anth", "resp", "gem")
 # Each request three times: a few objects a worker makes once in a while are not one cycle

@@ -21,8 +21,8 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from recorded_sessions import claude_code_session
-from servers import ProxyServer
+from support.recorded_sessions import claude_code_session
+from support.servers import ProxyServer
 
 TURNS = 8
 # Claude Code's headers the proxy reads (the session); the rest are the CLI's own.

@@ -17,7 +17,7 @@ import pytest
 from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.mock import MockServer
 from hydra_proxy.upstream_errors import CONTEXT_LENGTH_EXCEEDED, GEMINI_TOO_LONG, PROMPT_TOO_LONG
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 OUTPUT_LIMIT = 16384
 CONFIG = """
@@ -202,7 +202,7 @@ def test_context_overflow_in_every_provider_s_words(
     ids=["openai-param", "openai-unrecognized", "vllm-extra", "not-droppable", "no-refusal"],
 )  # fmt: skip
 def test_which_refusals_name_a_droppable_field(body: dict[str, Any], param: str | None) -> None:
-    from hydra_proxy.server.refusals import refused_param
+    from hydra_proxy.server.pipeline.refusals import refused_param
     from hydra_proxy.upstream_errors import read_error_body
 
     assert refused_param(400, read_error_body(json.dumps(body).encode())) == param

@@ -11,9 +11,9 @@ import anthropic
 import openai
 import pytest
 
-from every_kind import EVERY_KIND
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.every_kind import EVERY_KIND
+from support.servers import ProxyServer
 
 CONFIG = (
     EVERY_KIND

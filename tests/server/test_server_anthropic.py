@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MODEL = "claude-hydra-test"

@@ -13,11 +13,11 @@ from typing import Any
 import openai
 import pytest
 
-from chat_chunks import anthropic_truth, sealed
 from hydra_proxy import continuation
 from hydra_proxy.mock import MockServer
-from implementations import ANTHROPIC_STREAMS, IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.chat_chunks import anthropic_truth, sealed
+from support.implementations import ANTHROPIC_STREAMS, IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 REPLAYS = sorted(name for name in ANTHROPIC_STREAMS if name.endswith((".sse", ".jsonl")))
@@ -125,7 +125,7 @@ def test_non_streamed_redacted_thinking(proxy: ProxyServer, mock: MockServer) ->
     assert message.content == "".join(texts) or message.content == "\n".join(texts)
     reasoning = (message.model_extra or {})["reasoning_content"]
     assert sealed(reasoning, _signing_key(proxy)) == [
-        continuation.Redacted(b["data"])
+        continuation.RedactedBlock(b["data"])
         for b in recorded["content"]
         if b["type"] == "redacted_thinking"
     ]

@@ -17,8 +17,8 @@ import pytest
 from hydra_proxy.config.presets import presets
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.compaction import COMPACTION_PREFIX, SUMMARY_REQUEST
-from hydra_proxy.server.upstream_kinds import DIALECTS
-from servers import ProxyServer
+from hydra_proxy.server.pipeline.upstream_kinds import DIALECTS
+from support.servers import ProxyServer
 
 MODEL = "gpt-5.1-codex"
 SUMMARY = "SUMMARY: the user wants ünïcödé kept; ran `ls`, saw a.txt."

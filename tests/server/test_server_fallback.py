@@ -18,7 +18,7 @@ import pytest
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.app import key_hash
 from hydra_proxy.mock.server import free_port
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 KEY_A1 = "sk-provider-a-key-number-one"
 KEY_A2 = "sk-provider-a-key-number-two"

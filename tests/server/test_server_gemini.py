@@ -17,10 +17,10 @@ import anthropic
 import openai
 import pytest
 
-from gemini_fixtures import GEMINI, stream_chunks
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.gemini_fixtures import GEMINI, stream_chunks
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 GEMINI_KEY = "AIza-test-gemini-SECRET-321"

@@ -23,8 +23,8 @@ from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.replay import reframe_jsonl
 from hydra_proxy.sse import SseParser
 from hydra_proxy.stream import events as ev
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 genai = pytest.importorskip(
     "google.genai", reason="the optional test dependency google-genai is not installed"
@@ -453,7 +453,7 @@ def test_passthrough_takes_the_proxy_carriers_out(on_gemini: ProxyServer, mock: 
     from hydra_proxy import continuation
     from hydra_proxy.gemini.carrier import thought_signature
 
-    carrier = thought_signature([continuation.Thinking("t", "EqQBsig")], b"any key")
+    carrier = thought_signature([continuation.ThinkingBlock("t", "EqQBsig")], b"any key")
     mock.script([{"text": "ok"}])
     history = {
         "contents": [

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.config import Settings
-from hydra_proxy.server.attempts import post, start
-from hydra_proxy.server.http1 import (
+from hydra_proxy.server.pipeline.attempts import post, start
+from hydra_proxy.server.pipeline.reply import UpstreamHTTPError
+from hydra_proxy.server.transport.http1 import (
     INFLATE_ALLOWANCE,
     INFLATE_RATIO,
     INFLATE_STEP,
@@ -25,7 +26,6 @@ from hydra_proxy.server.http1 import (
     H1Error,
     H1Response,
 )
-from hydra_proxy.server.reply import UpstreamHTTPError
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -357,7 +357,7 @@ def test_proxy_credentials_and_header_line_breaks(monkeypatch: pytest.MonkeyPatc
 
 def test_a_non_streamed_reply_cut_short_is_a_502() -> None:
     from hydra_proxy.errors import ProxyError
-    from hydra_proxy.server.reply import read_json
+    from hydra_proxy.server.pipeline.reply import read_json
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)

@@ -16,12 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-import entries
 from hydra_proxy.config import load
 from hydra_proxy.server.app import App, ModelEntry
-from hydra_proxy.server.exchange import is_proxy_key
-from raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
-from servers import PYTHON_DIR, ProxyServer
+from hydra_proxy.server.pipeline.exchange import is_proxy_key
+from support import entries
+from support.raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
+from support.servers import PYTHON_DIR, ProxyServer
 
 OPENAI_KEY = "sk-proj-RECOGNISABLE-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-RECOGNISABLE-9876543210fedcba"

@@ -24,9 +24,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-import entries
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from raw_upstream import (
+from support import entries
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.raw_upstream import (
     RawUpstream,
     Reply,
     anthropic_stream,
@@ -34,7 +34,7 @@ from raw_upstream import (
     chat_stream,
     endless_chat_stream,
 )
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 MAX_BODY = 65536
 MAX_DEPTH = 32

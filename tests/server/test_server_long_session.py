@@ -1,5 +1,5 @@
 """A long Claude Code session through a running proxy: with its session header each turn
-reuses what the turn before it parsed and wrote (server/previous_turn.py), and the upstream
+reuses what the turn before it parsed and wrote (server/pipeline/previous_turn.py), and the upstream
 gets, byte for byte, what it gets for the same bodies sent as new sessions; a subagent's
 conversation under the same session id, and a broken turn, are served as fresh ones."""
 
@@ -13,11 +13,11 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from hydra_proxy.server.previous_turn import MIN_BYTES
-from implementations import NATIVE_MISSING, _native
-from long_sessions import session
-from raw_upstream import RawUpstream, chat_stream
-from servers import ProxyServer
+from hydra_proxy.server.pipeline.previous_turn import MIN_BYTES
+from support.implementations import NATIVE_MISSING, _native
+from support.long_sessions import session
+from support.raw_upstream import RawUpstream, chat_stream
+from support.servers import ProxyServer
 
 pytestmark = pytest.mark.skipif(_native is None, reason=NATIVE_MISSING)
 

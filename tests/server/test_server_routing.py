@@ -15,7 +15,7 @@ import pytest
 
 from hydra_proxy.mock import MockServer
 from hydra_proxy.signature import sign_thinking
-from servers import PYTHON_DIR, ProxyServer
+from support.servers import PYTHON_DIR, ProxyServer
 
 UPSTREAM_KEY = "sk-upstream-SECRET-key"
 ANTHROPIC_KEY = "sk-ant-upstream-SECRET"

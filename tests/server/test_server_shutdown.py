@@ -20,10 +20,10 @@ import pytest
 
 from hydra_proxy.config import load
 from hydra_proxy.server.app import App
-from hydra_proxy.server.shutdown import STREAM_END_MESSAGE
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
-from servers import ProxyServer
+from hydra_proxy.server.transport.shutdown import STREAM_END_MESSAGE
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.raw_upstream import RawUpstream, Reply, anthropic_stream, chat_json, chat_stream
+from support.servers import ProxyServer
 
 GRACE = 2.0
 
@@ -182,7 +182,7 @@ def test_the_drain_starts_on_sigterm_and_keeps_the_servers_own_handler() -> None
     """The worker's handler runs beside granian's loop handler (kept and called)."""
 
     async def scenario() -> tuple[bool, list[int]]:
-        from hydra_proxy.server.shutdown import Shutdown
+        from hydra_proxy.server.transport.shutdown import Shutdown
 
         seen: list[int] = []
         loop = asyncio.get_running_loop()

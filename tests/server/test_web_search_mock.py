@@ -17,10 +17,9 @@ import anthropic
 import pytest
 from test_web_search_routing import ASK, CLAUDE_SEARCH, FIXTURES, KEYS, SEARCH_ROUTE, config
 
-import anthropic_grammar
-import responses_grammar
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support import anthropic_grammar, responses_grammar
+from support.servers import ProxyServer
 
 QUERY = "hydra proxy web search"
 RESULTS = [

@@ -30,7 +30,7 @@ from hydra_proxy.config.routes import Route, request_traits
 from hydra_proxy.gemini.request.writer import gemini_request_from_messages, gemini_target
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.request.writer import ResponsesTarget, responses_request_from_messages
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 # Claude Code's WebSearch sends Anthropic's tool as it is, with its use limit.

@@ -26,15 +26,14 @@ import openai
 import orjson
 import pytest
 
-import anthropic_grammar
-import responses_grammar
 from hydra_proxy import transducers
 from hydra_proxy.chat.response.writer import chat_completion_from_message
 from hydra_proxy.responses.context import ResponsesContext
 from hydra_proxy.responses.encoder import echo_text
 from hydra_proxy.responses.response.reader import message_from_response
-from implementations import ANTHROPIC_STREAMS, _native, feed_all
-from responses_streams import RESPONSES_STREAMS
+from support import anthropic_grammar, responses_grammar
+from support.implementations import ANTHROPIC_STREAMS, _native, feed_all
+from support.responses_streams import RESPONSES_STREAMS
 
 KEY = b"web-search-test-key"
 RESPONSES_SEARCHES = ["pydantic-gpt5-stream-web-search.sse", "vercel-gpt5mini-web-search.jsonl"]

@@ -12,7 +12,7 @@ import pytest
 
 from hydra_proxy import cli
 from hydra_proxy.mock import MockServer
-from servers import ProxyServer
+from support.servers import ProxyServer
 
 
 def test_auto_is_one_worker_per_usable_cpu() -> None:

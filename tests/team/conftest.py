@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from postgres_server import postgres_server, wait_ready, why_unavailable
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
 
 PG_MISSING = why_unavailable()
 try:

@@ -22,9 +22,9 @@ from hydra_proxy.team import alerts, manage
 from hydra_proxy.team.alerts import AlertWatch, Crossing, Watched
 from hydra_proxy.team.period import bounds
 from hydra_proxy.team.store import open_key_store
-from servers import PYTHON_DIR
-from team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
-from webhook_receiver import Receiver
+from support.servers import PYTHON_DIR
+from support.team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
+from support.webhook_receiver import Receiver
 
 SECRET_PATH = "/hook/T000-secret-part"
 

@@ -20,9 +20,9 @@ import pytest
 from hydra_proxy.mock import MockServer
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import UsageRecord
-from servers import ProxyServer
-from team_keys import ADMIN_KEY, call, create, ledger_rows, messages, proxy, turn
-from webhook_receiver import Receiver
+from support.servers import ProxyServer
+from support.team_keys import ADMIN_KEY, call, create, ledger_rows, messages, proxy, turn
+from support.webhook_receiver import Receiver
 
 webdriver = pytest.importorskip(
     "selenium.webdriver", reason="selenium not installed (extra 'test')"

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.mock import MockServer
-from hydra_proxy.server.console import SignInThrottle
+from hydra_proxy.server.endpoints.console import SignInThrottle
 from hydra_proxy.team import manage
 from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.dashboard import session
-from servers import ProxyServer
-from team_keys import ADMIN_KEY, Reply, call, create, messages, proxy, turn
+from support.servers import ProxyServer
+from support.team_keys import ADMIN_KEY, Reply, call, create, messages, proxy, turn
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pytest
 from hydra_proxy.mock import MockServer
 from hydra_proxy.team.manage import KeyChangeError, check_name
 from hydra_proxy.team.service import ADMIN_FAILURE_DELAY
-from servers import ProxyServer
-from team_keys import ADMIN_KEY, call, proxy
+from support.servers import ProxyServer
+from support.team_keys import ADMIN_KEY, call, proxy
 
 
 @pytest.fixture(scope="module")

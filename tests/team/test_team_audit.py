@@ -21,7 +21,7 @@ from hydra_proxy.team import audit, audit_cli, manage
 from hydra_proxy.team import cli as keys_cli
 from hydra_proxy.team.secret import secret_hash
 from hydra_proxy.team.store import open_key_store
-from team_keys import ADMIN_KEY, call, proxy
+from support.team_keys import ADMIN_KEY, call, proxy
 
 WEBHOOK = "https://hooks.example.com/services/T000-secret-part"
 # The arguments of each `hydra-proxy keys` command that changes something, and the audit

@@ -32,7 +32,7 @@ from hydra_proxy.mock import MockServer  # noqa: E402
 from hydra_proxy.server import app  # noqa: E402
 from hydra_proxy.team import identity, manage  # noqa: E402
 from hydra_proxy.team.store import open_key_store  # noqa: E402
-from team_keys import (  # noqa: E402
+from support.team_keys import (  # noqa: E402
     ADMIN_KEY,
     call,
     chat,

@@ -20,8 +20,8 @@ import pytest
 
 from hydra_proxy.mock import MockServer
 from hydra_proxy.mock.server import free_port
-from servers import PYTHON_DIR, ProxyServer
-from team_keys import call, create, messages, turn
+from support.servers import PYTHON_DIR, ProxyServer
+from support.team_keys import call, create, messages, turn
 
 
 @pytest.fixture(scope="module")

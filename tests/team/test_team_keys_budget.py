@@ -18,8 +18,8 @@ import pytest
 
 from hydra_proxy.mock import MockServer
 from hydra_proxy.tokens import estimate_input_tokens
-from postgres_server import postgres_server, wait_ready, why_unavailable
-from team_keys import (
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
+from support.team_keys import (
     call,
     chat,
     cost,

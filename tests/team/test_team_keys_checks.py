@@ -30,7 +30,7 @@ from hydra_proxy.team.store import open_key_store
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.pricing import default_table, usd
 from hydra_proxy.usage.record import UsageRecord
-from postgres_server import postgres_server, wait_ready, why_unavailable
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
 
 PRICES = default_table().with_overrides(
     {

@@ -15,8 +15,8 @@ import orjson
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import PYTHON_DIR
-from team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
+from support.servers import PYTHON_DIR
+from support.team_keys import ADMIN_KEY, call, cost, create, ledger_rows, messages, proxy, turn
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-import entries
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.app import MODEL_ENTRIES, ModelEntry
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
-from team_keys import call, cost, create, ledger_rows, proxy, turn
+from support import entries
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
+from support.team_keys import call, cost, create, ledger_rows, proxy, turn
 
 # Key names per entry: each test's key is its own, created before the proxy starts.
 NAMES = {entry.path: f"e{i}" for i, entry in enumerate(MODEL_ENTRIES)}

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from hydra_proxy.mock import MockServer
-from servers import PYTHON_DIR, ProxyServer
-from team_keys import ADMIN_KEY, call, chat, create, messages, proxy, responses, turn
+from support.servers import PYTHON_DIR, ProxyServer
+from support.team_keys import ADMIN_KEY, call, chat, create, messages, proxy, responses, turn
 
 
 @pytest.fixture(scope="module")

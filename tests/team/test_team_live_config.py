@@ -17,7 +17,7 @@ import pytest
 from hydra_proxy.config import ConfigError, load
 from hydra_proxy.config.overlay import Overlay, merge, merge_patch
 from hydra_proxy.mock import MockServer
-from team_keys import ADMIN_KEY, call, config, create, messages, proxy, turn
+from support.team_keys import ADMIN_KEY, call, config, create, messages, proxy, turn
 
 LIVE_ROUTE = {"name": "live", "match": "live-*", "provider": "b", "model": "cheap-a"}
 

@@ -23,15 +23,15 @@ import openai
 import orjson
 import pytest
 
-from implementations import (
+from support.implementations import (
     IMPLEMENTATIONS,
     NATIVE_MISSING,
     _native,
     anthropic_via_chat_class,
     feed_all,
 )
-from raw_upstream import Conn, RawServer, Request
-from servers import ProxyServer
+from support.raw_upstream import Conn, RawServer, Request
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 KEYS = {

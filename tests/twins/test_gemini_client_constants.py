@@ -7,7 +7,7 @@ import pytest
 
 from hydra_proxy.errors import ANTHROPIC_ERROR_TYPES
 from hydra_proxy.gemini import output
-from implementations import NATIVE_MISSING, _native
+from support.implementations import NATIVE_MISSING, _native
 
 
 def test_error_statuses_cover_every_error_type() -> None:

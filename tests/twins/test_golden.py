@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from compositions import COMPOSITIONS
-from golden_cases import GOLDEN, load_input, run
+from support.compositions import COMPOSITIONS
+from support.golden_cases import GOLDEN, load_input, run
 
 CASES: list[dict[str, Any]] = json.loads((GOLDEN / "cases.json").read_text())
 

@@ -16,10 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gemini_streams import GEMINI_STREAMS
-from golden_cases import make
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, anthropic_via_chat_class, end_state
-from responses_streams import RESPONSES_STREAMS
+from support.gemini_streams import GEMINI_STREAMS
+from support.golden_cases import make
+from support.implementations import (
+    ANTHROPIC_STREAMS,
+    CHAT_STREAMS,
+    anthropic_via_chat_class,
+    end_state,
+)
+from support.responses_streams import RESPONSES_STREAMS
 
 # (direction, fixture folder, recordings): each decoder, through each of its encoders.
 DECODERS = [
@@ -98,7 +103,7 @@ OBJECT_START = re.compile(rb'\{(?=\s*")')
 
 
 def _input(folder: str, name: str) -> bytes:
-    from golden_cases import load_input
+    from support.golden_cases import load_input
 
     return load_input(f"fixture:{folder}/{name}")
 

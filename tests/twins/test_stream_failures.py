@@ -3,8 +3,8 @@
 A cut inside an event, a cut at an event boundary, an upstream error, a stall past the idle
 timeout, bytes that are not an event stream, and an event past the bound: each ends the
 client's stream with its own message, in a well-formed stream of the client's protocol that
-never looks complete (tests/anthropic_grammar.py, chat_grammar.py, responses_grammar.py).
-The bodies are tests/failure_streams.py's; tests/golden/ pins the bytes.
+never looks complete (tests/support/anthropic_grammar.py, chat_grammar.py, responses_grammar.py).
+The bodies are tests/support/failure_streams.py's; tests/golden/ pins the bytes.
 """
 
 from __future__ import annotations
@@ -15,19 +15,19 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from compositions import COMPOSITIONS, client_error, make
-from failure_streams import failure_inputs, whole_stream
 from hydra_proxy.mock import MockServer
 from hydra_proxy.responses.errors import MSG_UPSTREAM_FAILED
-from hydra_proxy.server.relay import MSG_IDLE_TIMEOUT
+from hydra_proxy.server.pipeline.relay import MSG_IDLE_TIMEOUT
 from hydra_proxy.stream.messages import (
     MSG_CUT_INSIDE_EVENT,
     MSG_CUT_OFF,
     MSG_EVENT_TOO_LARGE,
     MSG_NOT_EVENT_STREAM,
 )
-from implementations import feed_all
-from servers import ProxyServer
+from support.compositions import COMPOSITIONS, client_error, make
+from support.failure_streams import failure_inputs, whole_stream
+from support.implementations import feed_all
+from support.servers import ProxyServer
 
 FAILURES = failure_inputs()
 

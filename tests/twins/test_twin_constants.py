@@ -12,10 +12,11 @@ from hydra_proxy import errors, stream
 from hydra_proxy.anthropic import decoder as anthropic_decoder
 from hydra_proxy.chat import decoder as chat_decoder
 from hydra_proxy.chat import mapping
+from hydra_proxy.config.protocols import PROTOCOLS
 from hydra_proxy.responses import errors as responses_errors
 from hydra_proxy.responses import items as responses_items
 from hydra_proxy.stream import messages
-from implementations import NATIVE_MISSING, _native
+from support.implementations import NATIVE_MISSING, _native
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -70,13 +71,11 @@ def test_mapping_functions_use_the_tables() -> None:
     assert mapping.finish_reason("weird") == "stop"
 
 
-# The readers are split out of the decoder on the Rust side only (chunk.rs, event.rs: the
-# Python twins are `_read_chunk` / `_read_event` in decoder.py).
-READERS = {"rust/src/chat/chunk.rs", "rust/src/anthropic/event.rs"}
 # The stream layer's module names; a protocol package also holds request/response modules
 # (pure Python, no Rust twin), which the Python -> Rust direction leaves out.
 STREAM_MODULES = {
     "__init__",
+    "chunk",
     "decoder",
     "encoder",
     "output",
@@ -87,28 +86,14 @@ STREAM_MODULES = {
 }
 
 
-# The Responses package also holds Python-only request and non-streamed modules; its Rust
-# side is the stream code, whose modules each have a Python twin (shared.rs mirrors the
-# pieces of response.py, reasoning.py and errors.py the encoder needs, checked above).
-def test_every_rust_responses_module_has_a_python_twin() -> None:
-    rust = ROOT / "rust" / "src" / "responses"
-    python = ROOT / "python" / "hydra_proxy" / "responses"
-    for path in sorted(rust.glob("*.rs")):
-        if path.stem in ("mod", "shared"):
-            continue
-        twin = python / f"{path.stem}.py"
-        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
-        assert f"rust/src/responses/{path.name}" in twin.read_text()
-        assert f"python/hydra_proxy/responses/{twin.name}" in path.read_text()
-
-
-@pytest.mark.parametrize("package", ["stream", "chat", "anthropic"])
+@pytest.mark.parametrize("package", ["stream", *PROTOCOLS])
 def test_every_rust_module_has_a_python_twin(package: str) -> None:
+    """Each Rust module of a stream folder has its Python twin of the same name, which
+    names it (a Rust module twinning part of a Python one mirrors what the stream needs of
+    it, and says so); each Python stream module has its Rust twin."""
     rust = ROOT / "rust" / "src" / package
     python = ROOT / "python" / "hydra_proxy" / package
     for path in sorted(rust.glob("*.rs")):
-        if str(path.relative_to(ROOT)) in READERS:
-            continue
         twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
         assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
         assert path.stem == "mod" or f"rust/src/{package}/{path.name}" in twin.read_text()
@@ -130,19 +115,6 @@ def test_native_gemini_tables() -> None:
     assert frozenset(refusal) == gemini_mapping.REFUSAL_FINISH_REASONS
     assert frozenset(error) == gemini_mapping.ERROR_FINISH_REASONS
     assert _native.MSG_BAD_JSON_PATH == gemini_decoder.MSG_BAD_JSON_PATH
-
-
-def test_gemini_rust_modules_have_python_twins() -> None:
-    # The Python package also holds the request side (request/writer/, schema, ...), which
-    # has no Rust twin; chunk.rs is the decoder's reader (`_read_chunk` in decoder.py).
-    rust = ROOT / "rust" / "src" / "gemini"
-    python = ROOT / "python" / "hydra_proxy" / "gemini"
-    for path in sorted(rust.glob("*.rs")):
-        if path.name == "chunk.rs":
-            continue
-        twin = python / ("__init__.py" if path.stem == "mod" else f"{path.stem}.py")
-        assert twin.is_file(), f"{path.relative_to(ROOT)} has no twin {twin.relative_to(ROOT)}"
-        assert path.stem == "mod" or f"rust/src/gemini/{path.name}" in twin.read_text()
 
 
 # -- the compositions ------------------------------------------------------------------------

@@ -6,9 +6,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from gemini_fixtures import GEMINI
 from hydra_proxy.redaction import SCRUB, Redactor
 from hydra_proxy.upstream_errors import MAX_MESSAGE, read_error_body, upstream_http_error
+from support.gemini_fixtures import GEMINI
 
 
 def test_recorded_bodies() -> None:

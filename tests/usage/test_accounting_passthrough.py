@@ -1,4 +1,4 @@
-"""Usage read from passed-through bytes (server/accounting.py `Passthrough`): every recorded
+"""Usage read from passed-through bytes (server/pipeline/accounting.py `Passthrough`): every recorded
 Responses, Chat and Anthropic stream, split at random, gives the counts the recording's own
 usage event reports; a body cut before its usage event gives none."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from hydra_proxy.server.accounting import Passthrough, reply_usage
+from hydra_proxy.server.pipeline.accounting import Passthrough, reply_usage
 from hydra_proxy.usage.record import Tokens
 from hydra_proxy.usage.upstream_usage import (
     tokens_from_anthropic,
@@ -19,7 +19,7 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, recorded_chat_stream
+from support.implementations import ANTHROPIC_STREAMS, CHAT_STREAMS, recorded_chat_stream
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RESPONSES_STREAMS = sorted(p.name for p in (FIXTURES / "responses").glob("*.sse"))

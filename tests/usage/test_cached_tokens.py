@@ -16,10 +16,10 @@ import orjson
 import pytest
 from test_server_usage import rows
 
-from every_kind import EVERY_KIND
 from hydra_proxy.mock import MockServer
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.every_kind import EVERY_KIND
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 PROMPT, CACHED, COMPLETION = 1000, 800, 7
 # USD per million tokens: the cache read at a tenth of the input (as OpenAI and DeepSeek).

@@ -22,8 +22,8 @@ from hydra_proxy.tokens import text_tokens
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import Tokens, UsageRecord, client_key_id
 from hydra_proxy.usage.upstream_usage import tokens_from_anthropic, tokens_from_chat
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHAT_REPLAY = "chat/oaipy-gpt4o-text-usage.sse"
@@ -380,7 +380,7 @@ psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'p
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
-    from postgres_server import postgres_server, wait_ready, why_unavailable
+    from support.postgres_server import postgres_server, wait_ready, why_unavailable
 
     missing = why_unavailable()
     if missing is not None:

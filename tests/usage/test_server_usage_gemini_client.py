@@ -15,8 +15,8 @@ from test_server_usage import CHAT_REPLAY, chat_fixture_tokens, tokens_of, total
 from hydra_proxy.mock import MockServer
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.record import Tokens, client_key_id
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MODEL = "gemini-3.1-pro-preview"

@@ -13,7 +13,6 @@ import orjson
 import pytest
 from test_server_usage import log_line, messages, metrics, post, rows, total
 
-from gemini_fixtures import load_json, stream_chunks
 from hydra_proxy.mock import MockServer
 from hydra_proxy.usage.record import Tokens, UsageRecord
 from hydra_proxy.usage.upstream_usage import (
@@ -21,8 +20,9 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
+from support.gemini_fixtures import load_json, stream_chunks
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DEEPSEEK = "chat/vercel-deepseek-reasoning-content.jsonl"
@@ -175,7 +175,7 @@ def test_the_recordings_report_reasoning() -> None:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    from postgres_server import postgres_server, wait_ready, why_unavailable
+    from support.postgres_server import postgres_server, wait_ready, why_unavailable
 
     pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
     missing = why_unavailable()

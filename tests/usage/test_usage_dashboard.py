@@ -23,7 +23,7 @@ from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.dashboard import ASSETS, basic_auth_key, dashboard_response
 from hydra_proxy.usage.ledger import Ledger
 from hydra_proxy.usage.record import UsageRecord
-from usage_data import make_records
+from support.usage_data import make_records
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NOW = 1_764_000_000.0 + 86400  # the records' second day

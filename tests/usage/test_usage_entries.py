@@ -17,14 +17,14 @@ from typing import Any
 import orjson
 import pytest
 
-import entries
 from hydra_proxy.mock import MockServer
 from hydra_proxy.server.app import ModelEntry
 from hydra_proxy.tokens import text_tokens
 from hydra_proxy.usage.backends import open_ledger
-from implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
-from servers import ProxyServer
-from team_keys import PRICES, config
+from support import entries
+from support.implementations import IMPLEMENTATIONS, NATIVE_MISSING, _native
+from support.servers import ProxyServer
+from support.team_keys import PRICES, config
 
 TEXT = "The quick brown fox jumps over the lazy dog, " * 20
 

@@ -21,10 +21,10 @@ from hydra_proxy.usage.ledger import Ledger
 from hydra_proxy.usage.postgres_ledger import PostgresLedger
 from hydra_proxy.usage.record import UsageRecord
 from hydra_proxy.usage.sqlite_ledger import SqliteLedger
-from postgres_server import postgres_server, wait_ready, why_unavailable
-from usage_data import make_records
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
+from support.usage_data import make_records
 
-APP = Path(__file__).parent.parent / "usage_granian_app.py"
+APP = Path(__file__).parent.parent / "support" / "usage_granian_app.py"
 
 
 def _free_port() -> int:

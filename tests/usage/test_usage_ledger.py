@@ -16,9 +16,9 @@ from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.ledger import Ledger, LedgerError
 from hydra_proxy.usage.record import UsageRecord
 from hydra_proxy.usage.sqlite_ledger import SqliteLedger
-from usage_data import make_records
+from support.usage_data import make_records
 
-WRITER = Path(__file__).parent.parent / "usage_writer.py"
+WRITER = Path(__file__).parent.parent / "support" / "usage_writer.py"
 
 
 def _env(go: Path) -> dict[str, str]:

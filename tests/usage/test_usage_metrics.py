@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from hydra_proxy.usage.metrics import OTHER, LabelCap, Metrics, render, setup_multiprocess_dir
 from hydra_proxy.usage.pricing import default_table
 from hydra_proxy.usage.record import UsageRecord
-from usage_data import make_records
+from support.usage_data import make_records
 
-WRITER = Path(__file__).parent.parent / "usage_writer.py"
+WRITER = Path(__file__).parent.parent / "support" / "usage_writer.py"
 
 
 def samples(body: bytes) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

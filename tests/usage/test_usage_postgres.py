@@ -11,8 +11,8 @@ from test_usage_ledger import assert_adds_up, run_two_writers
 from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.ledger import LedgerError
 from hydra_proxy.usage.postgres_ledger import PostgresLedger
-from postgres_server import postgres_server, wait_ready, why_unavailable
-from usage_data import make_records
+from support.postgres_server import postgres_server, wait_ready, why_unavailable
+from support.usage_data import make_records
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg not installed (extra 'postgres')")
 

@@ -13,7 +13,7 @@ from hydra_proxy.usage.upstream_usage import (
     tokens_from_gemini,
     tokens_from_responses,
 )
-from usage_data import FIXTURES, fixture_usages, read_fixture
+from support.usage_data import FIXTURES, fixture_usages, read_fixture
 
 
 def test_fixture_usage_is_read_in_canonical_conventions() -> None:

@@ -12,7 +12,7 @@ from hydra_proxy.usage.backends import open_ledger
 from hydra_proxy.usage.cli import main
 from hydra_proxy.usage.report import aggregate, parse_since, render_table, total
 from hydra_proxy.usage.upstream_usage import tokens_from_responses
-from usage_data import FIXTURES, make_records
+from support.usage_data import FIXTURES, make_records
 
 NOW = 1_764_000_000.0 + 86400 * 3
 

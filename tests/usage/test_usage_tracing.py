@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hydra_proxy.usage.tracing import Tracing, setup_tracing
-from usage_data import make_records
+from support.usage_data import make_records
 
 pytest.importorskip("opentelemetry.sdk", reason="opentelemetry-sdk not installed (extra 'otel')")
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

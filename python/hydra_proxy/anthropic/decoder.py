@@ -24,35 +24,20 @@ from ..json_read import (
     BadShape,
     JSONDecodeError,
     loads_lossy,
-    opt_dict,
-    opt_index,
-    opt_str,
     uint,
 )
 from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Decoding, Emit
+from .chunk import read_chunk
 
 MSG_UNKNOWN_BLOCK = "the upstream sent a delta for a content block it never started"
 
+# What `_unreadable` is told of an event whose data is not JSON.
+_NOT_JSON = object()
+
 # What an open block is, for matching its deltas.
 _TEXT, _THINKING, _TOOL, _REDACTED, _SERVER_TOOL = 1, 2, 3, 4, 5
-
-# One upstream event, read and checked whole before it is acted on.
-_Event = tuple[
-    str | None,  # type
-    int | None,  # index
-    tuple[
-        str | None, str | None, str | None, str | None, str | None, str | None, str | None, object
-    ]
-    | None,
-    # content_block: type, id, name, text, thinking, data, tool_use_id, content
-    tuple[str | None, str | None, str | None, str | None, str | None, str | None, object] | None,
-    # delta: type, text, thinking, signature, partial_json, stop_reason, citation
-    dict[str, Any] | None,  # usage (message_start's message.usage or message_delta's usage)
-    tuple[str | None, str | None],  # message_start's message id and model (lenient)
-    bool,  # has a non-null `error`
-]
 
 
 def _citation_text(citation: Any) -> str:
@@ -73,7 +58,8 @@ class AnthropicDecoder(Decoding):
         self._blocks: dict[int, int] = {}  # open content blocks by upstream index
         self._has_stop_reason = False  # message_delta said how the message ended
 
-    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:  # noqa: C901
         if self._ended:
             return
         if not data.strip(JSON_WS):
@@ -83,19 +69,12 @@ class AnthropicDecoder(Decoding):
         try:
             payload = loads_lossy(data)
         except JSONDecodeError:
-            if event == b"error":
-                text = data.decode("utf-8", "replace")
-                self._fail(*upstream_error(text), emit)
-            else:
-                self._fail("api_error", MSG_INVALID_JSON, emit)
+            self._unreadable(event == b"error", data, _NOT_JSON, emit)
             return
         try:
-            kind, index, block, delta, usage, message, has_error = _read_event(payload)
+            kind, index, block, delta, usage, message, has_error = read_chunk(payload)
         except BadShape:
-            if event == b"error" or (type(payload) is dict and payload.get("error") is not None):
-                self._fail(*upstream_error(payload), emit)
-            else:
-                self._fail("api_error", MSG_BAD_SHAPE, emit)
+            self._unreadable(event == b"error", data, payload, emit)
             return
         if kind is None:
             kind = event.decode("utf-8", "replace") if event is not None else None
@@ -113,14 +92,30 @@ class AnthropicDecoder(Decoding):
         elif kind == "content_block_stop":
             self._block_stop(index, emit)
         elif kind == "message_delta":
-            if delta is not None and delta[5] is not None:
-                self._has_stop_reason = True
-                emit(ev.StopReason(delta[5]))
+            self._message_delta(delta, emit)
         elif kind == "message_stop":
             self._end(emit)
         elif kind == "ping":
             emit(ev.Ping())
         # Other (future) event types are ignored, as the Anthropic docs ask of clients.
+
+    def _unreadable(self, is_error_event: bool, data: bytes, payload: object, emit: Emit) -> None:
+        """An event that cannot be read (`payload` not JSON, or of a shape it cannot have):
+        the upstream's error when it says it is one, else a malformed stream."""
+        if payload is _NOT_JSON:
+            if is_error_event:
+                self._fail(*upstream_error(data.decode("utf-8", "replace")), emit)
+            else:
+                self._fail("api_error", MSG_INVALID_JSON, emit)
+        elif is_error_event or (type(payload) is dict and payload.get("error") is not None):
+            self._fail(*upstream_error(payload), emit)
+        else:
+            self._fail("api_error", MSG_BAD_SHAPE, emit)
+
+    def _message_delta(self, delta: Any, emit: Emit) -> None:
+        if delta is not None and delta[5] is not None:
+            self._has_stop_reason = True
+            emit(ev.StopReason(delta[5]))
 
     def finish(self, emit: Emit) -> None:
         if self._has_stop_reason:
@@ -206,52 +201,4 @@ def _usage(usage: dict[str, Any]) -> ev.Usage:
         uint(usage.get("cache_read_input_tokens")),
         uint(usage.get("cache_creation_input_tokens")),
         uint(usage.get("output_tokens")),
-    )
-
-
-def _lenient_str(value: object) -> str | None:
-    return value if type(value) is str else None
-
-
-def _read_event(payload: object) -> _Event:
-    if type(payload) is not dict:
-        raise BadShape
-    block = opt_dict(payload, "content_block")
-    delta = opt_dict(payload, "delta")
-    message = opt_dict(payload, "message")
-    usage = payload.get("usage")
-    if type(usage) is not dict:
-        inner = message.get("usage") if message is not None else None
-        usage = inner if type(inner) is dict else None
-    return (
-        opt_str(payload, "type"),
-        opt_index(payload, "index"),
-        None
-        if block is None
-        else (
-            opt_str(block, "type"),
-            opt_str(block, "id"),
-            opt_str(block, "name"),
-            opt_str(block, "text"),
-            opt_str(block, "thinking"),
-            opt_str(block, "data"),
-            opt_str(block, "tool_use_id"),
-            block.get("content"),
-        ),
-        None
-        if delta is None
-        else (
-            opt_str(delta, "type"),
-            opt_str(delta, "text"),
-            opt_str(delta, "thinking"),
-            opt_str(delta, "signature"),
-            opt_str(delta, "partial_json"),
-            opt_str(delta, "stop_reason"),
-            delta.get("citation"),
-        ),
-        usage,
-        (None, None)
-        if message is None
-        else (_lenient_str(message.get("id")), _lenient_str(message.get("model"))),
-        payload.get("error") is not None,
     )

@@ -40,6 +40,7 @@ budget) comes back as asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .target import MessagesTarget
@@ -73,23 +74,24 @@ _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
 def asked_effort(body: dict[str, Any]) -> str | None:
-    """The effort a canonical request asks for (None: not said)."""
-    thinking = body.get("thinking")
-    kind = thinking.get("type") if isinstance(thinking, dict) else None
-    if kind == "disabled":
-        return "none"
-    output_config = body.get("output_config")
-    effort = output_config.get("effort") if isinstance(output_config, dict) else None
-    if isinstance(effort, str) and effort in _ROUTE_EFFORTS:
-        return effort
-    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
-    if kind == "enabled" and isinstance(budget, int) and not isinstance(budget, bool):
-        return budget_effort(budget)
-    return None
+    """The effort a canonical request asks for (None: not said); a thinking budget reads as
+    the three-level effort it stands for."""
+    return _asked(body, budget_effort)
 
 
 def requested_level(body: dict[str, Any]) -> str | None:
-    """The level a canonical request asks for, exactly (None: not said)."""
+    """The level a canonical request asks for, exactly (None: not said); a thinking budget
+    reads as the weakest level whose default budget covers it."""
+    return _asked(body, _budget_level)
+
+
+def _budget_level(budget: int) -> str:
+    return next((level for level, b in DEFAULT_THINKING_BUDGETS.items() if budget <= b), "max")
+
+
+def _asked(body: dict[str, Any], budget_level: Callable[[int], str]) -> str | None:
+    """What a request's thinking and `output_config.effort` say, as a level: thinking off,
+    else the effort named, else the level of an enabled thinking budget."""
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     if kind == "disabled":
@@ -100,7 +102,7 @@ def requested_level(body: dict[str, Any]) -> str | None:
         return effort
     budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
     if kind == "enabled" and isinstance(budget, int) and not isinstance(budget, bool):
-        return next((level for level, b in DEFAULT_THINKING_BUDGETS.items() if budget <= b), "max")
+        return budget_level(budget)
     return None
 
 

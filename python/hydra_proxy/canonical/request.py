@@ -46,7 +46,7 @@ from .fields import bad
 from .params import JSON_OBJECT_INSTRUCTION
 from .target import MessagesTarget
 from .thinking import fit_budget, loop_starts_with_thinking, strip_final_thinking
-from .turns import Turn, TurnBuilder, finish_turns, strip_final_whitespace
+from .turns import ConversationTurn, TurnBuilder, finish_turns, strip_final_whitespace
 
 __all__ = ["MAX_BREAKPOINTS", "CanonicalRequest", "Requested", "canonical_request"]
 
@@ -171,7 +171,9 @@ def _output_config(asked: Requested, thinking: dict[str, Any] | None) -> dict[st
     return output_config
 
 
-def _thinking(asked: Requested, turns: list[Turn]) -> tuple[dict[str, Any] | None, bool]:
+def _thinking(
+    asked: Requested, turns: list[ConversationTurn]
+) -> tuple[dict[str, Any] | None, bool]:
     """The thinking to send, and whether it was turned off for an unrestorable tool loop."""
     thinking = asked.thinking
     if thinking is None or thinking["type"] == "disabled":

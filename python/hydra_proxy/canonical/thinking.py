@@ -35,7 +35,7 @@ from typing import Any
 from .content import THINKING_TYPES
 from .fields import bad, type_name
 from .target import MessagesTarget
-from .turns import Turn
+from .turns import ConversationTurn
 
 __all__ = [
     "DEFAULT_THINKING_BUDGETS",
@@ -139,7 +139,7 @@ def fit_budget(budget: int, max_tokens: int, target: MessagesTarget) -> tuple[in
     return max_tokens, budget
 
 
-def loop_starts_with_thinking(turns: list[Turn]) -> bool:
+def loop_starts_with_thinking(turns: list[ConversationTurn]) -> bool:
     """Whether the current tool loop (if any) starts with a thinking block."""
     last_user = -1
     for i, turn in enumerate(turns):
@@ -151,7 +151,7 @@ def loop_starts_with_thinking(turns: list[Turn]) -> bool:
     return loop[0].blocks[0]["type"] in THINKING_TYPES
 
 
-def strip_final_thinking(turns: list[Turn]) -> None:
+def strip_final_thinking(turns: list[ConversationTurn]) -> None:
     final = next((t for t in reversed(turns) if t.blocks or t.results), None)
     if final is not None and final.role == "assistant":
         final.blocks = [b for b in final.blocks if b["type"] not in THINKING_TYPES]

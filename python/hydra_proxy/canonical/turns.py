@@ -1,7 +1,8 @@
 """The turns a reader builds from a client's conversation, and the rules of their order.
 
 A reader (Chat messages, Responses input items) fills a `TurnBuilder`: system texts, and
-user and assistant `Turn`s in the client's order. What every reader then does the same:
+user and assistant `ConversationTurn`s in the client's order. What every reader then does
+the same:
 
 - Tool calls and their answers are linked: a call gets the id it is sent with (verbatim
   when it matches Anthropic's ``[A-Za-z0-9_-]+``, else hashed: `tools.tool_id`; an id an
@@ -12,7 +13,7 @@ user and assistant `Turn`s in the client's order. What every reader then does th
   both; Anthropic would reject the translation). `CallWords` says it in the client's words.
 - Tool results go first in their user turn (Anthropic requires the ``tool_result``
   blocks before other content, so user text that arrives after the results still goes
-  after them; `Turn.content`).
+  after them; `ConversationTurn.content`).
 - `TurnBuilder.finish`: thinking blocks at the end of an assistant turn are removed
   ("The final block in an assistant message cannot be thinking"), empty turns dropped,
   consecutive same-role turns merged, and a conversation that starts with an assistant
@@ -35,7 +36,7 @@ from .tools import hashed_id, tool_id
 __all__ = [
     "LEADING_USER_PLACEHOLDER",
     "CallWords",
-    "Turn",
+    "ConversationTurn",
     "TurnBuilder",
     "finish_turns",
     "read_content",
@@ -50,7 +51,9 @@ PartReader = Callable[[Any, str], "Block | None"]
 
 
 @dataclass(slots=True)
-class Turn:
+class ConversationTurn:
+    """One user or assistant turn of the canonical conversation a reader builds."""
+
     role: str  # "user" or "assistant"
     blocks: list[Block] = field(default_factory=list)
     results: list[Block] = field(default_factory=list)  # tool_result blocks (user turns)
@@ -85,16 +88,16 @@ class TurnBuilder:
         # how many it put on blocks of the turns.
         self.system_breakpoint: dict[str, Any] | None = None
         self.breakpoints = 0
-        self.turns: list[Turn] = []
+        self.turns: list[ConversationTurn] = []
         # Calls of the latest assistant turn not answered yet: id -> (path of its id, sent id).
         self.pending: dict[str, tuple[str, str]] = {}
         self.answered: set[str] = set()
         self.sent_ids: set[str] = set()
 
-    def user_turn(self) -> Turn:
+    def user_turn(self) -> ConversationTurn:
         """The user turn being written (a new one unless the latest turn is the user's)."""
         if not self.turns or self.turns[-1].role != "user":
-            self.turns.append(Turn("user"))
+            self.turns.append(ConversationTurn("user"))
         return self.turns[-1]
 
     def begin_assistant_turn(self) -> None:
@@ -158,8 +161,8 @@ class TurnBuilder:
             call_id, (id_path, _) = next(iter(self.pending.items()))
             raise bad(id_path, self.words.unanswered.format(call_id=call_id))
 
-    def finish(self) -> list[Turn]:
-        turns: list[Turn] = []
+    def finish(self) -> list[ConversationTurn]:
+        turns: list[ConversationTurn] = []
         for turn in self.turns:
             if turn.role == "assistant":
                 while turn.blocks and turn.blocks[-1]["type"] in THINKING_TYPES:
@@ -172,7 +175,9 @@ class TurnBuilder:
             else:
                 turns.append(turn)
         if turns and turns[0].role == "assistant":
-            placeholder = Turn("user", [{"type": "text", "text": LEADING_USER_PLACEHOLDER}])
+            placeholder = ConversationTurn(
+                "user", [{"type": "text", "text": LEADING_USER_PLACEHOLDER}]
+            )
             turns.insert(0, placeholder)
         return turns
 
@@ -195,7 +200,7 @@ def read_content(content: Any, path: str, field: str, read_part: PartReader) -> 
     return blocks
 
 
-def strip_final_whitespace(turns: list[Turn]) -> None:
+def strip_final_whitespace(turns: list[ConversationTurn]) -> None:
     final = next((t for t in reversed(turns) if t.blocks or t.results), None)
     if final is None or final.role != "assistant":
         return
@@ -207,7 +212,7 @@ def strip_final_whitespace(turns: list[Turn]) -> None:
         final.blocks.pop()
 
 
-def finish_turns(turns: list[Turn]) -> list[dict[str, Any]]:
+def finish_turns(turns: list[ConversationTurn]) -> list[dict[str, Any]]:
     """The turns as Anthropic messages (consecutive same-role turns as one)."""
     messages: list[dict[str, Any]] = []
     for turn in turns:

@@ -26,10 +26,6 @@ from ..json_read import (
     BadShape,
     JSONDecodeError,
     loads_lossy,
-    opt_dict,
-    opt_index,
-    opt_list,
-    opt_str,
     uint,
 )
 from ..signature import sign_thinking
@@ -37,6 +33,7 @@ from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Emit, StartsAtFirstBytes
 from . import mapping
+from .chunk import Delta, ToolCallDelta, read_chunk
 
 MSG_INTERLEAVED = "the upstream interleaved the arguments of parallel tool calls"
 
@@ -104,7 +101,7 @@ class ChatDecoder(StartsAtFirstBytes):
 
     def _chunk(self, chunk: object, emit: Emit) -> None:
         try:
-            error, usage, choices = _read_chunk(chunk)
+            error, usage, choices = read_chunk(chunk)
         except BadShape:
             # An error payload is reported as such even when the rest of the chunk is odd.
             if type(chunk) is dict and chunk.get("error") is not None:
@@ -156,7 +153,7 @@ class ChatDecoder(StartsAtFirstBytes):
             reasoning_tokens=self._reasoning_tokens,
         )
 
-    def _delta(self, delta: _Delta, emit: Emit) -> None:
+    def _delta(self, delta: Delta, emit: Emit) -> None:
         reasoning, content, refusal, tool_calls = delta
         if reasoning:
             if self._open != _THINKING:
@@ -176,7 +173,7 @@ class ChatDecoder(StartsAtFirstBytes):
             if self._ended:
                 return
 
-    def _tool_call(self, call: _ToolCallDelta, emit: Emit) -> None:
+    def _tool_call(self, call: ToolCallDelta, emit: Emit) -> None:
         upstream_index, tool_id, name, arguments = call
         tool = self._find_tool(upstream_index, tool_id)
         if tool is None:
@@ -236,63 +233,3 @@ class ChatDecoder(StartsAtFirstBytes):
         emit(ev.StopReason(mapping.stop_reason(self._finish_reason, bool(self._tools))))
         emit(ev.MessageStop())
         self._ended = True
-
-
-# -- reading an upstream chunk -----------------------------------------------------------
-# The whole chunk is checked before any of it is acted on, as the native side's typed
-# deserialisation does, so a malformed chunk produces no partial output.
-
-_ToolCallDelta = tuple[int | None, str | None, str | None, str | None]  # index, id, name, args
-_Delta = tuple[
-    str | None, str | None, str | None, list[_ToolCallDelta]
-]  # reasoning, content, refusal
-
-
-def _objects(parent: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """A list member whose elements must be objects (none when absent)."""
-    items = opt_list(parent, key) or []
-    for item in items:
-        if type(item) is not dict:
-            raise BadShape
-    return items
-
-
-def _read_chunk(
-    chunk: object,
-) -> tuple[object, dict[str, Any] | None, list[tuple[_Delta | None, str | None]]]:
-    """(error, usage, [(delta, finish_reason) of the first choice]) or BadShape."""
-    if type(chunk) is not dict:
-        raise BadShape
-    usage = chunk.get("usage")
-    if type(usage) is not dict:
-        groq = chunk.get("x_groq")
-        usage = groq.get("usage") if type(groq) is dict else None
-        if type(usage) is not dict:
-            usage = None
-    read: list[tuple[_Delta | None, str | None]] = []
-    for choice in _objects(chunk, "choices"):
-        index = opt_index(choice, "index")
-        delta = opt_dict(choice, "delta")
-        finish_reason = opt_str(choice, "finish_reason")
-        read_delta = _read_delta(delta) if delta is not None else None
-        if not index:  # only the first choice is translated (n > 1 is refused upstream)
-            read.append((read_delta, finish_reason))
-    return chunk.get("error"), usage, read
-
-
-def _read_delta(delta: dict[str, Any]) -> _Delta:
-    reasoning = opt_str(delta, "reasoning_content")
-    fallback = opt_str(delta, "reasoning")
-    if not reasoning:
-        reasoning = fallback  # Groq/OpenRouter name; some upstreams send both, duplicated
-    calls: list[_ToolCallDelta] = []
-    for call in _objects(delta, "tool_calls"):
-        upstream_index = opt_index(call, "index")
-        tool_id = opt_str(call, "id")
-        function = opt_dict(call, "function")
-        name = arguments = None
-        if function is not None:
-            name = opt_str(function, "name")
-            arguments = opt_str(function, "arguments")
-        calls.append((upstream_index, tool_id, name, arguments))
-    return reasoning, opt_str(delta, "content"), opt_str(delta, "refusal"), calls

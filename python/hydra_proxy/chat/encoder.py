@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from orjson import loads
 
-from ..continuation import Block, Redacted, encode
-from ..continuation import Thinking as ThinkingBlock
+from ..continuation import Block, RedactedBlock, ThinkingBlock, encode
 from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import mapping
@@ -92,7 +91,8 @@ class ChatEncoder(Ending):
         self._finish_reason: str | None = None
         self._length = 0  # code points of content sent
 
-    def event(self, parts: list[bytes], event: ev.Event) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, parts: list[bytes], event: ev.Event) -> None:  # noqa: C901
         match event:
             case ev.TextDelta(block, text):
                 state = self._blocks.get(block)
@@ -171,7 +171,7 @@ class ChatEncoder(Ending):
         elif state.kind == _THINKING:
             self._seal(parts, ThinkingBlock("".join(state.text), state.signature))
         elif state.kind == _REDACTED:
-            self._seal(parts, Redacted(state.data))
+            self._seal(parts, RedactedBlock(state.data))
 
     def _seal(self, parts: list[bytes], block: Block) -> None:
         """The block's continuation suffix, right after its reasoning."""

@@ -24,7 +24,7 @@ from typing import Any
 from ..config import Settings
 from ..config.keys import KeyPool
 from ..counters import Counters, LocalCounters
-from ..server.admission import Gate
+from ..server.checks.admission import Gate
 from .failover import Failover, StoreUnavailable, mask_url
 from .gate import LeasedCounters, Leases, SharedGate
 from .host import HostCounters, new_path
@@ -40,7 +40,7 @@ __all__ = [
     "unreachable",
 ]
 
-# Set by `serve` (server/run.py) for its workers: the host store's file, and the id of
+# Set by `serve` (server/transport/run.py) for its workers: the host store's file, and the id of
 # this replica (host name and the serve's pid) that lease holders carry.
 HOST_STORE_ENV = "HYDRA_HOST_STORE"
 REPLICA_ENV = "HYDRA_REPLICA_ID"

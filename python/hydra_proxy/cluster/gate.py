@@ -3,7 +3,7 @@ replica), while its fair queue stays in this process.
 
 A request takes a slot when the shared count of `name` is under the bound: one atomic
 check of the store. Past it, it waits in this worker's round-robin queue of sessions
-(server/admission.py's `Gate`), and the queue's head asks the store again when a slot of
+(server/checks/admission.py's `Gate`), and the queue's head asks the store again when a slot of
 this worker frees (at once) and, since a slot freed by another worker says nothing here,
 every `POLL` seconds at most (at random within it, so that the waiting workers do not ask
 in lockstep). What holds: within a worker, sessions are served round-robin; across
@@ -27,7 +27,7 @@ from collections import deque
 from typing import Any
 
 from ..counters import Counters
-from ..server.admission import Gate, Refused, Slot
+from ..server.checks.admission import Gate, Refused, Slot
 
 log = logging.getLogger("hydra_proxy.cluster")
 

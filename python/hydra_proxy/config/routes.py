@@ -207,7 +207,7 @@ def request_traits(
     `client`: the protocol the client spoke (anthropic, chat, responses); `headers`: the
     client's request headers (a mapping or ASGI pairs); `estimate`: the input-token
     estimate, called only if a route needs it (default: tokens.estimate_input_tokens);
-    `memo`: what the session's previous request left (server/previous_turn.Turn.memo);
+    `memo`: what the session's previous request left (server/previous_turn.KeptRequest.memo);
     `bound`: the input's upper bound (default: tokens.input_bound of `request`).
     """
     model = request.get("model")

@@ -189,7 +189,7 @@ USAGE: dict[str, Field] = {
 }
 
 # `[admission]`: bounds on concurrent upstream exchanges, per worker process, and the fair
-# queue past them (server/admission.py). 0 is unbounded.
+# queue past them (server/checks/admission.py). 0 is unbounded.
 WHEN_FULL = ("fallback", "queue")
 ADMISSION: dict[str, Field] = {
     "provider_streams": _num("exchanges per provider at once (0: unbounded)",

@@ -1,6 +1,6 @@
 """Settings: the validated, immutable configuration a server runs with.
 
-Settings reach granian worker processes as the argument of the app loader (server/run.py),
+Settings reach granian worker processes as the argument of the app loader (server/transport/run.py),
 so they stay plain picklable data; mutable per-process state (key pools) is built from
 them in each worker (`config.keys.key_pools`).
 """
@@ -45,7 +45,7 @@ class Settings:
     # a session's next request parses and translates only what is new (0: none kept).
     session_reuse_bytes: int = 64 * 1024 * 1024
     # A stream whose client takes nothing for this long (the upstream paused meanwhile:
-    # server/relay.py) is ended.
+    # server/pipeline/relay.py) is ended.
     send_stall_timeout: float = 60.0
     max_event_bytes: int = 16 * 1024 * 1024
     connect_timeout: float = 10.0
@@ -57,7 +57,7 @@ class Settings:
     # The signing key files: the first signs, every one verifies (a rotation). None: the
     # default file (hydra_proxy.signing_key).
     signing_key_file: str | tuple[str, ...] | None = None
-    # Without client keys (server/browser_guard.py): more Host names that name this proxy,
+    # Without client keys (server/checks/browser_guard.py): more Host names that name this proxy,
     # and the web origins that may call it (CORS is answered for those only).
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
@@ -65,7 +65,7 @@ class Settings:
     # x-hydra-continuation request header), always, never.
     continuation: str = "auto"
     # Request headers that name a client's session besides the known ones
-    # (server/sessions.py SESSION_HEADERS), lower case.
+    # (server/pipeline/sessions.py SESSION_HEADERS), lower case.
     session_headers: tuple[str, ...] = ()
     # `[pricing."glob"]` overrides for the usage ledger's price table (validated here,
     # applied by hydra_proxy.usage: UsageService.start(pricing_overrides=...)).
@@ -74,7 +74,7 @@ class Settings:
     usage_ledger: str | None = DEFAULT_LEDGER
     usage_metrics: bool = True
     usage_tracing: bool = False
-    # `[admission]` (server/admission.py): concurrent upstream exchanges per worker, per
+    # `[admission]` (server/checks/admission.py): concurrent upstream exchanges per worker, per
     # provider (overrides by name) and per client key, 0 unbounded; the queue past them.
     provider_streams: int = 0
     provider_stream_overrides: tuple[tuple[str, int], ...] = ()

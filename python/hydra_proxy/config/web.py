@@ -1,5 +1,5 @@
 """The syntax of the settings that say which web clients may call the proxy
-(``allowed_hosts``, ``allowed_origins``; server/browser_guard.py applies them)."""
+(``allowed_hosts``, ``allowed_origins``; server/checks/browser_guard.py applies them)."""
 
 from __future__ import annotations
 

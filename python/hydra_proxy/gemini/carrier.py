@@ -33,7 +33,7 @@ def thought_signature(blocks: list[continuation.Block], key: bytes) -> str:
     """The ``thoughtSignature`` carrying these blocks (twin of rust/src/gemini/encoder.rs)."""
     canonical: list[Block] = [
         {"type": "thinking", "thinking": b.text, "signature": b.signature}
-        if isinstance(b, continuation.Thinking)
+        if isinstance(b, continuation.ThinkingBlock)
         else {"type": "redacted_thinking", "data": b.data}
         for b in blocks
     ]

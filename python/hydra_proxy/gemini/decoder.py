@@ -47,15 +47,13 @@ from ..json_read import (
     BadShape,
     JSONDecodeError,
     loads_lossy,
-    opt_dict,
-    opt_list,
-    opt_str,
     uint,
 )
 from ..signature import sign_thinking
 from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Emit, StartsAtFirstBytes
+from .chunk import Call, Chunk, Part, read_chunk
 from .errors import gemini_error
 from .mapping import ERROR_FINISH_REASONS, anthropic_usage, finish_error, stop_reason
 from .thought_signature import sign_thought_signature
@@ -102,7 +100,7 @@ class GeminiDecoder(StartsAtFirstBytes):
             self._upstream_error(chunk, emit)
             return
         try:
-            read = _read_chunk(chunk)
+            read = read_chunk(chunk)
         except BadShape:
             self._fail("api_error", MSG_BAD_SHAPE, emit)
             return
@@ -116,7 +114,7 @@ class GeminiDecoder(StartsAtFirstBytes):
 
     # -- one chunk ---------------------------------------------------------------------
 
-    def _chunk(self, chunk: _Chunk, emit: Emit) -> None:
+    def _chunk(self, chunk: Chunk, emit: Emit) -> None:
         usage, blocked, parts, finish_reason, finish_message = chunk
         if usage is not None:
             self._read_usage(usage)
@@ -171,7 +169,7 @@ class GeminiDecoder(StartsAtFirstBytes):
 
     # -- one part ----------------------------------------------------------------------
 
-    def _part(self, part: _Part, emit: Emit) -> None:
+    def _part(self, part: Part, emit: Emit) -> None:
         index = self._parts
         self._parts += 1
         thought, text, signature, call, other = part
@@ -183,13 +181,7 @@ class GeminiDecoder(StartsAtFirstBytes):
             if self._ended:
                 return
         if thought:
-            if text:
-                self._open_thinking(emit)
-                if self._key:
-                    self._thinking.append(text)
-                emit(ev.ThinkingDelta(self._blocks - 1, text))
-            if signature is not None:
-                self._close_thinking(signature, emit)
+            self._thought(text, signature, emit)
             return
         if signature is not None:
             self._close_thinking(signature, emit)
@@ -199,16 +191,32 @@ class GeminiDecoder(StartsAtFirstBytes):
             self._call(call, index, emit)
             return
         content = text if text is not None else other
-        if content is not None and content.strip():
+        if content:
+            self._text(content, emit)
+
+    def _thought(self, text: str | None, signature: str | None, emit: Emit) -> None:
+        """A thought part: its text streams into the open thinking block, and its signature
+        (when it has one) closes that block."""
+        if text:
+            self._open_thinking(emit)
+            if self._key:
+                self._thinking.append(text)
+            emit(ev.ThinkingDelta(self._blocks - 1, text))
+        if signature is not None:
+            self._close_thinking(signature, emit)
+
+    def _text(self, content: str, emit: Emit) -> None:
+        """A part's text (or the text a part shows) goes into the open text block, or opens
+        one; whitespace alone opens none."""
+        if content.strip():
             if self._open != _TEXT:
                 self._close(emit)
                 self._open_block(_TEXT, ev.Text(), emit)
-            emit(ev.TextDelta(self._blocks - 1, content))
-        elif content and self._open == _TEXT:
-            # Whitespace: part of the open text block, no block of its own (as not streamed).
-            emit(ev.TextDelta(self._blocks - 1, content))
+        elif self._open != _TEXT:
+            return  # whitespace: no block of its own (as not streamed)
+        emit(ev.TextDelta(self._blocks - 1, content))
 
-    def _call(self, call: _Call, index: int, emit: Emit) -> None:
+    def _call(self, call: Call, index: int, emit: Emit) -> None:
         name, call_id, args, partial, will_continue = call
         if name is None and args is None and not partial and not will_continue:
             return  # an empty `functionCall: {}` with no call open ends nothing
@@ -224,7 +232,7 @@ class GeminiDecoder(StartsAtFirstBytes):
         self._pending = args if type(args) is dict else {}
         self._continue_call(call, emit)
 
-    def _continue_call(self, call: _Call, emit: Emit) -> None:
+    def _continue_call(self, call: Call, emit: Emit) -> None:
         assert self._pending is not None
         for path, value in call[3]:
             try:
@@ -298,111 +306,6 @@ class GeminiDecoder(StartsAtFirstBytes):
         emit(ev.StopReason(stop_reason(self._finish_reason, self._calls > 0)))
         emit(ev.MessageStop())
         self._ended = True
-
-
-# -- reading a chunk ---------------------------------------------------------------------
-# The whole chunk is checked before any of it is acted on, as the native reader does, so a
-# malformed chunk produces no partial output.
-
-_PartialArg = tuple[str, object]  # jsonPath, value
-_Call = tuple[str | None, str | None, object, list[_PartialArg], bool]  # name, id, args, ...
-_Part = tuple[bool, str | None, str | None, _Call | None, str | None]
-_Chunk = tuple[dict[str, Any] | None, bool, list[_Part], str | None, str | None]
-
-
-def _opt_bool(obj: dict[str, Any], key: str) -> bool:
-    value = obj.get(key)
-    if value is None or type(value) is bool:
-        return value is True
-    raise BadShape
-
-
-def _read_chunk(chunk: object) -> _Chunk:
-    """(usageMetadata, prompt blocked, parts, finishReason, finishMessage) or BadShape."""
-    if type(chunk) is not dict:
-        raise BadShape
-    usage = chunk.get("usageMetadata")
-    feedback = chunk.get("promptFeedback")
-    reason = feedback.get("blockReason") if type(feedback) is dict else None
-    blocked = type(reason) is str and reason != ""
-    parts: list[_Part] = []
-    finish_reason = finish_message = None
-    candidates = opt_list(chunk, "candidates")
-    if candidates:
-        candidate = candidates[0]
-        if type(candidate) is not dict:
-            raise BadShape
-        finish_reason = opt_str(candidate, "finishReason")
-        finish_message = opt_str(candidate, "finishMessage")
-        content = opt_dict(candidate, "content")
-        for part in (opt_list(content, "parts") if content is not None else None) or ():
-            parts.append(_read_part(part))
-    return usage if type(usage) is dict else None, blocked, parts, finish_reason, finish_message
-
-
-def _read_part(part: object) -> _Part:
-    if type(part) is not dict:
-        raise BadShape
-    signature = opt_str(part, "thoughtSignature") or None
-    call = opt_dict(part, "functionCall")
-    return (
-        _opt_bool(part, "thought"),
-        opt_str(part, "text"),
-        signature,
-        _read_call(call) if call is not None else None,
-        _other_text(part),
-    )
-
-
-def _read_call(call: dict[str, Any]) -> _Call:
-    partial: list[_PartialArg] = []
-    for arg in opt_list(call, "partialArgs") or ():
-        if type(arg) is not dict:
-            raise BadShape
-        path = opt_str(arg, "jsonPath")
-        if path is None:
-            raise BadShape
-        string = opt_str(arg, "stringValue")
-        number = arg.get("numberValue")
-        if number is not None and type(number) not in (int, float):
-            raise BadShape
-        flag = _opt_bool(arg, "boolValue") if arg.get("boolValue") is not None else None
-        # nullValue, or a piece without a value: null.
-        value = string if string is not None else number if number is not None else flag
-        _opt_bool(arg, "willContinue")  # only says more pieces of the string follow
-        partial.append((path, value))
-    return (
-        opt_str(call, "name"),
-        opt_str(call, "id"),
-        call.get("args"),
-        partial,
-        _opt_bool(call, "willContinue"),
-    )
-
-
-def _other_text(part: dict[str, Any]) -> str | None:
-    """The text of a code, code-result or media part (as hydra_proxy.gemini.response.reader)."""
-    code = opt_dict(part, "executableCode")
-    source = language = output = None
-    if code is not None:
-        source, language = opt_str(code, "code"), opt_str(code, "language")
-    result = opt_dict(part, "codeExecutionResult")
-    if result is not None:
-        output = opt_str(result, "output")
-    media = [opt_dict(part, "inlineData"), opt_dict(part, "fileData")]
-    mimes = [opt_str(m, "mimeType") if m is not None else None for m in media]
-    if source is not None:
-        fence = language.lower() if language and language != "LANGUAGE_UNSPECIFIED" else ""
-        return f"```{fence}\n{source}\n```"
-    if output is not None:
-        return output
-    for found, mime in zip(media, mimes, strict=True):
-        if found is not None:
-            return f"[Gemini returned {mime or 'media'} output, which is not shown here.]"
-    return None
-
-
-# -- streamed arguments ------------------------------------------------------------------
 
 
 def _assign(root: dict[str, Any], path: str, value: object) -> None:

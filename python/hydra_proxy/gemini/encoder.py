@@ -27,8 +27,7 @@ from __future__ import annotations
 import orjson
 
 from ..canonical.tools import RAW_ARGUMENTS_KEY
-from ..continuation import Block, Redacted
-from ..continuation import Thinking as ThinkingBlock
+from ..continuation import Block, RedactedBlock, ThinkingBlock
 from ..stream import events as ev
 from ..stream.transducer import Ending
 from . import output as out
@@ -142,7 +141,7 @@ class GeminiEncoder(Ending):
         elif state.kind == _THINKING and state.signature:
             self._replay.append(ThinkingBlock("".join(state.text), state.signature))
         elif state.kind == _REDACTED:
-            self._replay.append(Redacted(state.data))
+            self._replay.append(RedactedBlock(state.data))
 
     def _signature(self) -> str | None:
         """The carrier of the thinking waiting for a part (None: there is none)."""

@@ -1,5 +1,6 @@
 """Gemini HTTP error bodies -> the proxy's `ProxyError` (status, Anthropic type, message,
-retry-after).
+retry-after); a streamed ``error`` chunk's type and message are read alike by the native
+decoder (rust/src/gemini/errors.rs).
 
 Gemini answers errors with a google.rpc.Status in JSON::
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .app import ASGIApp, MockApp, create_app
 from .options import MockOptions
-from .script import Turn, TurnError, parse_script, parse_turn
+from .script import ScriptedReply, ScriptError, parse_reply, parse_script
 from .server import MockServer, MockServerError, serve
 
 __all__ = [
@@ -18,10 +18,10 @@ __all__ = [
     "MockOptions",
     "MockServer",
     "MockServerError",
-    "Turn",
-    "TurnError",
+    "ScriptError",
+    "ScriptedReply",
     "create_app",
+    "parse_reply",
     "parse_script",
-    "parse_turn",
     "serve",
 ]

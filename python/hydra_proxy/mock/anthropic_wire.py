@@ -16,8 +16,9 @@ from typing import Any
 
 import orjson
 
+from ..errors import status_for_anthropic_type
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .script import ResolvedUsage, Turn, WebSearch, error_status, resolve_usage, split_text
+from .script import ResolvedUsage, ScriptedReply, ScriptedWebSearch, resolve_usage, split_text
 
 PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 
@@ -56,7 +57,7 @@ def default_signature(thinking: str) -> str:
     return base64.b64encode(b"mock" + hashlib.sha256(thinking.encode()).digest()).decode()
 
 
-def _tool_use_id(turn: Turn, index: int, ctx: RenderContext) -> str:
+def _tool_use_id(turn: ScriptedReply, index: int, ctx: RenderContext) -> str:
     call = turn.tool_calls[index]
     return call.id if call.id is not None else f"toolu_{ctx.message_id[-12:]}_{index}"
 
@@ -77,7 +78,7 @@ def _usage(u: ResolvedUsage) -> dict[str, Any]:
     }
 
 
-def _search_blocks(search: WebSearch, ctx: RenderContext) -> list[dict[str, Any]]:
+def _search_blocks(search: ScriptedWebSearch, ctx: RenderContext) -> list[dict[str, Any]]:
     """The search's server_tool_use and web_search_tool_result blocks, as in a Message."""
     search_id = "srvtoolu_" + ctx.message_id.removeprefix("msg_")
     results = [
@@ -101,7 +102,7 @@ def _search_blocks(search: WebSearch, ctx: RenderContext) -> list[dict[str, Any]
     ]
 
 
-def _citations(search: WebSearch, text: str) -> list[dict[str, Any]]:
+def _citations(search: ScriptedWebSearch, text: str) -> list[dict[str, Any]]:
     return [
         {
             "type": "web_search_result_location",
@@ -149,7 +150,7 @@ class _Blocks:
         )
         self.index += 1
 
-    def thinking(self, turn: Turn) -> None:
+    def thinking(self, turn: ScriptedReply) -> None:
         if turn.reasoning is not None:
             self.start({"type": "thinking", "thinking": "", "signature": ""})
             self.pieces("thinking_delta", "thinking", turn.reasoning)
@@ -162,7 +163,7 @@ class _Blocks:
             self.start({"type": "redacted_thinking", "data": data})
             self.stop()
 
-    def search(self, turn: Turn, ctx: RenderContext) -> None:
+    def search(self, turn: ScriptedReply, ctx: RenderContext) -> None:
         if turn.web_search is None:
             return
         use, result = _search_blocks(turn.web_search, ctx)
@@ -173,7 +174,7 @@ class _Blocks:
         self.start(result)
         self.stop()
 
-    def text(self, turn: Turn) -> None:
+    def text(self, turn: ScriptedReply) -> None:
         if turn.text is None:
             return
         search = turn.web_search
@@ -186,7 +187,7 @@ class _Blocks:
         self.pieces("text_delta", "text", turn.text)
         self.stop()
 
-    def tool_uses(self, turn: Turn, ctx: RenderContext) -> None:
+    def tool_uses(self, turn: ScriptedReply, ctx: RenderContext) -> None:
         for i, call in enumerate(turn.tool_calls):
             use = {"type": "tool_use", "id": _tool_use_id(turn, i, ctx), "name": call.name}
             self.start({**use, "input": {}})
@@ -196,7 +197,7 @@ class _Blocks:
             self.stop()
 
 
-def render(turn: Turn, ctx: RenderContext) -> Reply:
+def render(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     """The turn as an Anthropic response (event stream or complete ``Message``)."""
     if turn.error is not None:
         e = turn.error
@@ -263,10 +264,12 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
 
 
-def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
+def _render_complete(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
-        return error_reply(error_status(se.type), se.type, se.message, request_id=ctx.request_id)
+        return error_reply(
+            status_for_anthropic_type(se.type), se.type, se.message, request_id=ctx.request_id
+        )
     content: list[dict[str, Any]] = []
     if turn.reasoning is not None:
         signature = (

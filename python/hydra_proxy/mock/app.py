@@ -51,7 +51,15 @@ from .options import MockOptions
 from .prefix_cache import PrefixCache
 from .replay import ReplayCache, ReplayError
 from .response import RenderContext, Reply, json_reply
-from .script import Pacing, Turn, TurnError, Usage, canned_turn, parse_script, parse_turn
+from .script import (
+    Pacing,
+    ScriptedReply,
+    ScriptedUsage,
+    ScriptError,
+    canned_reply,
+    parse_reply,
+    parse_script,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -93,7 +101,7 @@ class _ClientError(Exception):
 @dataclass(frozen=True, slots=True)
 class _Wire:
     name: str
-    render: Callable[[Turn, RenderContext], Reply]
+    render: Callable[[ScriptedReply, RenderContext], Reply]
     overloaded: Callable[[], Reply]
     id_prefix: str
     make_error: Callable[[int, str], Reply] | None = None
@@ -199,7 +207,7 @@ class MockApp:
         )
         self._recorded: deque[tuple[dict[str, Any], int]] = deque()
         self._recorded_bytes = 0
-        self._script: deque[Turn] = deque()
+        self._script: deque[ScriptedReply] = deque()
         self._replays = ReplayCache(options.fixtures, options.replay)
         self._default_replay: Reply | None = None
         if options.replay is not None:
@@ -315,41 +323,43 @@ class MockApp:
             )
         return None
 
-    def _pick_turn(self, headers: dict[str, str], body: dict[str, Any]) -> tuple[Turn | None, str]:
+    def _pick_turn(
+        self, headers: dict[str, str], body: dict[str, Any]
+    ) -> tuple[ScriptedReply | None, str]:
         """The scripted turn for this request (None: the default reply) and where it came
         from: ``"header"``, ``"script"`` or ``"default"``."""
         header_turn = headers.get("x-mock-turn")
         if header_turn is not None:
             try:
-                turn = parse_turn(orjson.loads(header_turn), "x-mock-turn")
+                turn = parse_reply(orjson.loads(header_turn), "x-mock-turn")
             except orjson.JSONDecodeError:
                 raise _ClientError(400, "header x-mock-turn is not valid JSON") from None
-            except TurnError as exc:
+            except ScriptError as exc:
                 raise _ClientError(400, str(exc)) from None
             return turn, "header"
         header_replay = headers.get("x-mock-replay")
         if header_replay is not None:
-            return Turn(replay=header_replay), "header"
+            return ScriptedReply(replay=header_replay), "header"
         if self._script and self._script[0].accepts(body):
             return self._script.popleft(), "script"
         return None, "default"
 
     def _prefix_cached(
         self,
-        turn: Turn | None,
+        turn: ScriptedReply | None,
         knobs: _Knobs,
         wire: str,
         body: dict[str, Any],
         headers: dict[str, str],
-    ) -> Turn:
+    ) -> ScriptedReply:
         """The turn with the prompt and cached counts of the prefix cache (a replayed or raw
         turn keeps its own bytes)."""
-        turn = turn if turn is not None else canned_turn(knobs.chunks, knobs.chunk_size)
+        turn = turn if turn is not None else canned_reply(knobs.chunks, knobs.chunk_size)
         if turn.replay is not None or turn.raw is not None:
             return turn
         prompt, cached = self._prefix.usage(wire, body, headers)
-        old = turn.usage or Usage()
-        usage = Usage(prompt, old.completion_tokens, cached, old.cache_hit_field)
+        old = turn.usage or ScriptedUsage()
+        usage = ScriptedUsage(prompt, old.completion_tokens, cached, old.cache_hit_field)
         return dataclasses.replace(turn, usage=usage)
 
     def _context(self, wire: _Wire, body: dict[str, Any], chunk_size: int) -> RenderContext:
@@ -366,7 +376,9 @@ class MockApp:
             request_id=f"req_mock{self._token}{n:010d}",
         )
 
-    def _reply(self, wire: _Wire, turn: Turn | None, body: dict[str, Any], knobs: _Knobs) -> Reply:
+    def _reply(
+        self, wire: _Wire, turn: ScriptedReply | None, body: dict[str, Any], knobs: _Knobs
+    ) -> Reply:
         if turn is None:
             if self._default_replay is not None:
                 return self._default_replay
@@ -399,7 +411,7 @@ class MockApp:
         )
         reply = self._canned.get(key)
         if reply is None:
-            turn = canned_turn(knobs.chunks, knobs.chunk_size)
+            turn = canned_reply(knobs.chunks, knobs.chunk_size)
             reply = wire.render(turn, self._context(wire, body, knobs.chunk_size))
             if len(self._canned) >= _CACHE_MAX:
                 self._canned.clear()
@@ -481,7 +493,7 @@ class MockApp:
                     turns = parse_script(orjson.loads(raw))
                 except orjson.JSONDecodeError:
                     raise _ClientError(400, "the script is not valid JSON") from None
-                except TurnError as exc:
+                except ScriptError as exc:
                     raise _ClientError(400, str(exc)) from None
                 for turn in turns:
                     if turn.replay is not None:

@@ -19,8 +19,9 @@ from typing import Any
 
 import orjson
 
+from ..errors import status_for_anthropic_type
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
+from .script import ResolvedUsage, ScriptedReply, resolve_usage, split_text
 
 DONE = b"data: [DONE]\n\n"
 SYSTEM_FINGERPRINT = "fp_hydra_mock"
@@ -84,12 +85,12 @@ def _chunk(ctx: RenderContext, delta: dict[str, Any], finish: str | None = None)
     )
 
 
-def _tool_call_id(turn: Turn, index: int, ctx: RenderContext) -> str:
+def _tool_call_id(turn: ScriptedReply, index: int, ctx: RenderContext) -> str:
     call = turn.tool_calls[index]
     return call.id if call.id is not None else f"call_{ctx.message_id[-12:]}_{index}"
 
 
-def render(turn: Turn, ctx: RenderContext) -> Reply:
+def render(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     """The turn as an OpenAI response (stream or complete ``chat.completion``)."""
     if turn.error is not None:
         e = turn.error
@@ -158,7 +159,7 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
         events.append(DONE)
         return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
 
-    events.append(_chunk(ctx, {}, turn.openai_finish_reason()))
+    events.append(_chunk(ctx, {}, turn.chat_finish_reason()))
     if ctx.include_usage:
         events.append(
             _sse(
@@ -178,10 +179,10 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
 
 
-def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
+def _render_complete(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
-        return error_reply(error_status(se.type), se.type, se.message)
+        return error_reply(status_for_anthropic_type(se.type), se.type, se.message)
     message: dict[str, Any] = {"role": "assistant", "content": turn.text, "refusal": None}
     if turn.reasoning is not None:
         message["reasoning_content"] = turn.reasoning
@@ -204,7 +205,7 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": turn.openai_finish_reason(),
+                "finish_reason": turn.chat_finish_reason(),
             }
         ],
         "usage": _usage_object(resolve_usage(turn)),

@@ -37,8 +37,9 @@ from typing import Any, Final
 
 import orjson
 
+from ..errors import status_for_anthropic_type
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events, json_reply
-from .script import ResolvedUsage, ToolCall, Turn, error_status, resolve_usage, split_text
+from .script import ResolvedUsage, ScriptedReply, ToolCall, resolve_usage, split_text
 
 STATUS_NAMES: Final = {
     400: "INVALID_ARGUMENT",
@@ -95,11 +96,11 @@ def default_thought_signature(seed: str) -> str:
 
 
 def _stream_error_status(kind: str) -> int:
-    status = error_status(kind)
+    status = status_for_anthropic_type(kind)
     return _OVERLOADED if status == 529 else status
 
 
-def finish_reason(turn: Turn) -> str:
+def finish_reason(turn: ScriptedReply) -> str:
     reason = turn.finish_reason
     if reason is None or reason in ("stop", "end_turn", "tool_calls", "tool_use"):
         return "STOP"
@@ -130,7 +131,7 @@ def _args(call: ToolCall) -> Any:
         return call.arguments  # scripted garbage stays garbage
 
 
-def _signature(turn: Turn) -> str | None:
+def _signature(turn: ScriptedReply) -> str | None:
     """The thoughtSignature of this turn (None: a text-only turn without reasoning)."""
     if turn.signature is not None:
         return turn.signature
@@ -182,7 +183,7 @@ class _Chunks:
         return chunk
 
 
-def _complete_parts(turn: Turn) -> list[dict[str, Any]]:
+def _complete_parts(turn: ScriptedReply) -> list[dict[str, Any]]:
     signature = _signature(turn)
     parts: list[dict[str, Any]] = []
     if turn.reasoning is not None:
@@ -200,7 +201,7 @@ def _complete_parts(turn: Turn) -> list[dict[str, Any]]:
     return parts
 
 
-def render(turn: Turn, ctx: RenderContext, *, sse: bool = True) -> Reply:
+def render(turn: ScriptedReply, ctx: RenderContext, *, sse: bool = True) -> Reply:
     """The turn as a Gemini answer (``ctx.stream``: a stream, SSE or a JSON array)."""
     if turn.error is not None:
         e = turn.error
@@ -257,7 +258,7 @@ def _stream_reply(ctx: RenderContext, events: list[bytes], sse: bool, abort: boo
     return Reply(200, [(b"content-type", b"application/json"), *_headers(ctx)], pieces, abort)
 
 
-def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
+def _render_complete(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
         return error_reply(_stream_error_status(se.type), se.message)
@@ -267,10 +268,12 @@ def _render_complete(turn: Turn, ctx: RenderContext) -> Reply:
     return Reply.complete_json(body, _headers(ctx), turn.cut, turn.abort)
 
 
-def renderer(model: str, stream: bool, sse: bool) -> Callable[[Turn, RenderContext], Reply]:
+def renderer(
+    model: str, stream: bool, sse: bool
+) -> Callable[[ScriptedReply, RenderContext], Reply]:
     """``render`` for one request URL: its model and mode replace what the body says."""
 
-    def render_url(turn: Turn, ctx: RenderContext) -> Reply:
+    def render_url(turn: ScriptedReply, ctx: RenderContext) -> Reply:
         return render(turn, replace(ctx, model=model, stream=stream), sse=sse)
 
     return render_url

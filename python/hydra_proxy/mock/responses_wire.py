@@ -31,10 +31,11 @@ from typing import Any, Final
 
 import orjson
 
+from ..errors import status_for_anthropic_type
 from .anthropic_wire import default_signature
 from .chat_wire import error_reply
 from .response import SSE_HEADERS, Headers, RenderContext, Reply, cut_events
-from .script import ResolvedUsage, Turn, error_status, resolve_usage, split_text
+from .script import ResolvedUsage, ScriptedReply, resolve_usage, split_text
 
 # A turn's finish_reason (either vocabulary) -> incomplete_details.reason.
 _INCOMPLETE: Final = {
@@ -120,7 +121,7 @@ def _text_part(text: str) -> dict[str, Any]:
 class _Items:
     """The turn's output items, finished, with the ids the stream and the body share."""
 
-    def __init__(self, turn: Turn, ctx: RenderContext):
+    def __init__(self, turn: ScriptedReply, ctx: RenderContext):
         suffix = ctx.message_id.removeprefix("resp_")
         self.items: list[dict[str, Any]] = []
         if turn.reasoning is not None:
@@ -195,7 +196,7 @@ class _Items:
             )
 
 
-def _final_state(turn: Turn) -> tuple[str, dict[str, Any] | None]:
+def _final_state(turn: ScriptedReply) -> tuple[str, dict[str, Any] | None]:
     """``(status, incomplete_details)`` of the finished response."""
     reason = _INCOMPLETE.get(turn.finish_reason or "")
     if reason is None:
@@ -203,7 +204,9 @@ def _final_state(turn: Turn) -> tuple[str, dict[str, Any] | None]:
     return "incomplete", {"reason": reason}
 
 
-def _finished(turn: Turn, ctx: RenderContext, output: list[dict[str, Any]]) -> dict[str, Any]:
+def _finished(
+    turn: ScriptedReply, ctx: RenderContext, output: list[dict[str, Any]]
+) -> dict[str, Any]:
     status, details = _final_state(turn)
     body = _response(ctx, status, output)
     body["incomplete_details"] = details
@@ -286,7 +289,7 @@ _ITEM_EVENTS = {
 }
 
 
-def render(turn: Turn, ctx: RenderContext) -> Reply:
+def render(turn: ScriptedReply, ctx: RenderContext) -> Reply:
     """The turn as a Responses API answer (event stream or finished response object)."""
     if turn.error is not None:
         e = turn.error
@@ -320,8 +323,8 @@ def render(turn: Turn, ctx: RenderContext) -> Reply:
     return Reply(200, SSE_HEADERS + _headers(ctx), events, abort=turn.abort)
 
 
-def _render_complete(turn: Turn, ctx: RenderContext, items: list[dict[str, Any]]) -> Reply:
+def _render_complete(turn: ScriptedReply, ctx: RenderContext, items: list[dict[str, Any]]) -> Reply:
     if turn.stream_error is not None:
         se = turn.stream_error
-        return error_reply(error_status(se.type), se.type, se.message)
+        return error_reply(status_for_anthropic_type(se.type), se.type, se.message)
     return Reply.complete_json(_finished(turn, ctx, items), _headers(ctx), turn.cut, turn.abort)

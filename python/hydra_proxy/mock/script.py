@@ -70,7 +70,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ..chat.mapping import FINISH_REASONS, STOP_REASONS
-from ..errors import status_class, status_for_anthropic_type
+from ..errors import status_class
 
 DEFAULT_PROMPT_TOKENS = 10
 _Parsed = TypeVar("_Parsed")
@@ -80,7 +80,7 @@ _CANNED_TEXT = (
 )
 
 
-class TurnError(ValueError):
+class ScriptError(ValueError):
     """A scripted turn that cannot be understood; the message says which field and why."""
 
 
@@ -93,7 +93,7 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class ScriptedUsage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int = 0
@@ -117,7 +117,7 @@ class StreamError:
 
 
 @dataclass(frozen=True, slots=True)
-class WebSearch:
+class ScriptedWebSearch:
     """One web search the provider runs: its query and the pages it found (url, title)."""
 
     query: str
@@ -160,12 +160,15 @@ class Match:
 
 
 @dataclass(frozen=True, slots=True)
-class Turn:
+class ScriptedReply:
+    """One reply of a mock's script (a "turn" of the script's JSON): what the mock answers
+    the next request it accepts with, in the wire of the endpoint asked."""
+
     reasoning: str | None = None
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     finish_reason: str | None = None
-    usage: Usage | None = None
+    usage: ScriptedUsage | None = None
     error: ErrorSpec | None = None
     stream_error: StreamError | None = None
     cut: bool | int = False
@@ -177,13 +180,13 @@ class Turn:
     pacing: Pacing = field(default_factory=Pacing)
     match: Match | None = None
     partial_args: bool = False
-    web_search: WebSearch | None = None
+    web_search: ScriptedWebSearch | None = None
 
     def accepts(self, body: Mapping[str, Any]) -> bool:
         """Whether this turn may answer a request with this (parsed JSON) body."""
         return self.match is None or self.match.accepts(body)
 
-    def openai_finish_reason(self) -> str:
+    def chat_finish_reason(self) -> str:
         if self.finish_reason is None:
             return "tool_calls" if self.tool_calls else "stop"
         return FINISH_REASONS.get(self.finish_reason, self.finish_reason)
@@ -203,12 +206,12 @@ class ResolvedUsage:
     cache_hit_field: bool = False
 
 
-def resolve_usage(turn: Turn) -> ResolvedUsage:
+def resolve_usage(turn: ScriptedReply) -> ResolvedUsage:
     """The turn's usage, with estimates (about 4 characters a token) for what it leaves out."""
     reasoning_tokens = math.ceil(len(turn.reasoning) / 4) if turn.reasoning else 0
     generated = len(turn.text or "") + sum(len(c.name) + len(c.arguments) for c in turn.tool_calls)
     estimate = max(1, reasoning_tokens + math.ceil(generated / 4))
-    usage = turn.usage or Usage()
+    usage = turn.usage or ScriptedUsage()
     prompt = DEFAULT_PROMPT_TOKENS if usage.prompt_tokens is None else usage.prompt_tokens
     completion = estimate if usage.completion_tokens is None else usage.completion_tokens
     return ResolvedUsage(
@@ -225,11 +228,11 @@ def split_text(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def canned_turn(chunks: int, chunk_size: int) -> Turn:
+def canned_reply(chunks: int, chunk_size: int) -> ScriptedReply:
     """The default reply: a text of exactly ``chunks`` deltas of ``chunk_size`` characters."""
     length = chunks * chunk_size
     repeats = length // len(_CANNED_TEXT) + 1
-    return Turn(text=(_CANNED_TEXT * repeats)[:length])
+    return ScriptedReply(text=(_CANNED_TEXT * repeats)[:length])
 
 
 # -- parsing -------------------------------------------------------------------------------
@@ -262,11 +265,25 @@ _TURN_KEYS = frozenset(
 _MATCH_KEYS = frozenset({"model", "has_tools", "contains"})
 
 
+def _object(obj: object, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ScriptError(f"{where} must be an object")
+    return obj
+
+
+def _name(obj: Mapping[str, Any], key: str, where: str) -> str:
+    """A required, non-empty string field."""
+    value = obj.get(key)
+    if not isinstance(value, str) or not value:
+        raise ScriptError(f"{where}.{key} must be a non-empty string")
+    return value
+
+
 def _opt_str(obj: Mapping[str, Any], key: str, where: str) -> str | None:
     value = obj.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise TurnError(f"{where}.{key} must be a string")
+    raise ScriptError(f"{where}.{key} must be a string")
 
 
 def _opt_int(obj: Mapping[str, Any], key: str, where: str, minimum: int = 0) -> int | None:
@@ -274,14 +291,14 @@ def _opt_int(obj: Mapping[str, Any], key: str, where: str, minimum: int = 0) -> 
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise TurnError(f"{where}.{key} must be an integer >= {minimum}")
+        raise ScriptError(f"{where}.{key} must be an integer >= {minimum}")
     return value
 
 
 def _flag(obj: Mapping[str, Any], key: str, where: str) -> bool:
     value = obj.get(key, False)
     if not isinstance(value, bool):
-        raise TurnError(f"{where}.{key} must be true or false")
+        raise ScriptError(f"{where}.{key} must be true or false")
     return value
 
 
@@ -298,30 +315,26 @@ def _opt_ms(obj: Mapping[str, Any], key: str, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 600_000:
-        raise TurnError(f"{where}.{key} must be a number of milliseconds in [0, 600000]")
+        raise ScriptError(f"{where}.{key} must be a number of milliseconds in [0, 600000]")
     return float(value)
 
 
-def _parse_tool_call(obj: object, where: str) -> ToolCall:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        raise TurnError(f"{where}.name must be a non-empty string")
+def _parse_tool_call(value: object, where: str) -> ToolCall:
+    obj = _object(value, where)
+    name = _name(obj, "name", where)
     args = obj.get("arguments", {})
     if isinstance(args, str):
         arguments = args
     elif isinstance(args, dict):
         arguments = orjson.dumps(args).decode()
     else:
-        raise TurnError(f"{where}.arguments must be an object or a JSON string")
+        raise ScriptError(f"{where}.arguments must be an object or a JSON string")
     return ToolCall(name=name, arguments=arguments, id=_opt_str(obj, "id", where))
 
 
-def _parse_usage(obj: object, where: str) -> Usage:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
-    return Usage(
+def _parse_usage(value: object, where: str) -> ScriptedUsage:
+    obj = _object(value, where)
+    return ScriptedUsage(
         prompt_tokens=_opt_int(obj, "prompt_tokens", where),
         completion_tokens=_opt_int(obj, "completion_tokens", where),
         cached_tokens=_opt_int(obj, "cached_tokens", where)
@@ -331,27 +344,25 @@ def _parse_usage(obj: object, where: str) -> Usage:
     )
 
 
-def _parse_stream_error(obj: object, where: str) -> StreamError:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
+def _parse_stream_error(value: object, where: str) -> StreamError:
+    obj = _object(value, where)
     return StreamError(
         type=_opt_str(obj, "type", where) or "overloaded_error",
         message=_opt_str(obj, "message", where) or "Overloaded",
     )
 
 
-def _parse_error(obj: object, where: str) -> ErrorSpec:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
+def _parse_error(value: object, where: str) -> ErrorSpec:
+    obj = _object(value, where)
     status = obj.get("status")
     if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
-        raise TurnError(f"{where}.status must be an HTTP error status (400-599)")
+        raise ScriptError(f"{where}.status must be an HTTP error status (400-599)")
     kind = _opt_str(obj, "type", where) or default_error_type(status)
     retry_after = obj.get("retry_after")
     if isinstance(retry_after, (int, float)) and not isinstance(retry_after, bool):
         retry_after = str(retry_after)
     elif retry_after is not None and not isinstance(retry_after, str):
-        raise TurnError(f"{where}.retry_after must be a string or a number")
+        raise ScriptError(f"{where}.retry_after must be a string or a number")
     return ErrorSpec(
         status=status,
         type=kind,
@@ -361,63 +372,59 @@ def _parse_error(obj: object, where: str) -> ErrorSpec:
     )
 
 
-def _parse_web_search(obj: object, where: str) -> WebSearch:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
-    query = obj.get("query")
-    if not isinstance(query, str) or not query:
-        raise TurnError(f"{where}.query must be a non-empty string")
+def _parse_web_search(value: object, where: str) -> ScriptedWebSearch:
+    obj = _object(value, where)
+    query = _name(obj, "query", where)
     raw = obj.get("results", [])
     if not isinstance(raw, list):
-        raise TurnError(f"{where}.results must be a list")
+        raise ScriptError(f"{where}.results must be a list")
     results = []
     for i, result in enumerate(raw):
         w = f"{where}.results[{i}]"
         if not isinstance(result, dict) or not isinstance(result.get("url"), str):
-            raise TurnError(f"{w} must be an object with a url")
+            raise ScriptError(f"{w} must be an object with a url")
         results.append((result["url"], _opt_str(result, "title", w) or ""))
-    return WebSearch(query, tuple(results))
+    return ScriptedWebSearch(query, tuple(results))
 
 
-def _parse_match(obj: object, where: str) -> Match:
-    if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be an object")
+def _parse_match(value: object, where: str) -> Match:
+    obj = _object(value, where)
     unknown = set(obj) - _MATCH_KEYS
     if unknown:
-        raise TurnError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+        raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
     has_tools = obj.get("has_tools")
     if has_tools is not None and not isinstance(has_tools, bool):
-        raise TurnError(f"{where}.has_tools must be true or false")
+        raise ScriptError(f"{where}.has_tools must be true or false")
     contains = obj.get("contains", [])
     if isinstance(contains, str):
         contains = [contains]
     if not isinstance(contains, list) or not all(isinstance(c, str) and c for c in contains):
-        raise TurnError(f"{where}.contains must be a non-empty string or a list of them")
+        raise ScriptError(f"{where}.contains must be a non-empty string or a list of them")
     return Match(model=_opt_str(obj, "model", where), has_tools=has_tools, contains=tuple(contains))
 
 
-def parse_turn(obj: object, where: str = "turn") -> Turn:
-    """Validate one scripted turn (parsed JSON) into a :class:`Turn`."""
+def parse_reply(obj: object, where: str = "turn") -> ScriptedReply:
+    """Validate one scripted turn (parsed JSON) into a :class:`ScriptedReply`."""
     if not isinstance(obj, dict):
-        raise TurnError(f"{where} must be a JSON object")
+        raise ScriptError(f"{where} must be a JSON object")
     unknown = set(obj) - _TURN_KEYS
     if unknown:
-        raise TurnError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+        raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
 
     raw_calls = obj.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise TurnError(f"{where}.tool_calls must be a list")
+        raise ScriptError(f"{where}.tool_calls must be a list")
     calls = tuple(_parse_tool_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(raw_calls))
 
     cut = obj.get("cut", False)
     if not isinstance(cut, (bool, int)) or (not isinstance(cut, bool) and cut < 0):
-        raise TurnError(f"{where}.cut must be true/false or a number of events >= 0")
+        raise ScriptError(f"{where}.cut must be true/false or a number of events >= 0")
 
     redacted = obj.get("redacted_thinking") or []
     if not isinstance(redacted, list) or not all(isinstance(r, str) for r in redacted):
-        raise TurnError(f"{where}.redacted_thinking must be a list of strings")
+        raise ScriptError(f"{where}.redacted_thinking must be a list of strings")
 
-    return Turn(
+    return ScriptedReply(
         reasoning=_opt_str(obj, "reasoning", where),
         text=_opt_str(obj, "text", where),
         tool_calls=calls,
@@ -444,13 +451,13 @@ def parse_turn(obj: object, where: str = "turn") -> Turn:
     )
 
 
-def parse_script(obj: object) -> list[Turn]:
+def parse_script(obj: object) -> list[ScriptedReply]:
     """A ``POST /_mock/script`` body: a list of turns (a single turn object is accepted too)."""
     if isinstance(obj, dict):
         obj = [obj]
     if not isinstance(obj, list):
-        raise TurnError("the script must be a JSON list of turn objects")
-    return [parse_turn(t, f"turns[{i}]") for i, t in enumerate(obj)]
+        raise ScriptError("the script must be a JSON list of turn objects")
+    return [parse_reply(t, f"turns[{i}]") for i, t in enumerate(obj)]
 
 
 # -- errors --------------------------------------------------------------------------------
@@ -460,8 +467,3 @@ def default_error_type(status: int) -> str:
     """The error type of a scripted status that names none: the proxy's class of that
     status, except that a 408 stays a plain client error, as the mock has always sent it."""
     return "invalid_request_error" if status == 408 else status_class(status)
-
-
-def error_status(kind: str) -> int:
-    """The HTTP status of an (Anthropic-vocabulary) error type; 500 for unknown types."""
-    return status_for_anthropic_type(kind)

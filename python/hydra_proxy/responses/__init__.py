@@ -14,5 +14,5 @@ Pure translation, no I/O:
 - `tools`: flattened namespace tool names and custom (free-form) tool input.
 - `context`: what a response echoes of its request.
 - `errors`: failures in the Responses error shapes.
-- `decoder`, `encoder`, `output`: the stream, twins of rust/src/responses/.
+- `chunk`, `decoder`, `encoder`, `output`: the stream, twins of rust/src/responses/.
 """

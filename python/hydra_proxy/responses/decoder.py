@@ -45,6 +45,7 @@ from ..signature import sign_thinking
 from ..stream import events as ev
 from ..stream.messages import MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON
 from ..stream.transducer import Decoding, Emit
+from .chunk import get_dict, get_list, get_str, texts
 from .errors import upstream_failure
 from .reasoning import sign_upstream_item
 from .tools import flatten
@@ -56,29 +57,6 @@ _TEXT, _THINKING, _TOOL, _CUSTOM, _SEARCH, _RESULTS = 1, 2, 3, 4, 5, 6
 _STOP_REASONS = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 _TEXT_DELTAS = ("response.output_text.delta", "response.refusal.delta")
 _THINKING_DELTAS = ("response.reasoning_summary_text.delta", "response.reasoning_text.delta")
-
-
-def _str(obj: dict[str, Any], key: str) -> str | None:
-    value = obj.get(key)
-    return value if type(value) is str else None
-
-
-def _dict(obj: dict[str, Any], key: str) -> dict[str, Any]:
-    value = obj.get(key)
-    return value if type(value) is dict else {}
-
-
-def _list(obj: dict[str, Any], key: str) -> list[Any]:
-    value = obj.get(key)
-    return value if type(value) is list else []
-
-
-def _texts(parts: list[Any], kind: str, key: str = "text") -> list[str]:
-    return [
-        part[key]
-        for part in parts
-        if type(part) is dict and part.get("type") == kind and type(part.get(key)) is str
-    ]
 
 
 def _json_fragment(text: str) -> str:
@@ -103,7 +81,8 @@ class ResponsesDecoder(Decoding):
         self._thinking: list[str] = []
         self._summary_index: int | None = None
 
-    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, event: bytes | None, data: bytes, emit: Emit) -> None:  # noqa: C901
         if self._ended:
             return
         if not data.strip(JSON_WS) or data.strip(JSON_WS) == b"[DONE]":
@@ -113,26 +92,20 @@ class ResponsesDecoder(Decoding):
         try:
             payload = loads_lossy(data)
         except JSONDecodeError:
-            if event == b"error":
-                # An error event in plain text (a gateway's): its text is the message.
-                self._upstream_error({"message": data.decode("utf-8", "replace")}, emit)
-            else:
-                self._fail("api_error", MSG_INVALID_JSON, emit)
+            self._not_json(event == b"error", data, emit)
             return
         if type(payload) is not dict:
             self._fail("api_error", MSG_BAD_SHAPE, emit)
             return
-        kind = _str(payload, "type")
+        kind = get_str(payload, "type")
         if kind is None and event is not None:
             kind = event.decode("utf-8", "replace")
         if kind == "error" or (kind is None and type(payload.get("error")) is dict):
-            error = _dict(payload, "error") or payload
+            error = get_dict(payload, "error") or payload
             self._upstream_error(error, emit)
             return
         if not self._started:
-            self._started = True
-            response = _dict(payload, "response")
-            emit(ev.MessageStart(_str(response, "id"), _str(response, "model")))
+            self._begin(payload, emit)
         index = uint(payload.get("output_index"))
         index = -1 if index is None else index
         if kind in _TEXT_DELTAS:
@@ -146,16 +119,30 @@ class ResponsesDecoder(Decoding):
         elif kind == "response.output_text.annotation.added":
             self._annotation(payload, index, emit)
         elif kind == "response.output_item.added":
-            self._item_added(_dict(payload, "item"), index, emit)
+            self._item_added(get_dict(payload, "item"), index, emit)
         elif kind == "response.output_item.done":
-            self._item_done(_dict(payload, "item"), index, emit)
+            self._item_done(get_dict(payload, "item"), index, emit)
         elif kind in ("response.completed", "response.incomplete"):
-            self._end(_dict(payload, "response"), emit)
+            self._end(get_dict(payload, "response"), emit)
         elif kind == "response.failed":
-            self._upstream_error(_dict(_dict(payload, "response"), "error"), emit)
+            self._upstream_error(get_dict(get_dict(payload, "response"), "error"), emit)
 
     def finish(self, emit: Emit) -> None:
         self._fail("api_error", MSG_CUT_OFF, emit)
+
+    def _not_json(self, is_error_event: bool, data: bytes, emit: Emit) -> None:
+        if is_error_event:
+            # An error event in plain text (a gateway's): its text is the message.
+            self._upstream_error({"message": data.decode("utf-8", "replace")}, emit)
+        else:
+            self._fail("api_error", MSG_INVALID_JSON, emit)
+
+    def _begin(self, payload: dict[str, Any], emit: Emit) -> None:
+        """The first event starts the message, with the upstream's id and model when it
+        names its response."""
+        self._started = True
+        response = get_dict(payload, "response")
+        emit(ev.MessageStart(get_str(response, "id"), get_str(response, "model")))
 
     # -- blocks --------------------------------------------------------------------------
 
@@ -181,7 +168,7 @@ class ResponsesDecoder(Decoding):
         return None
 
     def _text_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
-        delta = _str(payload, "delta")
+        delta = get_str(payload, "delta")
         if not delta:
             return
         part = uint(payload.get("content_index")) or 0
@@ -192,7 +179,7 @@ class ResponsesDecoder(Decoding):
         emit(ev.TextDelta(block, delta))
 
     def _thinking_delta(self, kind: str, payload: dict[str, Any], index: int, emit: Emit) -> None:
-        delta = _str(payload, "delta")
+        delta = get_str(payload, "delta")
         if not delta or self._reasoning != index:
             return
         block = self._is_open(_THINKING, index)
@@ -208,14 +195,14 @@ class ResponsesDecoder(Decoding):
         emit(ev.ThinkingDelta(block, delta))
 
     def _arguments_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
-        delta = _str(payload, "delta")
+        delta = get_str(payload, "delta")
         block = self._is_open(_TOOL, index)
         if delta and block is not None:
             self._streamed = True
             emit(ev.ToolArgumentsDelta(block, delta))
 
     def _input_delta(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
-        delta = _str(payload, "delta")
+        delta = get_str(payload, "delta")
         block = self._is_open(_CUSTOM, index)
         if delta and block is not None:
             head = "" if self._streamed else '{"input":"'
@@ -223,15 +210,15 @@ class ResponsesDecoder(Decoding):
             emit(ev.ToolArgumentsDelta(block, head + _json_fragment(delta)))
 
     def _annotation(self, payload: dict[str, Any], index: int, emit: Emit) -> None:
-        annotation = _dict(payload, "annotation")
-        url = _str(annotation, "url")
+        annotation = get_dict(payload, "annotation")
+        url = get_str(annotation, "url")
         block = self._is_open(_TEXT, index)
         part = uint(payload.get("content_index")) or 0
         if annotation.get("type") != "url_citation" or not url or block is None:
             return
         if self._open is None or self._open[3] != part:
             return
-        title = _str(annotation, "title") or ""
+        title = get_str(annotation, "title") or ""
         citation = (
             b'{"type":"web_search_result_location","cited_text":"","url":%s,"title":%s,'
             b'"encrypted_index":""}' % (dumps(url), dumps(title))
@@ -241,20 +228,20 @@ class ResponsesDecoder(Decoding):
     # -- items ---------------------------------------------------------------------------
 
     def _item_added(self, item: dict[str, Any], index: int, emit: Emit) -> None:
-        kind = _str(item, "type")
+        kind = get_str(item, "type")
         if kind in ("function_call", "custom_tool_call"):
-            call_id = _str(item, "call_id")
+            call_id = get_str(item, "call_id")
             if not call_id:
                 call_id = f"toolu_{self._message_id.removeprefix('msg_')}_{self._blocks}"
-            name = _str(item, "name") or ""
-            namespace = _str(item, "namespace")
+            name = get_str(item, "name") or ""
+            namespace = get_str(item, "namespace")
             if namespace:
                 name = flatten(namespace, name)
             self._has_call = True
             block_kind = _TOOL if kind == "function_call" else _CUSTOM
             self._start(block_kind, index, 0, ev.ToolUse(call_id, name), emit)
         elif kind == "web_search_call":
-            self._start(_SEARCH, index, 0, ev.WebSearch(_str(item, "id") or ""), emit)
+            self._start(_SEARCH, index, 0, ev.WebSearch(get_str(item, "id") or ""), emit)
         elif kind == "reasoning":
             self._close(emit)
             self._reasoning = index
@@ -262,58 +249,70 @@ class ResponsesDecoder(Decoding):
             self._summary_index = None
 
     def _item_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
-        kind = _str(item, "type")
+        kind = get_str(item, "type")
         if kind == "reasoning" and self._reasoning == index:
             self._reasoning_done(item, index, emit)
         elif kind == "function_call":
-            block = self._is_open(_TOOL, index)
-            if block is not None:
-                arguments = _str(item, "arguments")
-                if not self._streamed and arguments:
-                    emit(ev.ToolArgumentsDelta(block, arguments))
-                self._close(emit)
+            self._function_call_done(item, index, emit)
         elif kind == "custom_tool_call":
-            block = self._is_open(_CUSTOM, index)
-            if block is not None:
-                if self._streamed:
-                    emit(ev.ToolArgumentsDelta(block, '"}'))
-                else:
-                    tool_input = _str(item, "input") or ""
-                    emit(
-                        ev.ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}")
-                    )
-                self._close(emit)
+            self._custom_call_done(item, index, emit)
         elif kind == "web_search_call":
             self._search_done(item, index, emit)
         elif kind == "message":
-            if self._is_open(_TEXT, index) is not None:
-                self._close(emit)
-            elif self._texted != index:
-                for part in _list(item, "content"):
-                    if type(part) is not dict:
-                        continue
-                    field = "refusal" if part.get("type") == "refusal" else "text"
-                    text = _str(part, field)
-                    if part.get("type") in ("output_text", "refusal") and text:
-                        block = self._start(_TEXT, index, 0, ev.Text(), emit)
-                        emit(ev.TextDelta(block, text))
-                        self._close(emit)
-            self._texted = index
+            self._message_done(item, index, emit)
+
+    def _function_call_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The call's arguments, when none streamed, and its block stops."""
+        block = self._is_open(_TOOL, index)
+        if block is not None:
+            arguments = get_str(item, "arguments")
+            if not self._streamed and arguments:
+                emit(ev.ToolArgumentsDelta(block, arguments))
+            self._close(emit)
+
+    def _custom_call_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The streamed input's closing, or the whole input when none streamed; its block
+        stops."""
+        block = self._is_open(_CUSTOM, index)
+        if block is not None:
+            if self._streamed:
+                emit(ev.ToolArgumentsDelta(block, '"}'))
+            else:
+                tool_input = get_str(item, "input") or ""
+                emit(ev.ToolArgumentsDelta(block, '{"input":' + dumps(tool_input).decode() + "}"))
+            self._close(emit)
+
+    def _message_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
+        """The message's text block stops; a message whose text never streamed gets its
+        text blocks here."""
+        if self._is_open(_TEXT, index) is not None:
+            self._close(emit)
+        elif self._texted != index:
+            for part in get_list(item, "content"):
+                if type(part) is not dict:
+                    continue
+                field = "refusal" if part.get("type") == "refusal" else "text"
+                text = get_str(part, field)
+                if part.get("type") in ("output_text", "refusal") and text:
+                    block = self._start(_TEXT, index, 0, ev.Text(), emit)
+                    emit(ev.TextDelta(block, text))
+                    self._close(emit)
+        self._texted = index
 
     def _search_done(self, item: dict[str, Any], index: int, emit: Emit) -> None:
-        search_id = _str(item, "id") or ""
+        search_id = get_str(item, "id") or ""
         block = self._is_open(_SEARCH, index)
         if block is None:  # a search only its done event names
             block = self._start(_SEARCH, index, 0, ev.WebSearch(search_id), emit)
-        action = _dict(item, "action")
-        query = _str(action, "query")
+        action = get_dict(item, "action")
+        query = get_str(action, "query")
         if action.get("type") == "search" and query:
             emit(ev.ToolArgumentsDelta(block, '{"query":' + dumps(query).decode() + "}"))
         self._close(emit)
         urls = [
             url
-            for source in _list(action, "sources")
-            if type(source) is dict and (url := _str(source, "url"))
+            for source in get_list(action, "sources")
+            if type(source) is dict and (url := get_str(source, "url"))
         ]
         if urls:
             block = self._start(_RESULTS, index, 1, ev.WebSearchResults(search_id), emit)
@@ -325,19 +324,19 @@ class ResponsesDecoder(Decoding):
         self._reasoning = None
         block = self._is_open(_THINKING, index)
         text = "".join(self._thinking)
-        encrypted = _str(item, "encrypted_content")
+        encrypted = get_str(item, "encrypted_content")
         key = self._key
         if block is None:
-            text = "\n\n".join(_texts(_list(item, "summary"), "summary_text"))
+            text = "\n\n".join(texts(get_list(item, "summary"), "summary_text"))
             if not text:
-                text = "".join(_texts(_list(item, "content"), "reasoning_text"))
+                text = "".join(texts(get_list(item, "content"), "reasoning_text"))
             if not text and not (encrypted and key):
                 return
             block = self._start(_THINKING, index, 0, ev.Thinking(), emit)
             if text:
                 emit(ev.ThinkingDelta(block, text))
         if key is not None and encrypted:
-            item_id = _str(item, "id") or ""
+            item_id = get_str(item, "id") or ""
             emit(ev.SignatureDelta(block, sign_upstream_item(text, item_id, encrypted, key)))
         elif key is not None and text:
             emit(ev.SignatureDelta(block, sign_thinking(text, key)))
@@ -350,13 +349,13 @@ class ResponsesDecoder(Decoding):
         usage = response.get("usage")
         if type(usage) is dict:
             total = uint(usage.get("input_tokens")) or 0
-            details = _dict(usage, "input_tokens_details")
+            details = get_dict(usage, "input_tokens_details")
             cached = min(uint(details.get("cached_tokens")) or 0, total)
             written = min(uint(details.get("cache_write_tokens")) or 0, total - cached)
             output = uint(usage.get("output_tokens")) or 0
-            reasoning = uint(_dict(usage, "output_tokens_details").get("reasoning_tokens"))
+            reasoning = uint(get_dict(usage, "output_tokens_details").get("reasoning_tokens"))
             emit(ev.Usage(total - cached - written, cached, written, output, reasoning))
-        reason = _str(_dict(response, "incomplete_details"), "reason")
+        reason = get_str(get_dict(response, "incomplete_details"), "reason")
         stop = _STOP_REASONS.get(reason) if reason is not None else None
         if stop is None:
             stop = "tool_use" if self._has_call else "end_turn"

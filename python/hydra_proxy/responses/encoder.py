@@ -147,6 +147,13 @@ class _Search:
 
 _Item = _Message | _Reasoning | _Call | _Search
 
+# The delta and done events of a call's input, by the kind of call.
+CUSTOM_INPUT = (b"response.custom_tool_call_input.delta", b"response.custom_tool_call_input.done")
+FUNCTION_ARGUMENTS = (
+    b"response.function_call_arguments.delta",
+    b"response.function_call_arguments.done",
+)
+
 
 def search_query(arguments: str) -> str:
     """A web search's query, from its input's ``query`` member ("" when it has none)."""
@@ -246,15 +253,14 @@ class ResponsesEncoder(Ending):
 
     # -- events --------------------------------------------------------------------------
 
-    def event(self, parts: list[bytes], event: ev.Event) -> None:
+    # The dispatch of a state machine over the event kinds, on the per-event path.
+    def event(self, parts: list[bytes], event: ev.Event) -> None:  # noqa: C901
         self._ensure_started(parts)
         item = self._item
         match event:
             case ev.TextDelta(block, text):
                 if block == self._block and isinstance(item, _Message):
-                    item.text.append(text)
-                    item.length += len(text)
-                    parts.append(out.text_delta(self._next(), item.item, self._index(), text))
+                    self._text_delta(parts, item, text)
             case ev.ThinkingDelta(block, thinking):
                 if block == self._block and _thinking(item):
                     assert isinstance(item, _Reasoning)
@@ -263,23 +269,9 @@ class ResponsesEncoder(Ending):
                 if block == self._block and _thinking(item):
                     assert isinstance(item, _Reasoning)
                     item.blocks[-1]["signature"] = signature
-            case ev.ToolArgumentsDelta(block, partial_json) if isinstance(item, _Search):
-                if block == self._block:
-                    item.arguments.append(partial_json)
             case ev.ToolArgumentsDelta(block, partial_json):
-                if block == self._block and isinstance(item, _Call):
-                    item.arguments.append(partial_json)
-                    if not item.origin.custom:
-                        parts.append(
-                            out.call_input(
-                                b"response.function_call_arguments.delta",
-                                b"delta",
-                                self._next(),
-                                item.item,
-                                self._index(),
-                                partial_json,
-                            )
-                        )
+                if block == self._block:
+                    self._arguments_delta(parts, item, partial_json)
             case ev.CitationDelta(block, citation):
                 if block == self._block and isinstance(item, _Message):
                     _add_citation(item, citation)
@@ -301,69 +293,95 @@ class ResponsesEncoder(Ending):
         return len(self._items)
 
     def _block_start(self, parts: list[bytes], block: int, kind: object) -> None:
+        """A block starts: it feeds the open item, or the open item finishes and the
+        block's kind opens the next."""
         if self._block is not None and not isinstance(kind, (ev.ServerTool, ev.WebSearchResults)):
             self._block_stop(parts)  # a lenient upstream's overlapping blocks
         match kind:
             case ev.Text():
-                message = self._item
-                if isinstance(message, _Message):
-                    message.block_start = message.length
-                else:
-                    self._close(parts)
-                    item = _Message(item_id("msg", self._response_id, self._index()))
-                    self._open(parts, item, out.message_item(item.item, "in_progress", None))
-                    parts.append(
-                        out.content_part(
-                            b"response.content_part.added",
-                            self._next(),
-                            item.item,
-                            self._index(),
-                            "",
-                        )
-                    )
-            case ev.Thinking() | ev.RedactedThinking():
-                reasoning = self._item
-                if not isinstance(reasoning, _Reasoning):
-                    self._close(parts)
-                    reasoning = _Reasoning(item_id("rs", self._response_id, self._index()))
-                    self._open(parts, reasoning, out.reasoning_item_added(reasoning.item))
-                if isinstance(kind, ev.RedactedThinking):
-                    reasoning.blocks.append({"type": "redacted_thinking", "data": kind.data})
-                else:
-                    reasoning.blocks.append({"type": "thinking", "thinking": "", "signature": ""})
+                self._start_text(parts)
+            case ev.Thinking():
+                self._start_thinking(parts, {"type": "thinking", "thinking": "", "signature": ""})
+            case ev.RedactedThinking(data):
+                self._start_thinking(parts, {"type": "redacted_thinking", "data": data})
             case ev.ToolUse(tool_id, name):
-                self._close(parts)
-                origin = self._names.get(name) or ToolOrigin(name)
-                prefix = "ctc" if origin.custom else "fc"
-                call = _Call(item_id(prefix, self._response_id, self._index()), tool_id, origin)
-                self._open(parts, call, self._call_item(call, "in_progress", ""))
+                self._open_call(parts, tool_id, name)
             case ev.WebSearch(search_id):
-                self._close(parts)
-                search = _Search(item_id("ws", self._response_id, self._index()), search_id)
-                self._open(parts, search, out.web_search_item(search.item, "in_progress", None))
-                for progress in (
-                    b"response.web_search_call.in_progress",
-                    b"response.web_search_call.searching",
-                ):
-                    parts.append(
-                        out.web_search_event(progress, self._next(), search.item, self._index())
-                    )
+                self._open_search(parts, search_id)
             case ev.WebSearchResults(search_id):
-                open_item = self._item
-                if not (isinstance(open_item, _Search) and open_item.stopped):
-                    return
-                if open_item.search_id != search_id:
-                    self._close(parts)  # results of another search: this one has none
+                if not self._search_takes_results(parts, search_id):
                     return
             case ev.ServerTool():
                 return
         self._block = block
+
+    def _start_text(self, parts: list[bytes]) -> None:
+        """A text block: the open message item goes on (its annotations start here), else
+        a message item opens with its one output_text part."""
+        message = self._item
+        if isinstance(message, _Message):
+            message.block_start = message.length
+            return
+        self._close(parts)
+        item = _Message(item_id("msg", self._response_id, self._index()))
+        self._open(parts, item, out.message_item(item.item, "in_progress", None))
+        parts.append(
+            out.content_part(
+                b"response.content_part.added", self._next(), item.item, self._index(), ""
+            )
+        )
+
+    def _start_thinking(self, parts: list[bytes], block: Block) -> None:
+        """A thinking or redacted thinking block joins the open reasoning item, else opens
+        one."""
+        reasoning = self._item
+        if not isinstance(reasoning, _Reasoning):
+            self._close(parts)
+            reasoning = _Reasoning(item_id("rs", self._response_id, self._index()))
+            self._open(parts, reasoning, out.reasoning_item_added(reasoning.item))
+        reasoning.blocks.append(block)
+
+    def _open_call(self, parts: list[bytes], call_id: str, name: str) -> None:
+        """A tool_use block is a function_call item, or a custom_tool_call item for a
+        custom tool, named as the client named it."""
+        self._close(parts)
+        origin = self._names.get(name) or ToolOrigin(name)
+        prefix = "ctc" if origin.custom else "fc"
+        call = _Call(item_id(prefix, self._response_id, self._index()), call_id, origin)
+        self._open(parts, call, self._call_item(call, "in_progress", ""))
+
+    def _open_search(self, parts: list[bytes], search_id: str) -> None:
+        """A web search block is a web_search_call item, searching from the start."""
+        self._close(parts)
+        search = _Search(item_id("ws", self._response_id, self._index()), search_id)
+        self._open(parts, search, out.web_search_item(search.item, "in_progress", None))
+        for progress in (
+            b"response.web_search_call.in_progress",
+            b"response.web_search_call.searching",
+        ):
+            parts.append(out.web_search_event(progress, self._next(), search.item, self._index()))
+
+    def _search_takes_results(self, parts: list[bytes], search_id: str) -> bool:
+        """A results block feeds the search it names when that search is open and its own
+        block stopped; the results of another search finish the open one (it has none)."""
+        search = self._item
+        if not (isinstance(search, _Search) and search.stopped):
+            return False
+        if search.search_id != search_id:
+            self._close(parts)
+            return False
+        return True
 
     def _open(self, parts: list[bytes], item: _Item, added: bytes) -> None:
         self._item = item
         parts.append(
             out.item_event(b"response.output_item.added", self._next(), self._index(), added)
         )
+
+    def _text_delta(self, parts: list[bytes], item: _Message, text: str) -> None:
+        item.text.append(text)
+        item.length += len(text)
+        parts.append(out.text_delta(self._next(), item.item, self._index(), text))
 
     def _thinking_delta(self, parts: list[bytes], item: _Reasoning, thinking: str) -> None:
         item.pieces.append(thinking)
@@ -394,41 +412,77 @@ class ResponsesEncoder(Ending):
             )
         )
 
+    def _arguments_delta(self, parts: list[bytes], item: _Item | None, partial_json: str) -> None:
+        """A search's input is kept for its query; a function call's arguments go as they
+        come, a custom tool's input whole at the end."""
+        if isinstance(item, _Search):
+            item.arguments.append(partial_json)
+        elif isinstance(item, _Call):
+            item.arguments.append(partial_json)
+            if not item.origin.custom:
+                parts.append(
+                    out.call_input(
+                        FUNCTION_ARGUMENTS[0],
+                        b"delta",
+                        self._next(),
+                        item.item,
+                        self._index(),
+                        partial_json,
+                    )
+                )
+
     def _block_stop(self, parts: list[bytes]) -> None:
         self._block = None
         item = self._item
         if isinstance(item, _Reasoning):
             text = item.settle()
             if item.part_open:
-                index = self._index()
-                for kind, field in (
-                    (b"response.reasoning_summary_text.done", b"text"),
-                    (b"response.reasoning_summary_part.done", b""),
-                ):
-                    seq = self._next()
-                    if field:
-                        event = out.summary_text(
-                            kind, field, seq, item.item, index, item.summaries, text
-                        )
-                    else:
-                        event = out.summary_part(kind, seq, item.item, index, item.summaries, text)
-                    parts.append(event)
-                item.part_open = False
-                item.summaries += 1
+                self._summary_done(parts, item, text)
         elif isinstance(item, _Search) and not item.stopped:
             item.stopped = True  # done with its results, or when the next block starts
         elif isinstance(item, (_Call, _Search)):
             self._close(parts)  # a call is one block, a search's results a second
         elif isinstance(item, _Message):
-            for title, url in item.citations:
-                annotation = out.url_citation(item.block_start, item.length, title, url)
-                parts.append(
-                    out.annotation_added(
-                        self._next(), item.item, self._index(), len(item.annotations), annotation
-                    )
+            self._annotate(parts, item)
+
+    def _summary_done(self, parts: list[bytes], item: _Reasoning, text: str) -> None:
+        """A thinking block's summary part is done."""
+        index = self._index()
+        parts.append(
+            out.summary_text(
+                b"response.reasoning_summary_text.done",
+                b"text",
+                self._next(),
+                item.item,
+                index,
+                item.summaries,
+                text,
+            )
+        )
+        parts.append(
+            out.summary_part(
+                b"response.reasoning_summary_part.done",
+                self._next(),
+                item.item,
+                index,
+                item.summaries,
+                text,
+            )
+        )
+        item.part_open = False
+        item.summaries += 1
+
+    def _annotate(self, parts: list[bytes], item: _Message) -> None:
+        """A text block's citations become annotations spanning the block."""
+        for title, url in item.citations:
+            annotation = out.url_citation(item.block_start, item.length, title, url)
+            parts.append(
+                out.annotation_added(
+                    self._next(), item.item, self._index(), len(item.annotations), annotation
                 )
-                item.annotations.append(annotation)
-            item.citations = []
+            )
+            item.annotations.append(annotation)
+        item.citations = []
 
     def _call_item(self, call: _Call, status: str, text: str) -> bytes:
         origin = call.origin
@@ -441,58 +495,76 @@ class ResponsesEncoder(Ending):
         item = self._item
         if item is None:
             return
-        index = self._index()
         done: bytes
         if isinstance(item, _Message):
-            text = "".join(item.text)
-            parts.append(
-                out.text_done(self._next(), item.item, index, text)
-                + out.content_part(
-                    b"response.content_part.done",
-                    self._next(),
-                    item.item,
-                    index,
-                    text,
-                    item.annotations,
-                )
-            )
-            status = "incomplete" if incomplete else "completed"
-            done = out.message_item(item.item, status, text, item.annotations)
+            done = self._message_done(parts, item, incomplete)
         elif isinstance(item, _Reasoning):
-            item.settle()
-            done = dumps(reasoning_item(item.blocks, item.item, self._context, self._key))
+            done = self._reasoning_done(item)
         elif isinstance(item, _Search):
-            parts.append(
-                out.web_search_event(
-                    b"response.web_search_call.completed", self._next(), item.item, index
-                )
-            )
-            query = search_query("".join(item.arguments))
-            done = out.web_search_item(item.item, "completed", query, item.sources)
+            done = self._search_done(parts, item)
         else:
-            arguments = "".join(item.arguments)
-            if item.origin.custom:
-                kind, field = b"response.custom_tool_call_input", b"input"
-                text = custom_call_input(arguments)
-                delta = text  # the input is sent whole at the end (nothing for none)
-            else:
-                kind, field = b"response.function_call_arguments", b"arguments"
-                text = arguments or "{}"  # a call without arguments takes none
-                delta = "" if arguments else text  # the arguments went as they came
-            if delta:
-                parts.append(
-                    out.call_input(
-                        kind + b".delta", b"delta", self._next(), item.item, index, delta
-                    )
-                )
-            parts.append(
-                out.call_input(kind + b".done", field, self._next(), item.item, index, text)
-            )
-            done = self._call_item(item, "completed", text)
-        parts.append(out.item_event(b"response.output_item.done", self._next(), index, done))
+            done = self._call_done(parts, item)
+        parts.append(
+            out.item_event(b"response.output_item.done", self._next(), self._index(), done)
+        )
         self._items.append(done)
         self._item = None
         self._block = None
+
+    def _message_done(self, parts: list[bytes], item: _Message, incomplete: bool) -> bytes:
+        """A message item's text and part are done; the item as it ends."""
+        index = self._index()
+        text = "".join(item.text)
+        parts.append(
+            out.text_done(self._next(), item.item, index, text)
+            + out.content_part(
+                b"response.content_part.done",
+                self._next(),
+                item.item,
+                index,
+                text,
+                item.annotations,
+            )
+        )
+        status = "incomplete" if incomplete else "completed"
+        return out.message_item(item.item, status, text, item.annotations)
+
+    def _reasoning_done(self, item: _Reasoning) -> bytes:
+        """A reasoning item as it ends: its summaries, and the client carrier of its
+        blocks."""
+        item.settle()
+        return dumps(reasoning_item(item.blocks, item.item, self._context, self._key))
+
+    def _search_done(self, parts: list[bytes], item: _Search) -> bytes:
+        """A web search is completed: the item with its query and the sources found."""
+        parts.append(
+            out.web_search_event(
+                b"response.web_search_call.completed", self._next(), item.item, self._index()
+            )
+        )
+        query = search_query("".join(item.arguments))
+        return out.web_search_item(item.item, "completed", query, item.sources)
+
+    def _call_done(self, parts: list[bytes], item: _Call) -> bytes:
+        """A call's input is done: a custom tool's input whole (one delta, nothing for
+        none), a function call's arguments as they went ("{}" for a call without
+        arguments)."""
+        index = self._index()
+        arguments = "".join(item.arguments)
+        if item.origin.custom:
+            (delta_kind, done_kind), field = CUSTOM_INPUT, b"input"
+            text = custom_call_input(arguments)
+            delta = text
+        else:
+            (delta_kind, done_kind), field = FUNCTION_ARGUMENTS, b"arguments"
+            text = arguments or "{}"
+            delta = "" if arguments else text
+        if delta:
+            parts.append(
+                out.call_input(delta_kind, b"delta", self._next(), item.item, index, delta)
+            )
+        parts.append(out.call_input(done_kind, field, self._next(), item.item, index, text))
+        return self._call_item(item, "completed", text)
 
     def _usage_json(self) -> bytes:
         usage = self._usage

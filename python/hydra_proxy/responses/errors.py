@@ -1,4 +1,5 @@
-"""Failures in the Responses API's shapes, both directions.
+"""Failures in the Responses API's shapes, both directions (the codes and the upstream
+failure of the native stream: rust/src/responses/errors.rs).
 
 Before the first byte a client gets an HTTP error with OpenAI's body
 ``{"error": {message, type, param, code}}`` (`error_body`, the same shape the Chat

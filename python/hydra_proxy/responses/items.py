@@ -1,5 +1,6 @@
 """The pieces of a Responses ``response`` object that the non-streamed writer
-(`response.writer`) and the stream encoder build alike.
+(`response.writer`) and the stream encoder build alike (what the native encoder needs of
+them is in rust/src/responses/items.rs).
 
 ``status`` from the stop reason (`response_status`): ``max_tokens`` /
 ``model_context_window_exceeded`` -> ``incomplete`` with ``incomplete_details.reason:

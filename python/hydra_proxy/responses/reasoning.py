@@ -1,4 +1,6 @@
 """Thinking that survives ``store: false``: the two reasoning carriers of the Responses API.
+The native stream's side of them (the client carrier, an upstream item's signature) is
+rust/src/responses/reasoning.rs.
 
 The proxy keeps no conversation state, so everything a later turn needs travels with the
 client, versioned and integrity-checked with the proxy's signing key (HMAC-SHA256), and is
@@ -77,13 +79,13 @@ def encode_carrier(blocks: list[Block], key: bytes) -> str:
         if block.get("type") == "thinking":
             text, sig = block.get("thinking"), block.get("signature")
             carried.append(
-                continuation.Thinking(
+                continuation.ThinkingBlock(
                     text if isinstance(text, str) else "", sig if isinstance(sig, str) else ""
                 )
             )
         elif block.get("type") == "redacted_thinking" and isinstance(block.get("data"), str):
-            carried.append(continuation.Redacted(block["data"]))
-    texts = "".join(b.text for b in carried if isinstance(b, continuation.Thinking))
+            carried.append(continuation.RedactedBlock(block["data"]))
+    texts = "".join(b.text for b in carried if isinstance(b, continuation.ThinkingBlock))
     return CARRIER_PREFIX + texts + continuation.encode(carried, key)
 
 
@@ -94,11 +96,15 @@ def decode_carrier(value: object, key: bytes | None) -> list[Block] | None:
     assert isinstance(value, str)
     body = value[len(CARRIER_PREFIX) :]
     found = continuation.find(body, key)
-    if not isinstance(found, continuation.Found) or found.start != 0 or found.end != len(body):
+    if (
+        not isinstance(found, continuation.VerifiedSuffix)
+        or found.start != 0
+        or found.end != len(body)
+    ):
         return None
     out: list[Block] = []
     for block in found.blocks:
-        if isinstance(block, continuation.Thinking):
+        if isinstance(block, continuation.ThinkingBlock):
             out.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
         else:
             out.append({"type": "redacted_thinking", "data": block.data})

@@ -1,4 +1,5 @@
-"""Responses tool names and custom tool input, as the canonical request carries them.
+"""Responses tool names and custom tool input, as the canonical request carries them
+(the native decoder's flattening: rust/src/responses/tools.rs).
 
 Namespace tools (Codex's ``multi_agent_v1``) are sent flattened: each inner tool is named
 ``<namespace>__<name>`` (`NAMESPACE_SEPARATOR`; both halves are ``[A-Za-z0-9_-]``, so the

@@ -1,14 +1,14 @@
 """The ASGI application: the route table and the worker's lifecycle.
 
-Every request gets an Exchange (server/exchange.py) and the handler its method and path
+Every request gets an Exchange (server/pipeline/exchange.py) and the handler its method and path
 name in `ROUTES`, else the 404/405 fallback; a ProxyError out of a handler is answered in
 the client's protocol, and every request ends with one access-log line (and, for a model
 request, one usage record). A model request runs the same pipeline whatever its entry
 (`MODEL_ENTRIES`: every way in, Gemini's path-named models included; tests are
-parametrised over it): authorize -> read and parse (the session's previous turn reused;
+parametrised over it): the client key checked -> read and parse (the session's previous turn reused;
 a big body in a thread) -> the ingress's ClientRequest (no I/O) -> the route decision ->
-a named key's checks (server/member_checks.py) -> each attempt in order
-(server/attempts.py) -> relay | forward | json (server/reply.py) -> the settlement.
+a named key's checks (server/checks/member_checks.py) -> each attempt in order
+(server/pipeline/attempts.py) -> relay | forward | json (server/pipeline/reply.py) -> the settlement.
 """
 
 from __future__ import annotations
@@ -29,8 +29,19 @@ from ..config import Settings
 from ..config.protocols import ProtocolName
 from ..config.routes import Attempt, RequestTraits, RouteDecision
 from ..errors import ProxyError
-from . import accounting, attempts, browser_guard, endpoints, gemini_api, member_checks
-from .exchange import (
+from .checks import browser_guard, member_checks
+from .checks.limits import (
+    check_content_type,
+    closes_connection,
+    parse_request,
+    read_json_body,
+    require_model,
+)
+from .endpoints import gemini_api, handlers
+from .ingress import anthropic, chat, gemini, responses
+from .pipeline import accounting, attempts
+from .pipeline.exchange import (
+    Asked,
     ClientGone,
     ClientRequest,
     Exchange,
@@ -38,17 +49,10 @@ from .exchange import (
     Scope,
     Send,
 )
-from .ingress import anthropic, chat, gemini, responses
-from .limits import (
-    check_content_type,
-    closes_connection,
-    parse_request,
-    read_json_body,
-    require_model,
-)
-from .shutdown import refusal
-from .upstream_kinds import Plan
-from .worker import Worker, keys_refresh, start_team, start_usage
+from .pipeline.routing import decide_route
+from .pipeline.upstream_kinds import Plan
+from .transport.shutdown import refusal
+from .transport.worker import Worker, keys_refresh, start_team, start_usage
 
 log = logging.getLogger("hydra_proxy")
 access_log = logging.getLogger("hydra_proxy.access")
@@ -98,7 +102,7 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
     exchange.account(entry.protocol)
     if worker.shutdown.draining:
         raise refusal()
-    exchange.authorize()
+    exchange.authenticate_client()
     settings = worker.settings
     check_content_type(exchange.scope)
     body = await read_json_body(
@@ -109,26 +113,27 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
         request = await asyncio.to_thread(_without_gc, _read_big, entry, exchange, body, path_model)
     else:
         request = _read(entry, exchange, body, path_model)
-    if exchange.turn is not None and exchange.turn.reused:
-        exchange.log["messages_reused"] = exchange.turn.reused
-    exchange.traits = request.traits
+    kept = exchange.kept
+    if kept is not None and kept.reused:
+        exchange.log["messages_reused"] = kept.reused
+    exchange.read_as(Asked(request.traits, request.stream))
     param = None if entry.protocol == "anthropic" else "model"
-    exchange.decision = exchange.decide(request.traits, param=param)
-    exchange.stream = request.stream
-    if exchange.member is not None:  # a named key: its rights, limits and budget
+    exchange.route.decided(decide_route(worker, request.traits, param=param))
+    if exchange.caller.member is not None:  # a named key: its rights, limits and budget
         await member_checks.admit(exchange, request.traits)
     if not big:
-        await attempts.answer(exchange, request)
+        await attempts.try_route(exchange, request)
         return
-    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.decision)
+    request = await asyncio.to_thread(_without_gc, _planned, request, exchange.route.decision)
     try:
-        await attempts.answer(exchange, request)
+        await attempts.try_route(exchange, request)
     finally:
         # Freeing a big request's millions of objects holds the GIL as long as making them
         # did: the last references are dropped in a thread, not on the event loop.
-        held: list[object] = [request, exchange.traits]
+        held: list[object] = [request, request.traits]
+        stream = request.stream
         del request
-        exchange.traits = await asyncio.to_thread(_let_go, held)
+        exchange.read_as(Asked(await asyncio.to_thread(_let_go, held), stream))
 
 
 # A body at least this large is parsed, read by its ingress and its first attempt planned
@@ -163,7 +168,7 @@ def _let_go(held: list[Any]) -> RequestTraits:
     """The traits of `held` (a big request and its traits) without the request behind them,
     and the request's objects freed (in this thread)."""
     traits: RequestTraits = held[1]
-    counted = traits.input_tokens  # the usage record may need it (server/accounting.py)
+    counted = traits.input_tokens  # the usage record may need it (server/pipeline/accounting.py)
     light = dataclasses.replace(traits, estimate=lambda: counted, bound=None)
     held.clear()
     return light
@@ -172,9 +177,10 @@ def _let_go(held: list[Any]) -> RequestTraits:
 def _read(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: str) -> ClientRequest:
     """The body parsed (reusing the session's previous turn) and read by the ingress."""
     settings = exchange.worker.settings
-    parsed, exchange.turn = parse_request(
+    parsed, kept = parse_request(
         body, settings.max_json_depth, exchange.worker.turns, exchange.session, entry.conversation
     )
+    exchange.keep(kept)
     if entry.model_in_path:  # the path names the model, the body does not
         parsed["model"] = path_model
     return entry.read(exchange, require_model(parsed), body)
@@ -184,7 +190,7 @@ def _read_big(entry: ModelEntry, exchange: Exchange, body: bytes, path_model: st
     """`_read`, and the counts the request will need later (memoized by the ingress), here
     in the thread rather than on the event loop."""
     request = _read(entry, exchange, body, path_model)
-    if exchange.member is not None:
+    if exchange.caller.member is not None:
         _ = request.traits.input_bound  # a named key's limits reserve it
     elif entry.protocol == "anthropic":
         _ = request.traits.input_tokens  # message_start carries it
@@ -279,47 +285,47 @@ _BY_METHOD = {
 # Every endpoint, by method and path (a dashboard page by its prefix); each page that GET
 # reads answers HEAD too.
 _PAGES: dict[str, Handler] = {
-    "/health": endpoints.health,
-    "/": endpoints.hello,
-    "/api/hello": endpoints.hello,
-    "/v1/models": endpoints.models,
-    "/metrics": endpoints.metrics,
-    endpoints.DASHBOARD: endpoints.dashboard,
+    "/health": handlers.health,
+    "/": handlers.hello,
+    "/api/hello": handlers.hello,
+    "/v1/models": handlers.models,
+    "/metrics": handlers.metrics,
+    handlers.DASHBOARD: handlers.dashboard,
 }
 ROUTES: dict[tuple[str, str], Handler] = {
     **{(e.method, e.path): partial(model_request, e) for e in MODEL_ENTRIES if not e.model_in_path},
     (COMPACT_ENTRY.method, COMPACT_ENTRY.path): partial(model_request, COMPACT_ENTRY),
-    ("POST", "/v1/messages/count_tokens"): endpoints.count_tokens,
-    ("POST", "/api/event_logging/batch"): endpoints.event_logging,
+    ("POST", "/v1/messages/count_tokens"): handlers.count_tokens,
+    ("POST", "/api/event_logging/batch"): handlers.event_logging,
     **{(method, path): page for path, page in _PAGES.items() for method in ("GET", "HEAD")},
     # The console signs in and out (POST, DELETE /dashboard/session).
-    **{(method, endpoints.DASHBOARD): endpoints.dashboard for method in ("POST", "DELETE")},
+    **{(method, handlers.DASHBOARD): handlers.dashboard for method in ("POST", "DELETE")},
 }
 ADMIN = "/admin/"
 
 
 def handler_for(method: str, path: str) -> Handler:
     if method == "OPTIONS":  # a CORS preflight, for any path
-        return endpoints.preflight
+        return handlers.preflight
     handler = ROUTES.get((method, path))
     if handler is None and gemini_api.is_gemini_path(path):  # the model is in the path
         return _gemini_handler(method, path)
-    if handler is None and method in ("GET", "HEAD") and path.startswith(endpoints.MODELS_PREFIX):
-        return endpoints.model
+    if handler is None and method in ("GET", "HEAD") and path.startswith(handlers.MODELS_PREFIX):
+        return handlers.model
     if handler is None and (method, "/v1" + path) in ROUTES:
-        return endpoints.missing_v1
-    if handler is None and path.startswith(endpoints.DASHBOARD + "/"):
-        handler = ROUTES.get((method, endpoints.DASHBOARD))
+        return handlers.missing_v1
+    if handler is None and path.startswith(handlers.DASHBOARD + "/"):
+        handler = ROUTES.get((method, handlers.DASHBOARD))
     if handler is None and path.startswith(ADMIN):
         from ..team import admin
 
         handler = admin.handler_for(path)
-    return handler or endpoints.not_found
+    return handler or handlers.not_found
 
 
 def _gemini_handler(method: str, path: str) -> Handler:
     """A Gemini API path: a model method of `MODEL_ENTRIES`, else the listing, a model or
-    countTokens (server/gemini_api.py)."""
+    countTokens (server/endpoints/gemini_api.py)."""
     found = gemini_api.model_method(path) if method == "POST" else None
     if found is not None:
         prefix, model, action = found
@@ -369,7 +375,7 @@ class App:
         exchange = Exchange(self.worker, scope, receive, send)
         try:
             # Host and Origin first (a web page must not drive the proxy), for every endpoint.
-            exchange.send = browser_guard.check(self.worker.browser, scope, send)
+            exchange.guard(partial(browser_guard.check, self.worker.browser, scope))
             await handler_for(scope["method"], scope["path"])(exchange)
         except ProxyError as exc:
             await exchange.fail(exc, close=closes_connection(exc))
@@ -379,18 +385,18 @@ class App:
             details = exchange.log
             if exchange.protocol is not None:
                 details = {**details, **accounting.close(exchange, self.worker.usage)}
-            held = exchange.held
+            held = exchange.route.held
             if held is not None and self.worker.team is not None:
-                attempt = exchange.attempt
+                attempt = exchange.route.attempt
                 await self.worker.team.settle(
-                    held, attempt.model if attempt is not None else None, exchange.counts
+                    held, attempt.model if attempt is not None else None, exchange.outcome.counts
                 )
             if access_log.isEnabledFor(logging.INFO):
                 access_log.info(
                     "%s %s %d %.1fms id=%s%s",
                     scope["method"],
                     scope["path"],
-                    exchange.status,
+                    exchange.outcome.status,
                     (time.monotonic() - exchange.started) * 1000,
                     exchange.request_id,
                     "".join(f" {k}={v}" for k, v in details.items()) if details else "",

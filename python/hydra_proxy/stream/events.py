@@ -129,59 +129,59 @@ class MessageStart:
 
 
 @dataclass(slots=True)
-class BlockStart:
+class OfBlock:
+    """An event of one content block, named by the decoder's id for it."""
+
     block: int
+
+
+@dataclass(slots=True)
+class BlockStart(OfBlock):
     kind: BlockKind
 
 
 @dataclass(slots=True)
-class TextDelta:
-    block: int
+class TextDelta(OfBlock):
     text: str
 
 
 @dataclass(slots=True)
-class ThinkingDelta:
-    block: int
+class ThinkingDelta(OfBlock):
     thinking: str
 
 
 @dataclass(slots=True)
-class SignatureDelta:
+class SignatureDelta(OfBlock):
     """The thinking block's replay state (replaces any earlier one)."""
 
-    block: int
     signature: str
 
 
 @dataclass(slots=True)
-class ToolArgumentsDelta:
-    block: int
+class ToolArgumentsDelta(OfBlock):
     partial_json: str
 
 
 @dataclass(slots=True)
-class CitationDelta:
+class CitationDelta(OfBlock):
     """One citation of a text block, as JSON text (Rust: the upstream's raw JSON; Python:
     orjson's compact rendering of it)."""
 
-    block: int
     citation: str
 
 
 @dataclass(slots=True)
-class SearchResult:
+class SearchResult(OfBlock):
     """One page a web search found, in a `WebSearchResults` block (a title may be empty:
     a Responses source has only its URL)."""
 
-    block: int
     url: str
     title: str
 
 
 @dataclass(slots=True)
-class BlockStop:
-    block: int
+class BlockStop(OfBlock):
+    pass
 
 
 @dataclass(slots=True)

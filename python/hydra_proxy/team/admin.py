@@ -14,7 +14,7 @@
   those percentages of the budget (team/alerts.py); ``DELETE`` the same path: none.
 
 The console (``/dashboard``) calls it with the admin's session cookie instead of the key,
-and its anti-forgery header on every change (server/console.py).
+and its anti-forgery header on every change (server/endpoints/console.py).
 
 Every change is written to the audit log, read with ``GET /admin/audit`` (``since``:
 ``24h`` or a date, ``subject``: ``key:NAME`` or ``team:NAME``, ``limit``), newest first.
@@ -34,8 +34,8 @@ from urllib.parse import parse_qs
 import orjson
 
 from ..errors import ProxyError, invalid_request
-from ..server.exchange import Exchange
-from ..server.limits import check_content_type, parse_object, read_json_body
+from ..server.checks.limits import check_content_type, parse_object, read_json_body
+from ..server.pipeline.exchange import Exchange
 from ..usage.report import parse_since
 from . import alerts, audit, manage
 from .service import TeamKeys
@@ -78,8 +78,8 @@ def _alert_target(parts: list[str]) -> tuple[str, str] | None:
 async def admin(exchange: Exchange) -> tuple[TeamKeys, str]:
     """The worker's keys and who the admin is (their audit name), or the refusal (after
     a failed attempt's wait: TeamKeys.admin_refused): the admin key, or the admin's
-    console session (server/console.py)."""
-    from ..server.console import console_admin
+    console session (server/endpoints/console.py)."""
+    from ..server.endpoints.console import console_admin
 
     team = exchange.worker.team
     if team is None or not team.has_admins:

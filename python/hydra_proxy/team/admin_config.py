@@ -28,8 +28,8 @@ from ..config import ConfigError
 from ..config.loading import environment
 from ..config.overlay import MAX_OVERLAY_BYTES, Overlay, effective, merge_patch
 from ..errors import ProxyError, invalid_request
-from ..server.exchange import Exchange
-from ..server.limits import check_content_type, parse_object, read_json_body
+from ..server.checks.limits import check_content_type, parse_object, read_json_body
+from ..server.pipeline.exchange import Exchange
 from . import audit, live_config
 from .store import KeyStoreError
 

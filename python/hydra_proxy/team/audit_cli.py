@@ -16,6 +16,7 @@ from ..usage.backends import DEFAULT_SQLITE_PATH
 from ..usage.cli import LEDGER_ENV
 from ..usage.report import parse_since
 from . import audit
+from .cli import write_result
 from .store import KeyStoreError, open_key_store, store_exists
 
 DESCRIPTION = "Who changed which key, team or setting, and when: the admin changes, newest first."
@@ -89,12 +90,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
         finally:
             store.close()
-    if args.json:
-        sys.stdout.write(orjson.dumps({"entries": found}, option=orjson.OPT_INDENT_2).decode())
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(_table(found) if found else "no audit entries\n")
-    return 0
+    text = _table(found) if found else "no audit entries\n"
+    return write_result({"entries": found}, text, as_json=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -181,10 +181,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         store.close()
-    if args.json:
-        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        sys.stdout.write(text)
+    return write_result(out, text, as_json=args.json)
+
+
+def write_result(doc: Any, text: str, *, as_json: bool) -> int:
+    """A command's result on stdout: `doc` as indented JSON, or `text` for a person."""
+    sys.stdout.write(
+        orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n" if as_json else text
+    )
     return 0
 
 

@@ -12,7 +12,7 @@ from .secret import secret_hash
 
 
 @dataclass(frozen=True)
-class Found:
+class KeyMatch:
     key: NamedKey
     previous: bool
     """Presented with the old secret of a rotated key."""
@@ -21,16 +21,16 @@ class Found:
 class Keyring:
     def __init__(self, keys: list[NamedKey], teams: list[Team], version: int) -> None:
         self.version = version
-        self.by_hash: dict[str, Found] = {}
+        self.by_hash: dict[str, KeyMatch] = {}
         self.by_name: dict[str, NamedKey] = {}
         for key in keys:
             self.by_name[key.name] = key
-            self.by_hash[key.secret_hash] = Found(key, False)
+            self.by_hash[key.secret_hash] = KeyMatch(key, False)
             if key.previous_hash is not None:
-                self.by_hash[key.previous_hash] = Found(key, True)
+                self.by_hash[key.previous_hash] = KeyMatch(key, True)
         self.teams = {team.name: team for team in teams}
 
-    def find(self, presented: bytes) -> Found | None:
+    def find(self, presented: bytes) -> KeyMatch | None:
         return self.by_hash.get(secret_hash(presented))
 
     def __len__(self) -> int:

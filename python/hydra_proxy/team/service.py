@@ -96,14 +96,14 @@ class TeamKeys:
         if self.identity is not None and presented[:3] != b"hk-":
             claims = self.identity.verify(presented, now)
             key, team = self.identity.member(claims, self.keyring)
-            usable(key, now)
+            require_usable(key, now)
             self.used[key.name] = now
             return Member(key, team)
         found = self.keyring.find(presented)
         if found is None:
             raise refusals.unauthorized("unknown key (no key with this secret exists)")
         key = found.key
-        usable(key, now)
+        require_usable(key, now)
         if found.previous and (key.previous_until is None or key.previous_until <= now):
             until = utc_text(key.previous_until or 0)
             raise refusals.unauthorized(
@@ -209,7 +209,7 @@ class TeamKeys:
         self.store.close()
 
 
-def usable(key: NamedKey, now: float) -> None:
+def require_usable(key: NamedKey, now: float) -> None:
     """A 401 when the key's record is revoked or expired."""
     if key.revoked is not None:
         raise refusals.unauthorized(f"key {key.name!r} was revoked at {utc_text(key.revoked)}")

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::event::{read_event, BlockStart, Delta, ReadError, SearchResult};
+use super::chunk::{read_chunk, BlockStart, Delta, ReadError, SearchResult};
 use crate::errors::upstream_error;
 use crate::json::{self, trim_json_ws};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -64,41 +64,19 @@ impl Decoder for AnthropicDecoder {
         let last_wins: Option<String>;
         let mut slot = None;
         let mut retry = None;
-        let parsed = match read_event(&text, &mut slot) {
+        let parsed = match read_chunk(&text, &mut slot) {
             Ok(parsed) => parsed,
             // A key repeated after a wrong-typed value: read as Python reads it (rare).
             Err(ReadError::Shape(_))
                 if {
                     last_wins = crate::json::last_key_wins(&text);
                     last_wins.is_some()
-                } && read_event(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
+                } && read_chunk(last_wins.as_deref().unwrap_or(""), &mut retry).is_ok() =>
             {
                 retry.as_ref().unwrap()
             }
             Err(err) => {
-                // A shape error may come before a later error key, so the (valid) text is
-                // read again as a tree to look for one.
-                let value = match err {
-                    ReadError::Syntax => None,
-                    ReadError::Shape(err) => {
-                        debug_assert_eq!(err.classify(), Category::Data);
-                        crate::json::parse(&text)
-                    }
-                };
-                match value {
-                    None if is_error_event => {
-                        let (kind, message) = upstream_error(&Value::String(text.into_owned()));
-                        self.fail(kind, &message, emit);
-                    }
-                    None => self.fail("api_error", MSG_INVALID_JSON, emit),
-                    Some(value)
-                        if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) =>
-                    {
-                        let (kind, message) = upstream_error(&value);
-                        self.fail(kind, &message, emit);
-                    }
-                    Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
-                }
+                self.unreadable(is_error_event, err, text, emit);
                 return;
             }
         };
@@ -131,12 +109,7 @@ impl Decoder for AnthropicDecoder {
                 self.block_delta(parsed.index, parsed.delta.as_ref(), emit);
             }
             Some("content_block_stop") => self.block_stop(parsed.index, emit),
-            Some("message_delta") => {
-                if let Some(reason) = parsed.delta.as_ref().and_then(|d| d.stop_reason.as_deref()) {
-                    self.has_stop_reason = true;
-                    emit.emit(Event::StopReason { reason });
-                }
-            }
+            Some("message_delta") => self.message_delta(parsed.delta.as_ref(), emit),
             Some("message_stop") => self.end(emit),
             Some("ping") => emit.emit(Event::Ping),
             _ => {} // other (future) event types are ignored, as the Anthropic docs ask
@@ -153,6 +126,13 @@ impl Decoder for AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
+    fn message_delta<S: Sink>(&mut self, delta: Option<&Delta<'_>>, emit: &mut S) {
+        if let Some(reason) = delta.and_then(|d| d.stop_reason.as_deref()) {
+            self.has_stop_reason = true;
+            emit.emit(Event::StopReason { reason });
+        }
+    }
+
     fn block_start<S: Sink>(
         &mut self,
         index: Option<u64>,
@@ -272,6 +252,38 @@ impl AnthropicDecoder {
             emit.emit(Event::BlockStop { block });
         } else {
             self.fail("api_error", MSG_UNKNOWN_BLOCK, emit);
+        }
+    }
+
+    /// An event that cannot be read (not JSON, or of a shape it cannot have): the
+    /// upstream's error when it says it is one, else a malformed stream.
+    fn unreadable<S: Sink>(
+        &mut self,
+        is_error_event: bool,
+        err: ReadError,
+        text: Cow<'_, str>,
+        emit: &mut S,
+    ) {
+        // A shape error may come before a later error key, so the (valid) text is read
+        // again as a tree to look for one.
+        let value = match err {
+            ReadError::Syntax => None,
+            ReadError::Shape(err) => {
+                debug_assert_eq!(err.classify(), Category::Data);
+                crate::json::parse(&text)
+            }
+        };
+        match value {
+            None if is_error_event => {
+                let (kind, message) = upstream_error(&Value::String(text.into_owned()));
+                self.fail(kind, &message, emit);
+            }
+            None => self.fail("api_error", MSG_INVALID_JSON, emit),
+            Some(value) if is_error_event || value.get("error").is_some_and(|e| !e.is_null()) => {
+                let (kind, message) = upstream_error(&value);
+                self.fail(kind, &message, emit);
+            }
+            Some(_) => self.fail("api_error", MSG_BAD_SHAPE, emit),
         }
     }
 

@@ -1,8 +1,8 @@
 //! Anthropic Messages: its stream decoder (upstream) and encoder (client).
 
+mod chunk;
 pub mod decoder;
 pub mod encoder;
-mod event;
 mod output;
 
 pub use decoder::AnthropicDecoder;

@@ -1,5 +1,5 @@
 //! Reading one OpenAI Chat Completions stream chunk, the Chat decoder's reader (twin of
-//! `_read_chunk` in python/hydra_proxy/chat/decoder.py, which reads what orjson.loads built).
+//! python/hydra_proxy/chat/chunk.py, which reads what orjson.loads built).
 //!
 //! One forward pass of a validating scanner ([`crate::json::scan`]) over the text, reading
 //! the fields the decoder needs and validating and skipping the rest. The result is the

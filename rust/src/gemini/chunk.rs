@@ -1,5 +1,5 @@
 //! Reading one Gemini `GenerateContentResponse` chunk, the Gemini decoder's reader (twin of
-//! `_read_chunk` in python/hydra_proxy/gemini/decoder.py, which reads what orjson.loads
+//! python/hydra_proxy/gemini/chunk.py, which reads what orjson.loads
 //! built): one pass of the validating scanner of rust/src/json/scan.rs (as the Chat reader,
 //! rust/src/chat/chunk.rs), strings borrowed unless they hold escapes, only `candidates[0]`
 //! read, the whole chunk checked before any of it is acted on. A field that is present and

@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use super::chunk::{read_chunk, Call, Chunk, Node, Part, ReadError};
+use super::errors::gemini_error;
 use super::mapping;
-use crate::errors::anthropic_error_type;
 use crate::json::{self, trim_json_ws};
 use crate::signature::{sign_carried, sign_thinking, KIND_GEMINI_THOUGHT_SIGNATURE};
 use crate::stream::messages::{MSG_BAD_SHAPE, MSG_CUT_OFF, MSG_INVALID_JSON};
@@ -26,8 +26,6 @@ pub const MSG_ARGUMENTS_TOO_DEEP: &str =
     "the upstream sent function-call arguments nested deeper than 254 levels";
 /// The key a non-object `args` is wrapped in (python/hydra_proxy/chat/tool_arguments.py).
 const RAW_ARGUMENTS_KEY: &str = "_raw_arguments";
-const MAX_ERROR_MESSAGE: usize = 2000;
-const AUTH_REASONS: [&str; 3] = ["API_KEY_INVALID", "API_KEY_EXPIRED", "ACCESS_TOKEN_EXPIRED"];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Open {
@@ -131,7 +129,7 @@ fn is_anthropic_id(id: &str) -> bool {
 }
 
 /// Python's `str.isspace` for one character (Rust's also lacks U+001C..U+001F).
-fn is_py_space(c: char) -> bool {
+pub(super) fn is_py_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
@@ -143,48 +141,6 @@ fn is_base64(signature: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_'))
-}
-
-/// (Anthropic error type, message) of a chunk's Gemini `error` object
-/// (hydra_proxy.gemini.errors.gemini_error).
-fn gemini_error(value: &Value) -> (&'static str, String) {
-    let error = value.get("error").unwrap_or(&Value::Null);
-    let status = error
-        .get("code")
-        .and_then(Value::as_u64)
-        .filter(|code| (400..=599).contains(code))
-        .unwrap_or(500);
-    let auth = status == 400
-        && error
-            .get("details")
-            .and_then(Value::as_array)
-            .is_some_and(|details| {
-                details.iter().any(|detail| {
-                    detail.get("@type").and_then(Value::as_str)
-                        == Some("type.googleapis.com/google.rpc.ErrorInfo")
-                        && detail
-                            .get("reason")
-                            .and_then(Value::as_str)
-                            .is_some_and(|reason| AUTH_REASONS.contains(&reason))
-                })
-            });
-    let kind = if auth {
-        "authentication_error"
-    } else {
-        anthropic_error_type(Some(status), None)
-    };
-    let message = match error.get("message").and_then(Value::as_str) {
-        Some(message) if !message.trim_matches(is_py_space).is_empty() => message.to_owned(),
-        _ => {
-            let mut message = format!("Gemini returned HTTP {status}");
-            if let Some(state) = error.get("status").and_then(Value::as_str) {
-                message.push(' ');
-                message.push_str(state);
-            }
-            message
-        }
-    };
-    (kind, message.chars().take(MAX_ERROR_MESSAGE).collect())
 }
 
 /// One step of a `jsonPath`: `.key`, `['key']` or `[index]`.
@@ -362,19 +318,7 @@ impl GeminiDecoder {
             }
         }
         if part.thought {
-            if let Some(text) = part.text.as_deref().filter(|t| !t.is_empty()) {
-                self.open_thinking(emit);
-                if !self.key.is_empty() {
-                    self.thinking.push_str(text);
-                }
-                emit.emit(Event::ThinkingDelta {
-                    block: self.blocks - 1,
-                    thinking: text,
-                });
-            }
-            if let Some(signature) = signature {
-                self.close_thinking(signature, emit);
-            }
+            self.thought(part.text.as_deref(), signature, emit);
             return;
         }
         if let Some(signature) = signature {
@@ -394,9 +338,32 @@ impl GeminiDecoder {
                 other.as_deref()
             }
         };
-        let Some(content) = content.filter(|c| !c.is_empty()) else {
-            return;
-        };
+        if let Some(content) = content.filter(|c| !c.is_empty()) {
+            self.text(content, emit);
+        }
+    }
+
+    /// A thought part: its text streams into the open thinking block, and its signature
+    /// (when it has one) closes that block.
+    fn thought<S: Sink>(&mut self, text: Option<&str>, signature: Option<&str>, emit: &mut S) {
+        if let Some(text) = text.filter(|t| !t.is_empty()) {
+            self.open_thinking(emit);
+            if !self.key.is_empty() {
+                self.thinking.push_str(text);
+            }
+            emit.emit(Event::ThinkingDelta {
+                block: self.blocks - 1,
+                thinking: text,
+            });
+        }
+        if let Some(signature) = signature {
+            self.close_thinking(signature, emit);
+        }
+    }
+
+    /// A part's text (or the text a part shows) goes into the open text block, or opens
+    /// one; whitespace alone opens none.
+    fn text<S: Sink>(&mut self, content: &str, emit: &mut S) {
         if !content.trim_matches(is_py_space).is_empty() {
             if self.open != Open::Text {
                 self.close(emit);

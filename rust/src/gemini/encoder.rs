@@ -3,7 +3,7 @@
 //!
 //! Its quirks: tool calls sent whole when their block ends; the thinking an upstream needs
 //! back carried in the `thoughtSignature` of the next part (the reasoning carrier of
-//! responses::shared, base64); an error chunk, never a finishReason, for a failure.
+//! responses::reasoning, base64); an error chunk, never a finishReason, for a failure.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use base64::Engine;
 use super::output::{self as out, ChunkWriter};
 use crate::continuation::Block;
 use crate::json::{parse, trim_json_ws};
-use crate::responses::shared::encode_carrier;
+use crate::responses::reasoning::encode_carrier;
 use crate::stream::Ending;
 use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
 

@@ -5,6 +5,7 @@
 mod chunk;
 pub mod decoder;
 pub mod encoder;
+mod errors;
 pub mod mapping;
 pub mod output;
 

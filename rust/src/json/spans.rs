@@ -1,6 +1,6 @@
 //! Where the elements of one array member of a JSON object stand in its bytes, so that a
 //! long session's next request can be compared with the one before it element by element
-//! (python/hydra_proxy/server/previous_turn.py) and only what is new gets parsed.
+//! (python/hydra_proxy/server/pipeline/previous_turn.py) and only what is new gets parsed.
 //!
 //! A fast structural pass, not a validator: what it splits is parsed by orjson afterwards
 //! (the text around the array with `[]` in its place, and every element that is not

@@ -11,7 +11,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::shared::{flatten, parse, sign_upstream_item, upstream_failure};
+use super::chunk::{get_dict, get_list, get_str, texts, uint};
+use super::errors::upstream_failure;
+use super::reasoning::sign_upstream_item;
+use super::tools::flatten;
+use crate::json::parse;
 use crate::json::write::write_str;
 use crate::json::{self, trim_json_ws};
 use crate::signature::sign_thinking;
@@ -52,42 +56,6 @@ pub struct ResponsesDecoder {
     reasoning: Option<i128>,
     thinking: String,
     summary_index: Option<u64>,
-}
-
-static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-
-fn empty() -> &'static Map<String, Value> {
-    EMPTY.get_or_init(Map::new)
-}
-
-fn get_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    obj.get(key).and_then(Value::as_str)
-}
-
-fn get_dict<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a Map<String, Value> {
-    match obj.get(key).and_then(Value::as_object) {
-        Some(map) => map,
-        None => empty(),
-    }
-}
-
-fn get_list<'a>(obj: &'a Map<String, Value>, key: &str) -> &'a [Value] {
-    obj.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn uint(obj: &Map<String, Value>, key: &str) -> Option<u64> {
-    obj.get(key).and_then(Value::as_u64)
-}
-
-fn texts<'a>(parts: &'a [Value], kind: &str) -> Vec<&'a str> {
-    parts
-        .iter()
-        .filter_map(Value::as_object)
-        .filter(|part| get_str(part, "type") == Some(kind))
-        .filter_map(|part| get_str(part, "text"))
-        .collect()
 }
 
 /// `text` escaped as inside a JSON string (escaping is per character).
@@ -132,12 +100,7 @@ impl Decoder for ResponsesDecoder {
         }
         let text = json::text(data);
         let Some(payload) = parse(&text) else {
-            if error_event {
-                // An error event in plain text (a gateway's): its text is the message.
-                let (kind, message) = upstream_failure(None, Some(&text));
-                return self.fail(kind, &message, emit);
-            }
-            return self.fail("api_error", MSG_INVALID_JSON, emit);
+            return self.not_json(error_event, &text, emit);
         };
         let Some(payload) = payload.as_object() else {
             return self.fail("api_error", MSG_BAD_SHAPE, emit);
@@ -157,12 +120,7 @@ impl Decoder for ResponsesDecoder {
             return self.upstream_error(error, emit);
         }
         if !self.started {
-            self.started = true;
-            let response = get_dict(payload, "response");
-            emit.emit(Event::MessageStart {
-                id: get_str(response, "id"),
-                model: get_str(response, "model"),
-            });
+            self.begin(payload, emit);
         }
         let index = uint(payload, "output_index").map_or(-1, i128::from);
         match kind {
@@ -429,64 +387,101 @@ impl ResponsesDecoder {
         }
     }
 
+    fn not_json<S: Sink>(&mut self, is_error_event: bool, text: &str, emit: &mut S) {
+        if is_error_event {
+            // An error event in plain text (a gateway's): its text is the message.
+            let (kind, message) = upstream_failure(None, Some(text));
+            self.fail(kind, &message, emit);
+        } else {
+            self.fail("api_error", MSG_INVALID_JSON, emit);
+        }
+    }
+
+    /// The first event starts the message, with the upstream's id and model when it names
+    /// its response.
+    fn begin<S: Sink>(&mut self, payload: &Map<String, Value>, emit: &mut S) {
+        self.started = true;
+        let response = get_dict(payload, "response");
+        emit.emit(Event::MessageStart {
+            id: get_str(response, "id"),
+            model: get_str(response, "model"),
+        });
+    }
+
     fn item_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
         match get_str(item, "type") {
             Some("reasoning") if self.reasoning == Some(index) => {
                 self.reasoning_done(item, index, emit);
             }
-            Some("function_call") => {
-                if let Some(block) = self.is_open(Kind::Tool, index) {
-                    if let Some(arguments) = get_str(item, "arguments").filter(|a| !a.is_empty()) {
-                        if !self.streamed {
-                            emit.emit(Event::ToolArgumentsDelta {
-                                block,
-                                partial_json: arguments,
-                            });
-                        }
-                    }
-                    self.close(emit);
-                }
-            }
-            Some("custom_tool_call") => {
-                if let Some(block) = self.is_open(Kind::Custom, index) {
-                    if self.streamed {
-                        emit.emit(Event::ToolArgumentsDelta {
-                            block,
-                            partial_json: "\"}",
-                        });
-                    } else {
-                        whole_input(block, "input", get_str(item, "input").unwrap_or(""), emit);
-                    }
-                    self.close(emit);
-                }
-            }
+            Some("function_call") => self.function_call_done(item, index, emit),
+            Some("custom_tool_call") => self.custom_call_done(item, index, emit),
             Some("web_search_call") => self.search_done(item, index, emit),
-            Some("message") => {
-                if self.is_open(Kind::Text, index).is_some() {
-                    self.close(emit);
-                } else if self.texted != Some(index) {
-                    for part in get_list(item, "content")
-                        .iter()
-                        .filter_map(Value::as_object)
-                    {
-                        let kind = get_str(part, "type");
-                        let field = if kind == Some("refusal") {
-                            "refusal"
-                        } else {
-                            "text"
-                        };
-                        let text = get_str(part, field).filter(|t| !t.is_empty());
-                        if let (Some("output_text" | "refusal"), Some(text)) = (kind, text) {
-                            let block = self.start(Kind::Text, index, 0, BlockKind::Text, emit);
-                            emit.emit(Event::TextDelta { block, text });
-                            self.close(emit);
-                        }
-                    }
-                }
-                self.texted = Some(index);
-            }
+            Some("message") => self.message_done(item, index, emit),
             _ => {}
         }
+    }
+
+    /// The call's arguments, when none streamed, and its block stops.
+    fn function_call_done<S: Sink>(
+        &mut self,
+        item: &Map<String, Value>,
+        index: i128,
+        emit: &mut S,
+    ) {
+        if let Some(block) = self.is_open(Kind::Tool, index) {
+            if let Some(arguments) = get_str(item, "arguments").filter(|a| !a.is_empty()) {
+                if !self.streamed {
+                    emit.emit(Event::ToolArgumentsDelta {
+                        block,
+                        partial_json: arguments,
+                    });
+                }
+            }
+            self.close(emit);
+        }
+    }
+
+    /// The streamed input's closing, or the whole input when none streamed; its block
+    /// stops.
+    fn custom_call_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        if let Some(block) = self.is_open(Kind::Custom, index) {
+            if self.streamed {
+                emit.emit(Event::ToolArgumentsDelta {
+                    block,
+                    partial_json: "\"}",
+                });
+            } else {
+                whole_input(block, "input", get_str(item, "input").unwrap_or(""), emit);
+            }
+            self.close(emit);
+        }
+    }
+
+    /// The message's text block stops; a message whose text never streamed gets its text
+    /// blocks here.
+    fn message_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {
+        if self.is_open(Kind::Text, index).is_some() {
+            self.close(emit);
+        } else if self.texted != Some(index) {
+            for part in get_list(item, "content")
+                .iter()
+                .filter_map(Value::as_object)
+            {
+                let kind = get_str(part, "type");
+                let field = if kind == Some("refusal") {
+                    "refusal"
+                } else {
+                    "text"
+                };
+                let text = get_str(part, field).filter(|t| !t.is_empty());
+                if let (Some("output_text" | "refusal"), Some(text)) = (kind, text) {
+                    let block = self.start(Kind::Text, index, 0, BlockKind::Text, emit);
+                    emit.emit(Event::TextDelta { block, text });
+                    self.close(emit);
+                }
+            }
+        }
+        self.texted = Some(index);
     }
 
     fn reasoning_done<S: Sink>(&mut self, item: &Map<String, Value>, index: i128, emit: &mut S) {

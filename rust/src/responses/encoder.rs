@@ -11,12 +11,25 @@
 
 use std::collections::HashMap;
 
+use super::errors::response_error_code;
+use super::items::{incomplete_reason, item_id};
 use super::output::{self as out, ResponseTail};
-use super::shared::{encode_carrier, incomplete_reason, item_id, parse, response_error_code};
+use super::reasoning::encode_carrier;
 use crate::continuation::Block;
+use crate::json::parse;
 use crate::json::trim_json_ws;
 use crate::stream::Ending;
 use crate::stream::{BlockKind, Encoder, EndState, Event, Outcome};
+
+/// The delta and done events of a call's input, by the kind of call.
+const CUSTOM_INPUT: (&str, &str) = (
+    "response.custom_tool_call_input.delta",
+    "response.custom_tool_call_input.done",
+);
+const FUNCTION_ARGUMENTS: (&str, &str) = (
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+);
 
 /// What a tool name sent upstream stands for in the client's request
 /// (responses.tools.ToolOrigin).
@@ -221,6 +234,8 @@ impl ResponsesEncoder {
         out::item_event(out, "response.output_item.added", seq, self.count, added);
     }
 
+    /// A block starts: it feeds the open item, or the open item finishes and the block's
+    /// kind opens the next.
     fn block_start(&mut self, out: &mut Vec<u8>, block: u64, kind: BlockKind<'_>) {
         if self.block.is_some()
             && !matches!(
@@ -231,138 +246,182 @@ impl ResponsesEncoder {
             self.block_stop(out); // a lenient upstream's overlapping blocks
         }
         match kind {
-            BlockKind::Text => {
-                if let Some(Item::Message {
-                    length,
-                    block_start,
-                    ..
-                }) = &mut self.item
-                {
-                    *block_start = *length;
-                } else {
-                    self.close(out, false);
-                    let id = item_id("msg", &self.response_id, self.count);
-                    let mut added = Vec::new();
-                    out::message_item(&mut added, &id, "in_progress", None, b"");
-                    let part_id = id.clone();
-                    self.open(
-                        out,
-                        Item::Message {
-                            id,
-                            text: String::new(),
-                            length: 0,
-                            block_start: 0,
-                            citations: Vec::new(),
-                            annotations: Vec::new(),
-                            annotation_count: 0,
-                        },
-                        &added,
-                    );
-                    let seq = self.next();
-                    out::content_part(
-                        out,
-                        "response.content_part.added",
-                        seq,
-                        &part_id,
-                        self.count,
-                        "",
-                        b"",
-                    );
-                }
-            }
-            BlockKind::Thinking | BlockKind::RedactedThinking { .. } => {
-                if !matches!(self.item, Some(Item::Reasoning { .. })) {
-                    self.close(out, false);
-                    let id = item_id("rs", &self.response_id, self.count);
-                    let mut added = Vec::new();
-                    out::reasoning_item_added(&mut added, &id);
-                    let item = Item::Reasoning {
-                        id,
-                        blocks: Vec::new(),
-                        summaries: 0,
-                        part_open: false,
-                    };
-                    self.open(out, item, &added);
-                }
-                if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
-                    blocks.push(match kind {
-                        BlockKind::RedactedThinking { data } => Block::Redacted {
-                            data: data.to_owned(),
-                        },
-                        _ => Block::Thinking {
-                            text: String::new(),
-                            signature: String::new(),
-                        },
-                    });
-                }
-            }
-            BlockKind::ToolUse { id, name } => {
-                self.close(out, false);
-                let origin = self.names.get(name).cloned().unwrap_or_else(|| ToolOrigin {
-                    name: name.to_owned(),
-                    namespace: None,
-                    custom: false,
-                });
-                let prefix = if origin.custom { "ctc" } else { "fc" };
-                let item = item_id(prefix, &self.response_id, self.count);
-                let mut added = Vec::new();
-                out::call_item(
-                    &mut added,
-                    origin.custom,
-                    &item,
-                    "in_progress",
-                    "",
-                    id,
-                    &origin.name,
-                    origin.namespace.as_deref(),
-                );
-                let call = Item::Call {
-                    id: item,
-                    call_id: id.to_owned(),
-                    origin,
-                    arguments: String::new(),
-                };
-                self.open(out, call, &added);
-            }
-            BlockKind::WebSearch { id: search_id } => {
-                self.close(out, false);
-                let id = item_id("ws", &self.response_id, self.count);
-                let mut added = Vec::new();
-                out::web_search_item(&mut added, &id, "in_progress", None, &[]);
-                let progress_id = id.clone();
-                let search = Item::Search {
-                    id,
-                    search_id: search_id.to_owned(),
-                    arguments: String::new(),
-                    stopped: false,
-                    sources: Vec::new(),
-                };
-                self.open(out, search, &added);
-                for progress in [
-                    "response.web_search_call.in_progress",
-                    "response.web_search_call.searching",
-                ] {
-                    let seq = self.next();
-                    out::web_search_event(out, progress, seq, &progress_id, self.count);
-                }
-            }
+            BlockKind::Text => self.start_text(out),
+            BlockKind::Thinking => self.start_thinking(
+                out,
+                Block::Thinking {
+                    text: String::new(),
+                    signature: String::new(),
+                },
+            ),
+            BlockKind::RedactedThinking { data } => self.start_thinking(
+                out,
+                Block::Redacted {
+                    data: data.to_owned(),
+                },
+            ),
+            BlockKind::ToolUse { id, name } => self.open_call(out, id, name),
+            BlockKind::WebSearch { id } => self.open_search(out, id),
             BlockKind::WebSearchResults { search_id } => {
-                let Some(Item::Search {
-                    search_id: mine,
-                    stopped: true,
-                    ..
-                }) = &self.item
-                else {
-                    return;
-                };
-                if mine != search_id {
-                    self.close(out, false); // results of another search: this one has none
+                if !self.search_takes_results(out, search_id) {
                     return;
                 }
             }
             BlockKind::ServerTool { .. } => return,
         }
         self.block = Some(block);
+    }
+
+    /// A text block: the open message item goes on (its annotations start here), else a
+    /// message item opens with its one output_text part.
+    fn start_text(&mut self, out: &mut Vec<u8>) {
+        if let Some(Item::Message {
+            length,
+            block_start,
+            ..
+        }) = &mut self.item
+        {
+            *block_start = *length;
+            return;
+        }
+        self.close(out, false);
+        let id = item_id("msg", &self.response_id, self.count);
+        let mut added = Vec::new();
+        out::message_item(&mut added, &id, "in_progress", None, b"");
+        let part_id = id.clone();
+        let message = Item::Message {
+            id,
+            text: String::new(),
+            length: 0,
+            block_start: 0,
+            citations: Vec::new(),
+            annotations: Vec::new(),
+            annotation_count: 0,
+        };
+        self.open(out, message, &added);
+        let seq = self.next();
+        let kind = "response.content_part.added";
+        out::content_part(out, kind, seq, &part_id, self.count, "", b"");
+    }
+
+    /// A thinking or redacted thinking block joins the open reasoning item, else opens one.
+    fn start_thinking(&mut self, out: &mut Vec<u8>, block: Block) {
+        if !matches!(self.item, Some(Item::Reasoning { .. })) {
+            self.close(out, false);
+            let id = item_id("rs", &self.response_id, self.count);
+            let mut added = Vec::new();
+            out::reasoning_item_added(&mut added, &id);
+            let reasoning = Item::Reasoning {
+                id,
+                blocks: Vec::new(),
+                summaries: 0,
+                part_open: false,
+            };
+            self.open(out, reasoning, &added);
+        }
+        if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
+            blocks.push(block);
+        }
+    }
+
+    /// A tool_use block is a function_call item, or a custom_tool_call item for a custom
+    /// tool, named as the client named it.
+    fn open_call(&mut self, out: &mut Vec<u8>, call_id: &str, name: &str) {
+        self.close(out, false);
+        let origin = self.names.get(name).cloned().unwrap_or_else(|| ToolOrigin {
+            name: name.to_owned(),
+            namespace: None,
+            custom: false,
+        });
+        let prefix = if origin.custom { "ctc" } else { "fc" };
+        let id = item_id(prefix, &self.response_id, self.count);
+        let mut added = Vec::new();
+        let namespace = origin.namespace.as_deref();
+        let (custom, status) = (origin.custom, "in_progress");
+        out::call_item(
+            &mut added,
+            custom,
+            &id,
+            status,
+            "",
+            call_id,
+            &origin.name,
+            namespace,
+        );
+        let call = Item::Call {
+            id,
+            call_id: call_id.to_owned(),
+            origin,
+            arguments: String::new(),
+        };
+        self.open(out, call, &added);
+    }
+
+    /// A web search block is a web_search_call item, searching from the start.
+    fn open_search(&mut self, out: &mut Vec<u8>, search_id: &str) {
+        self.close(out, false);
+        let id = item_id("ws", &self.response_id, self.count);
+        let mut added = Vec::new();
+        out::web_search_item(&mut added, &id, "in_progress", None, &[]);
+        let progress_id = id.clone();
+        let search = Item::Search {
+            id,
+            search_id: search_id.to_owned(),
+            arguments: String::new(),
+            stopped: false,
+            sources: Vec::new(),
+        };
+        self.open(out, search, &added);
+        for progress in [
+            "response.web_search_call.in_progress",
+            "response.web_search_call.searching",
+        ] {
+            let seq = self.next();
+            out::web_search_event(out, progress, seq, &progress_id, self.count);
+        }
+    }
+
+    /// A results block feeds the search it names when that search is open and its own block
+    /// stopped; the results of another search finish the open one (it has none).
+    fn search_takes_results(&mut self, out: &mut Vec<u8>, search_id: &str) -> bool {
+        let Some(Item::Search {
+            search_id: mine,
+            stopped: true,
+            ..
+        }) = &self.item
+        else {
+            return false;
+        };
+        if mine != search_id {
+            self.close(out, false);
+            return false;
+        }
+        true
+    }
+
+    fn text_delta(&mut self, out: &mut Vec<u8>, text: &str) {
+        let index = self.count;
+        let seq = self.seq;
+        if let Some(Item::Message {
+            id,
+            text: all,
+            length,
+            ..
+        }) = &mut self.item
+        {
+            all.push_str(text);
+            *length += text.chars().count() as u64;
+            out::output_text(
+                out,
+                "response.output_text.delta",
+                "delta",
+                seq,
+                id,
+                index,
+                text,
+            );
+            self.seq += 1;
+        }
     }
 
     fn thinking_delta(&mut self, out: &mut Vec<u8>, thinking: &str) {
@@ -410,76 +469,109 @@ impl ResponsesEncoder {
         self.seq = seq;
     }
 
-    fn block_stop(&mut self, out: &mut Vec<u8>) {
-        self.block = None;
+    fn signature_delta(&mut self, signature: &str) {
+        if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
+            if let Some(Block::Thinking {
+                signature: mine, ..
+            }) = blocks.last_mut()
+            {
+                signature.clone_into(mine);
+            }
+        }
+    }
+
+    /// A search's input is kept for its query; a function call's arguments go as they
+    /// come, a custom tool's input whole at the end.
+    fn arguments_delta(&mut self, out: &mut Vec<u8>, partial_json: &str) {
         let index = self.count;
-        let mut seq = self.seq;
+        let seq = self.seq;
         match &mut self.item {
-            Some(Item::Reasoning {
+            Some(Item::Search { arguments, .. }) => arguments.push_str(partial_json),
+            Some(Item::Call {
                 id,
-                blocks,
-                summaries,
-                part_open,
-            }) if *part_open => {
-                let text = match blocks.last() {
-                    Some(Block::Thinking { text, .. }) => text.as_str(),
-                    _ => "",
-                };
-                out::summary_text(
-                    out,
-                    "response.reasoning_summary_text.done",
-                    "text",
-                    seq,
-                    id,
-                    index,
-                    *summaries,
-                    text,
-                );
-                out::summary_part(
-                    out,
-                    "response.reasoning_summary_part.done",
-                    seq + 1,
-                    id,
-                    index,
-                    *summaries,
-                    text,
-                );
-                seq += 2;
-                *part_open = false;
-                *summaries += 1;
-            }
-            Some(Item::Search { stopped, .. }) if !*stopped => {
-                *stopped = true; // done with its results, or when the next block starts
-            }
-            Some(Item::Call { .. } | Item::Search { .. }) => {
-                // A call is one block, a search's results a second.
-                self.close(out, false);
-                return;
-            }
-            Some(Item::Message {
-                id,
-                length,
-                block_start,
-                citations,
-                annotations,
-                annotation_count,
+                origin,
+                arguments,
                 ..
             }) => {
-                for (title, url) in citations.drain(..) {
-                    let mut annotation = Vec::new();
-                    out::url_citation(&mut annotation, *block_start, *length, &title, &url);
-                    out::annotation_added(out, seq, id, index, *annotation_count, &annotation);
-                    seq += 1;
-                    if *annotation_count > 0 {
-                        annotations.push(b',');
-                    }
-                    annotations.extend_from_slice(&annotation);
-                    *annotation_count += 1;
+                arguments.push_str(partial_json);
+                if !origin.custom {
+                    let kind = "response.function_call_arguments.delta";
+                    out::call_input(out, kind, "delta", seq, id, index, partial_json);
+                    self.seq += 1;
                 }
             }
             _ => {}
         }
-        self.seq = seq;
+    }
+
+    fn block_stop(&mut self, out: &mut Vec<u8>) {
+        self.block = None;
+        match &mut self.item {
+            Some(Item::Reasoning {
+                part_open: true, ..
+            }) => self.summary_done(out),
+            Some(Item::Search { stopped, .. }) if !*stopped => {
+                *stopped = true; // done with its results, or when the next block starts
+            }
+            // A call is one block, a search's results a second.
+            Some(Item::Call { .. } | Item::Search { .. }) => self.close(out, false),
+            Some(Item::Message { .. }) => self.annotate(out),
+            _ => {}
+        }
+    }
+
+    /// A thinking block's summary part is done.
+    fn summary_done(&mut self, out: &mut Vec<u8>) {
+        let index = self.count;
+        let seq = self.seq;
+        let Some(Item::Reasoning {
+            id,
+            blocks,
+            summaries,
+            part_open,
+        }) = &mut self.item
+        else {
+            return;
+        };
+        let text = match blocks.last() {
+            Some(Block::Thinking { text, .. }) => text.as_str(),
+            _ => "",
+        };
+        let kind = "response.reasoning_summary_text.done";
+        out::summary_text(out, kind, "text", seq, id, index, *summaries, text);
+        let kind = "response.reasoning_summary_part.done";
+        out::summary_part(out, kind, seq + 1, id, index, *summaries, text);
+        *part_open = false;
+        *summaries += 1;
+        self.seq = seq + 2;
+    }
+
+    /// A text block's citations become annotations spanning the block.
+    fn annotate(&mut self, out: &mut Vec<u8>) {
+        let Some(Item::Message {
+            id,
+            length,
+            block_start,
+            citations,
+            annotations,
+            annotation_count,
+            ..
+        }) = &mut self.item
+        else {
+            return;
+        };
+        for (title, url) in citations.drain(..) {
+            let mut annotation = Vec::new();
+            out::url_citation(&mut annotation, *block_start, *length, &title, &url);
+            let index = *annotation_count;
+            out::annotation_added(out, self.seq, id, self.count, index, &annotation);
+            self.seq += 1;
+            if *annotation_count > 0 {
+                annotations.push(b',');
+            }
+            annotations.extend_from_slice(&annotation);
+            *annotation_count += 1;
+        }
     }
 
     /// Finish the open item: its done events, and it joins the output.
@@ -489,133 +581,27 @@ impl ResponsesEncoder {
         };
         self.block = None;
         let index = self.count;
-        let mut done = Vec::new();
-        match item {
+        let done = match item {
             Item::Message {
                 id,
                 text,
                 annotations,
                 ..
-            } => {
-                let seq = self.next();
-                out::output_text(
-                    out,
-                    "response.output_text.done",
-                    "text",
-                    seq,
-                    &id,
-                    index,
-                    &text,
-                );
-                let seq = self.next();
-                let kind = "response.content_part.done";
-                out::content_part(out, kind, seq, &id, index, &text, &annotations);
-                let status = if incomplete {
-                    "incomplete"
-                } else {
-                    "completed"
-                };
-                out::message_item(&mut done, &id, status, Some(&text), &annotations);
-            }
-            Item::Reasoning { id, blocks, .. } => {
-                let summaries = blocks.iter().filter_map(|block| match block {
-                    Block::Thinking { text, .. } if self.summary && !text.is_empty() => {
-                        Some(text.as_str())
-                    }
-                    _ => None,
-                });
-                let encrypted = match &self.key {
-                    Some(key) if self.include_encrypted && !key.is_empty() => {
-                        Some(encode_carrier(&blocks, key))
-                    }
-                    _ => None,
-                };
-                out::reasoning_item(&mut done, &id, summaries, encrypted.as_deref());
-            }
+            } => self.message_done(out, &id, &text, &annotations, incomplete),
+            Item::Reasoning { id, blocks, .. } => self.reasoning_done(&id, &blocks),
             Item::Search {
                 id,
                 arguments,
                 sources,
                 ..
-            } => {
-                let seq = self.next();
-                let kind = "response.web_search_call.completed";
-                out::web_search_event(out, kind, seq, &id, index);
-                let query = search_query(&arguments);
-                out::web_search_item(&mut done, &id, "completed", Some(&query), &sources);
-            }
+            } => self.search_done(out, &id, &arguments, &sources),
             Item::Call {
                 id,
                 call_id,
                 origin,
                 arguments,
-            } => {
-                let text = if origin.custom {
-                    let text = custom_call_input(&arguments);
-                    if !text.is_empty() {
-                        let seq = self.next();
-                        out::call_input(
-                            out,
-                            "response.custom_tool_call_input.delta",
-                            "delta",
-                            seq,
-                            &id,
-                            index,
-                            &text,
-                        );
-                    }
-                    let seq = self.next();
-                    out::call_input(
-                        out,
-                        "response.custom_tool_call_input.done",
-                        "input",
-                        seq,
-                        &id,
-                        index,
-                        &text,
-                    );
-                    text
-                } else {
-                    let text = if arguments.is_empty() {
-                        // a call without arguments takes none
-                        let seq = self.next();
-                        out::call_input(
-                            out,
-                            "response.function_call_arguments.delta",
-                            "delta",
-                            seq,
-                            &id,
-                            index,
-                            "{}",
-                        );
-                        "{}".to_owned()
-                    } else {
-                        arguments
-                    };
-                    let seq = self.next();
-                    out::call_input(
-                        out,
-                        "response.function_call_arguments.done",
-                        "arguments",
-                        seq,
-                        &id,
-                        index,
-                        &text,
-                    );
-                    text
-                };
-                out::call_item(
-                    &mut done,
-                    origin.custom,
-                    &id,
-                    "completed",
-                    &text,
-                    &call_id,
-                    &origin.name,
-                    origin.namespace.as_deref(),
-                );
-            }
-        }
+            } => self.call_done(out, &id, &call_id, &origin, arguments),
+        };
         let seq = self.next();
         out::item_event(out, "response.output_item.done", seq, index, &done);
         if self.count > 0 {
@@ -623,6 +609,120 @@ impl ResponsesEncoder {
         }
         self.items.extend_from_slice(&done);
         self.count += 1;
+    }
+
+    /// A message item's text and part are done; the item as it ends.
+    fn message_done(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: &str,
+        text: &str,
+        annotations: &[u8],
+        incomplete: bool,
+    ) -> Vec<u8> {
+        let index = self.count;
+        let seq = self.next();
+        out::output_text(
+            out,
+            "response.output_text.done",
+            "text",
+            seq,
+            id,
+            index,
+            text,
+        );
+        let seq = self.next();
+        let kind = "response.content_part.done";
+        out::content_part(out, kind, seq, id, index, text, annotations);
+        let status = if incomplete {
+            "incomplete"
+        } else {
+            "completed"
+        };
+        let mut done = Vec::new();
+        out::message_item(&mut done, id, status, Some(text), annotations);
+        done
+    }
+
+    /// A reasoning item as it ends: its summaries, and the client carrier of its blocks.
+    fn reasoning_done(&self, id: &str, blocks: &[Block]) -> Vec<u8> {
+        let summaries = blocks.iter().filter_map(|block| match block {
+            Block::Thinking { text, .. } if self.summary && !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        });
+        let encrypted = match &self.key {
+            Some(key) if self.include_encrypted && !key.is_empty() => {
+                Some(encode_carrier(blocks, key))
+            }
+            _ => None,
+        };
+        let mut done = Vec::new();
+        out::reasoning_item(&mut done, id, summaries, encrypted.as_deref());
+        done
+    }
+
+    /// A web search is completed: the item with its query and the sources found.
+    fn search_done(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: &str,
+        arguments: &str,
+        sources: &[String],
+    ) -> Vec<u8> {
+        let seq = self.next();
+        out::web_search_event(
+            out,
+            "response.web_search_call.completed",
+            seq,
+            id,
+            self.count,
+        );
+        let mut done = Vec::new();
+        let query = search_query(arguments);
+        out::web_search_item(&mut done, id, "completed", Some(&query), sources);
+        done
+    }
+
+    /// A call's input is done: a custom tool's input whole (one delta, nothing for none),
+    /// a function call's arguments as they went ("{}" for a call without arguments).
+    fn call_done(
+        &mut self,
+        out: &mut Vec<u8>,
+        id: &str,
+        call_id: &str,
+        origin: &ToolOrigin,
+        arguments: String,
+    ) -> Vec<u8> {
+        let index = self.count;
+        let (kinds, field, text, delta) = if origin.custom {
+            let text = custom_call_input(&arguments);
+            let delta = !text.is_empty();
+            (CUSTOM_INPUT, "input", text, delta)
+        } else if arguments.is_empty() {
+            (FUNCTION_ARGUMENTS, "arguments", "{}".to_owned(), true)
+        } else {
+            (FUNCTION_ARGUMENTS, "arguments", arguments, false)
+        };
+        let (delta_kind, done_kind) = kinds;
+        if delta {
+            let seq = self.next();
+            out::call_input(out, delta_kind, "delta", seq, id, index, &text);
+        }
+        let seq = self.next();
+        out::call_input(out, done_kind, field, seq, id, index, &text);
+        let mut done = Vec::new();
+        let (custom, namespace) = (origin.custom, origin.namespace.as_deref());
+        out::call_item(
+            &mut done,
+            custom,
+            id,
+            "completed",
+            &text,
+            call_id,
+            &origin.name,
+            namespace,
+        );
+        done
     }
 
     fn usage_parts(&self) -> (u128, u64, u64, u64) {
@@ -684,21 +784,7 @@ impl Encoder for ResponsesEncoder {
         match event {
             Event::TextDelta { block, text } => {
                 if self.block == Some(block) {
-                    let index = self.count;
-                    let seq = self.seq;
-                    if let Some(Item::Message {
-                        id,
-                        text: all,
-                        length,
-                        ..
-                    }) = &mut self.item
-                    {
-                        all.push_str(text);
-                        *length += text.chars().count() as u64;
-                        let kind = "response.output_text.delta";
-                        out::output_text(out, kind, "delta", seq, id, index, text);
-                        self.seq += 1;
-                    }
+                    self.text_delta(out, text);
                 }
             }
             Event::ThinkingDelta { block, thinking } => {
@@ -708,14 +794,7 @@ impl Encoder for ResponsesEncoder {
             }
             Event::SignatureDelta { block, signature } => {
                 if self.block == Some(block) && self.is_thinking() {
-                    if let Some(Item::Reasoning { blocks, .. }) = &mut self.item {
-                        if let Some(Block::Thinking {
-                            signature: mine, ..
-                        }) = blocks.last_mut()
-                        {
-                            signature.clone_into(mine);
-                        }
-                    }
+                    self.signature_delta(signature);
                 }
             }
             Event::ToolArgumentsDelta {
@@ -723,33 +802,7 @@ impl Encoder for ResponsesEncoder {
                 partial_json,
             } => {
                 if self.block == Some(block) {
-                    if let Some(Item::Search { arguments, .. }) = &mut self.item {
-                        arguments.push_str(partial_json);
-                        return;
-                    }
-                    let index = self.count;
-                    let seq = self.seq;
-                    if let Some(Item::Call {
-                        id,
-                        origin,
-                        arguments,
-                        ..
-                    }) = &mut self.item
-                    {
-                        arguments.push_str(partial_json);
-                        if !origin.custom {
-                            out::call_input(
-                                out,
-                                "response.function_call_arguments.delta",
-                                "delta",
-                                seq,
-                                id,
-                                index,
-                                partial_json,
-                            );
-                            self.seq += 1;
-                        }
-                    }
+                    self.arguments_delta(out, partial_json);
                 }
             }
             Event::CitationDelta { block, citation } => {

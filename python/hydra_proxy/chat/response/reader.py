@@ -37,8 +37,7 @@ from ...canonical.message import anthropic_message, not_an_object, tool_use_id
 from ...canonical.tools import tool_input_from_arguments
 from ...errors import ProxyError, anthropic_error_type, status_for_anthropic_type
 from ...signature import sign_thinking
-from ..mapping import stop_reason
-from ..usage import anthropic_usage
+from ..mapping import anthropic_usage, stop_reason
 
 __all__ = ["message_from_chat_completion"]
 

@@ -41,8 +41,7 @@ from typing import Any
 from ... import continuation
 from ...canonical.message import typed_objects, url_citations
 from ...canonical.tools import tool_arguments
-from ..mapping import finish_reason
-from ..usage import chat_usage
+from ..mapping import chat_usage, finish_reason
 
 __all__ = ["chat_completion_from_message"]
 
@@ -86,7 +85,7 @@ def chat_completion_from_message(
             thinking = thinking if isinstance(thinking, str) else ""
             reasoning.append(thinking)
             if continuation_key is not None:
-                sealed = continuation.Thinking(
+                sealed = continuation.ThinkingBlock(
                     thinking, signature if isinstance(signature, str) else ""
                 )
                 reasoning.append(continuation.encode([sealed], continuation_key))
@@ -94,7 +93,7 @@ def chat_completion_from_message(
             data = block.get("data")
             if isinstance(data, str) and continuation_key is not None:
                 reasoning.append(
-                    continuation.encode([continuation.Redacted(data)], continuation_key)
+                    continuation.encode([continuation.RedactedBlock(data)], continuation_key)
                 )
         elif btype == "tool_use":
             tool_calls.append(

@@ -50,9 +50,9 @@ def gemini_response_from_message(
                 parts.append({"text": text, "thought": True})
             signature = block.get("signature")
             if isinstance(signature, str) and signature:
-                replay.append(continuation.Thinking(text, signature))
+                replay.append(continuation.ThinkingBlock(text, signature))
         elif btype == "redacted_thinking" and isinstance(block.get("data"), str):
-            replay.append(continuation.Redacted(block["data"]))
+            replay.append(continuation.RedactedBlock(block["data"]))
         elif btype == "text" and isinstance(block.get("text"), str):
             parts.append(signed({"text": block["text"]}))
         elif btype == "tool_use":
@@ -61,15 +61,6 @@ def gemini_response_from_message(
             parts.append(signed({"functionCall": call}))
     if replay or not parts:
         parts.append(signed({"text": ""}))
-    found = message.get("usage")
-    usage: dict[str, Any] = found if isinstance(found, dict) else {}
-    cached = _count(usage, "cache_read_input_tokens")
-    prompt = _count(usage, "input_tokens") + cached + _count(usage, "cache_creation_input_tokens")
-    output = _count(usage, "output_tokens")
-    metadata: dict[str, int] = {"promptTokenCount": prompt, "candidatesTokenCount": output}
-    if cached:
-        metadata["cachedContentTokenCount"] = cached
-    metadata["totalTokenCount"] = prompt + output
     return {
         "candidates": [
             {
@@ -78,10 +69,24 @@ def gemini_response_from_message(
                 "index": 0,
             }
         ],
-        "usageMetadata": metadata,
+        "usageMetadata": _usage_metadata(message.get("usage")),
         "modelVersion": model,
         "responseId": response_id,
     }
+
+
+def _usage_metadata(found: Any) -> dict[str, int]:
+    """A Message's usage as Gemini counts it: the prompt holds the cached and cache-written
+    tokens that Anthropic's input leaves out."""
+    usage: dict[str, Any] = found if isinstance(found, dict) else {}
+    cached = _count(usage, "cache_read_input_tokens")
+    prompt = _count(usage, "input_tokens") + cached + _count(usage, "cache_creation_input_tokens")
+    output = _count(usage, "output_tokens")
+    metadata: dict[str, int] = {"promptTokenCount": prompt, "candidatesTokenCount": output}
+    if cached:
+        metadata["cachedContentTokenCount"] = cached
+    metadata["totalTokenCount"] = prompt + output
+    return metadata
 
 
 def _count(usage: dict[str, Any], name: str) -> int:

@@ -50,6 +50,32 @@ def response_from_message(
 ) -> dict[str, Any]:
     """Translate a non-streamed Anthropic Message into a Responses ``response`` object."""
     status, incomplete = response_status(message.get("stop_reason"))
+    output = _output(message, context, response_id, key)
+    if status == "incomplete" and output and output[-1]["type"] == "message":
+        output[-1]["status"] = "incomplete"
+
+    usage = message.get("usage")
+    out: dict[str, Any] = {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": incomplete,
+        "model": model if model is not None else context.model,
+        "output": output,
+    }
+    out.update(context.echo())
+    out["usage"] = responses_usage(usage, reasoning_tokens)
+    return out
+
+
+def _output(
+    message: dict[str, Any], context: ResponsesContext, response_id: str, key: bytes | None
+) -> list[Item]:
+    """The output items of a Message's blocks: a run of thinking blocks is one reasoning
+    item, a run of text blocks one message item, each call and web search an item."""
     output: list[Item] = []
     thinking: list[Block] = []
     texts: list[Block] = []
@@ -96,24 +122,7 @@ def response_from_message(
         search = None  # the results block must follow its search
     flush_thinking()
     flush_texts()
-    if status == "incomplete" and output and output[-1]["type"] == "message":
-        output[-1]["status"] = "incomplete"
-
-    usage = message.get("usage")
-    out: dict[str, Any] = {
-        "id": response_id,
-        "object": "response",
-        "created_at": created_at,
-        "status": status,
-        "background": False,
-        "error": None,
-        "incomplete_details": incomplete,
-        "model": model if model is not None else context.model,
-        "output": output,
-    }
-    out.update(context.echo())
-    out["usage"] = responses_usage(usage, reasoning_tokens)
-    return out
+    return output
 
 
 def thinking_text(message: dict[str, Any]) -> str:

@@ -8,38 +8,30 @@ from typing import Any
 import orjson
 
 from ... import ids
+from ...anthropic.request.reader import messages_request_from_anthropic
+from ...anthropic.request.writer import strip_proxy_signatures
+from ...anthropic.response.writer import anthropic_message_from_message
 from ...canonical.effort import anthropic_thinking, asked_effort
 from ...canonical.text_only import without_images
 from ...config.routes import Attempt, RouteDecision, counted_once, request_traits
-from ...errors import invalid_request
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import (
-    DIALECTS,
-    Factory,
-    Plan,
-    passthrough,
-    route_effort,
-    strip_proxy_signatures,
-)
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline import upstream_kinds as kinds
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
-    if not isinstance(request.get("stream", False), bool):
-        # Read as `is True` below: "yes" would silently become a non-streamed request.
-        raise invalid_request("stream: must be a boolean", "stream")
+    request = messages_request_from_anthropic(request)
     # Counted at most once: by a long_context rule, else by the stream's message_start.
-    memo = exchange.turn.memo if exchange.turn is not None else None
+    memo = exchange.kept.memo if exchange.kept is not None else None
     estimate = counted_once(lambda: estimate_input_tokens(request, memo))
     headers = exchange.scope["headers"]
     traits = request_traits(
         request, client="anthropic", headers=headers, estimate=estimate, memo=memo
     )
 
-    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
         if attempt.provider.kind == "anthropic":
             return _passthrough(exchange, body, request, attempt)
         return _translated(exchange, request, attempt, decision.reported_model, estimate, memo)
@@ -54,12 +46,12 @@ def _translated(
     reported_model: str,
     estimate: Callable[[], int],
     memo: dict[Any, Any] | None,
-) -> Plan:
+) -> kinds.Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     max_event_bytes = worker.settings.max_event_bytes
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         # The estimate is only needed for message_start: it runs once the upstream request
         # is on its way.
         return factory(
@@ -72,34 +64,26 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
-    # The canonical request is the client's own: the Messages reader is the identity.
     def session_key() -> str | None:
         return session_cache_key(None, exchange.header)
 
     stream = request.get("stream") is True
-    return translated_plan(
-        exchange,
-        request,
-        attempt,
-        "anthropic",
-        stream,
-        reported_model,
-        lambda message: message,  # the canonical reply is the client's own
-        build,
-        session_key,
-        log_model=request["model"],
-        memo=memo,
+    reply = kinds.ClientReply(
+        "anthropic", stream, reported_model, anthropic_message_from_message, build, request["model"]
+    )
+    return kinds.translated(
+        exchange, request, attempt, reply, kinds.SessionHints(session_key, memo)
     )
 
 
 def _passthrough(
     exchange: Exchange, body: bytes, request: dict[str, Any], attempt: Attempt
-) -> Plan:
+) -> kinds.Plan:
     """An Anthropic upstream: bytes in and out (re-encoded only when the attempt renames the
     model, its route sets the effort, a text-only upstream gets placeholders for images, or
     the proxy's own signatures must go)."""
     model: str = request["model"]
-    effort = route_effort(attempt, lambda: asked_effort(request))
+    effort = kinds.route_effort(attempt, lambda: asked_effort(request))
     left_out = 0
     if not attempt.vision:
         request, left_out = without_images(request)
@@ -108,9 +92,9 @@ def _passthrough(
         if effort is not None:
             request = anthropic_thinking(request, effort, attempt.max_tokens_limit)
         body = orjson.dumps(request)
-    if DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
+    if kinds.DIALECTS[attempt.provider.kind].strips_proxy_signatures and b"hydra1." in body:
         body = orjson.dumps(strip_proxy_signatures(orjson.loads(body)))
-    plan = passthrough(
+    plan = kinds.passthrough(
         attempt,
         body,
         model=model,

@@ -28,12 +28,11 @@ from ...errors import ProxyError
 from ...tokens import estimate_input_tokens, input_bound
 from ...transducers import StreamTransducer
 from ...usage.record import client_key_id
-from ..admission import session_of
-from ..exchange import ClientRequest, Exchange
-from ..left_out import NOTICES
-from ..sessions import session_cache_key
-from ..upstream_kinds import Factory, Plan, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..checks.admission import session_of
+from ..pipeline import upstream_kinds as kinds
+from ..pipeline.exchange import ClientRequest, Exchange
+from ..pipeline.left_out import NOTICES
+from ..pipeline.sessions import session_cache_key
 
 log = logging.getLogger("hydra_proxy.chat")
 
@@ -108,7 +107,7 @@ def chat_traits(request: dict[str, Any], exchange: Exchange) -> RequestTraits:
 
 
 def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
-    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
         if attempt.provider.kind == "chat":
             return _passthrough(body, request, attempt)
         return _translated(exchange, request, attempt)
@@ -116,9 +115,9 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
     return ClientRequest(chat_traits(request, exchange), request.get("stream") is True, plan)
 
 
-def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -> Plan:
+def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -> kinds.Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     provider = attempt.provider
     model: str = request["model"]
     key = signing_key if wants_continuation(exchange) else None
@@ -143,7 +142,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             translation.thinking_disabled,
         )
     if translation.thinking_disabled:
-        session = session_of(exchange.scope, client_key_id(exchange.client_key))
+        session = session_of(exchange.scope, client_key_id(exchange.caller.client_key))
         NOTICES.thinking_off(session, provider.name, _why_thinking_off(exchange, translation))
     completion_id = ids.completion_id()
     created = int(time.time())
@@ -156,7 +155,7 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             message, completion_id=completion_id, model=model, created=created, continuation_key=key
         )
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         return factory(
             completion_id,
             model,
@@ -167,8 +166,9 @@ def _translated(exchange: Exchange, request: dict[str, Any], attempt: Attempt) -
             **decoder_args,
         )
 
-    return translated_plan(
-        exchange, translation.body, attempt, "chat", stream, model, write_reply, build, session_key
+    reply = kinds.ClientReply("chat", stream, model, write_reply, build)
+    return kinds.translated(
+        exchange, translation.body, attempt, reply, kinds.SessionHints(session_key)
     )
 
 
@@ -258,7 +258,7 @@ def _asked_effort(request: dict[str, Any]) -> str | None:
     return asked if isinstance(asked, str) else None
 
 
-def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan:
+def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> kinds.Plan:
     """An OpenAI upstream: the bytes go through unchanged both ways (re-encoded only when the
     attempt renames the model, its route sets the effort, a text-only upstream gets
     placeholders for images, web search asked of OpenRouter turns its web plugin on, or a
@@ -268,7 +268,7 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
     search = isinstance(request.get("web_search_options"), dict)
     if search and not runs_chat_web_search(provider.base_url):
         raise web_search_refusal("chat", provider.name, provider.kind)
-    effort = route_effort(attempt, lambda: _asked_effort(request))
+    effort = kinds.route_effort(attempt, lambda: _asked_effort(request))
     changed, left_out = (request, 0) if attempt.vision else without_openai_images(request)
     plugin = search and is_openrouter(provider.base_url) and "plugins" not in request
     count_usage = request.get("stream") is True and not asks_usage(request)
@@ -283,7 +283,7 @@ def _passthrough(body: bytes, request: dict[str, Any], attempt: Attempt) -> Plan
         if plugin:
             changed["plugins"] = [openrouter_plugin({})]
         body = orjson.dumps(changed)
-    plan = passthrough(attempt, body, model=request["model"])
+    plan = kinds.passthrough(attempt, body, model=request["model"])
     if count_usage:
         plan.strip = WithoutUsageChunk()
     if left_out:

@@ -27,9 +27,8 @@ from ...gemini.request.writer import gemini_path
 from ...gemini.response.writer import gemini_response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import ClientRequest, Exchange
-from ..upstream_kinds import Factory, Plan, passthrough
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline import upstream_kinds as kinds
+from ..pipeline.exchange import ClientRequest, Exchange
 
 log = logging.getLogger("hydra_proxy.gemini")
 
@@ -51,7 +50,7 @@ def reader(stream: bool) -> Callable[[Exchange, dict[str, Any], bytes], ClientRe
     def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequest:
         model: str = request[MODEL_KEY]
         sse = b"alt=sse" in exchange.scope.get("query_string", b"").split(b"&")
-        signing_key = exchange.signing_key
+        signing_key = exchange.caller.signing_key
 
         @functools.cache
         def translation(upstream_model: str, limit: int | None) -> Translation:
@@ -73,7 +72,7 @@ def reader(stream: bool) -> Callable[[Exchange, dict[str, Any], bytes], ClientRe
             view, client="gemini", headers=exchange.scope["headers"], estimate=estimate
         )
 
-        def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+        def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
             if attempt.provider.kind == "gemini":
                 return _passthrough(request, attempt, stream, sse)
             if refused is not None:
@@ -93,9 +92,9 @@ def _translated(
     model: str,
     stream: bool,
     sse: bool,
-) -> Plan:
+) -> kinds.Plan:
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     response_id = ids.message_id().removeprefix("msg_")
     include_thoughts = translation.include_thoughts
     max_event_bytes = worker.settings.max_event_bytes
@@ -109,7 +108,7 @@ def _translated(
             signing_key=signing_key,
         )
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         return factory(
             response_id,
             model,
@@ -118,9 +117,8 @@ def _translated(
             max_event_bytes=max_event_bytes,
         )
 
-    plan = translated_plan(
-        exchange, translation.body, attempt, "gemini", stream, model, write_reply, build
-    )
+    reply = kinds.ClientReply("gemini", stream, model, write_reply, build)
+    plan = kinds.translated(exchange, translation.body, attempt, reply)
     if stream and not sse and plan.transducer is not None:
         make = plan.transducer
         plan.transducer = lambda: JsonArrayStream(make())
@@ -128,14 +126,14 @@ def _translated(
     return plan
 
 
-def _passthrough(request: dict[str, Any], attempt: Attempt, stream: bool, sse: bool) -> Plan:
+def _passthrough(request: dict[str, Any], attempt: Attempt, stream: bool, sse: bool) -> kinds.Plan:
     """A Gemini upstream: the body goes through as the client sent it (the model is the
     URL's: the attempt's), but for the proxy's own thoughtSignature carriers: they hold
     another upstream's reasoning, which Gemini would reject as a corrupt signature."""
     body = {k: v for k, v in request.items() if k != MODEL_KEY}
     if isinstance(body.get("contents"), list):
         body["contents"] = without_carriers(body["contents"])
-    plan = passthrough(attempt, orjson.dumps(body), model=request[MODEL_KEY])
+    plan = kinds.passthrough(attempt, orjson.dumps(body), model=request[MODEL_KEY])
     try:
         path = gemini_path(attempt.model, stream=stream)
     except ValueError as exc:

@@ -47,10 +47,9 @@ from ...responses.request.reader import Translation, messages_request_from_respo
 from ...responses.response.writer import response_from_message
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
-from ..exchange import SSE, ClientRequest, Exchange
-from ..sessions import session_cache_key
-from ..upstream_kinds import Factory, Plan, passthrough, route_effort
-from ..upstream_kinds import translated as translated_plan
+from ..pipeline import upstream_kinds as kinds
+from ..pipeline.exchange import SSE, ClientRequest, Exchange
+from ..pipeline.sessions import session_cache_key
 
 log = logging.getLogger("hydra_proxy.responses")
 
@@ -84,7 +83,7 @@ def _read(
     exchange: Exchange, request: dict[str, Any], body: bytes, *, compact: bool
 ) -> ClientRequest:
     model: str = request["model"]
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
 
     @functools.cache
     def translate(upstream_model: str, max_tokens_limit: int | None) -> Translation:
@@ -114,7 +113,7 @@ def _read(
         first.body, client="responses", headers=exchange.scope["headers"], estimate=estimate
     )
 
-    def plan(decision: RouteDecision, attempt: Attempt) -> Plan:
+    def plan(decision: RouteDecision, attempt: Attempt) -> kinds.Plan:
         if attempt.provider.kind == "responses" and not compact:
             return _passthrough(body, request, attempt, signing_key)
         translation = translate(attempt.model, attempt.max_tokens_limit)
@@ -170,10 +169,10 @@ def _translated(
     attempt: Attempt,
     model: str,
     estimate: Callable[[], int],
-) -> Plan:
+) -> kinds.Plan:
     """The plan of one translated attempt (the Responses reader's output for its model)."""
     worker = exchange.worker
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())
@@ -184,7 +183,7 @@ def _translated(
             message, context, response_id=response_id, created_at=created_at, key=signing_key
         )
 
-    def build(factory: Factory) -> StreamTransducer:
+    def build(factory: kinds.Factory) -> StreamTransducer:
         return factory(
             response_id,
             model,
@@ -202,9 +201,8 @@ def _translated(
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
     body, stream = translation.body, translation.stream
-    return translated_plan(
-        exchange, body, attempt, "responses", stream, model, write_reply, build, session_key
-    )
+    reply = kinds.ClientReply("responses", stream, model, write_reply, build)
+    return kinds.translated(exchange, body, attempt, reply, kinds.SessionHints(session_key))
 
 
 def _compaction(
@@ -213,11 +211,11 @@ def _compaction(
     attempt: Attempt,
     model: str,
     compact_input: list[Any] | None,
-) -> Plan:
+) -> kinds.Plan:
     """A compaction: the route's model writes the summary (asked whole, whatever the client
     asked), answered as one ``compaction`` item (`compact_input`: the history of a
     ``/v1/responses/compact`` request, answered in that endpoint's form)."""
-    signing_key = exchange.signing_key
+    signing_key = exchange.caller.signing_key
     context = translation.context
     response_id = new_response_id()
     created_at = int(time.time())
@@ -248,22 +246,15 @@ def _compaction(
         response.update(status="completed", incomplete_details=None, output=[item])
         return compaction_stream(response) if client_stream else response
 
-    def unused_build(factory: Factory) -> StreamTransducer:
+    def unused_build(factory: kinds.Factory) -> StreamTransducer:
         raise AssertionError("a compaction is asked whole")
 
     def session_key() -> str | None:
         return session_cache_key(context.prompt_cache_key, exchange.header)
 
-    plan = translated_plan(
-        exchange,
-        translation.body,
-        attempt,
-        "responses",
-        False,
-        model,
-        write_reply,
-        unused_build,
-        session_key,
+    reply = kinds.ClientReply("responses", False, model, write_reply, unused_build)
+    plan = kinds.translated(
+        exchange, translation.body, attempt, reply, kinds.SessionHints(session_key)
     )
     if client_stream:
         plan.content_type = SSE
@@ -273,7 +264,7 @@ def _compaction(
 
 def _passthrough(
     body: bytes, request: dict[str, Any], attempt: Attempt, signing_key: bytes
-) -> Plan:
+) -> kinds.Plan:
     """A Responses upstream: the bytes go through unchanged both ways, except the model
     rename, the route's effort, placeholders for images on a text-only upstream, the
     proxy's reasoning carriers (the upstream cannot read them: they hold
@@ -284,7 +275,7 @@ def _passthrough(
     request = {**request, "model": attempt.model}  # the request stays shared by attempts
     reasoning = request.get("reasoning")
     asked = reasoning.get("effort") if isinstance(reasoning, dict) else None
-    effort = route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
+    effort = kinds.route_effort(attempt, lambda: asked if isinstance(asked, str) else None)
     if effort is not None:
         request["reasoning"] = {
             **(reasoning if isinstance(reasoning, dict) else {}),
@@ -305,7 +296,7 @@ def _passthrough(
         reencode = reencode or bool(left_out)
     if reencode:
         body = orjson.dumps(request)
-    plan = passthrough(attempt, body, model=model)
+    plan = kinds.passthrough(attempt, body, model=model)
     if left_out:
         plan.log["images_left_out"] = left_out
     return plan

@@ -4,7 +4,7 @@
 :func:`dashboard_response` is the server side of both, a pure function of the path, query
 and ledger; it reads the ledger (blocking I/O), so the server runs it in a thread. The
 assets ship in ``static/`` (no CDN, no build step). Who may read the data, and signing in,
-is server/console.py's; :func:`basic_auth_key` reads a key given as HTTP Basic credentials
+is server/endpoints/console.py's; :func:`basic_auth_key` reads a key given as HTTP Basic credentials
 (any user name, the key as password), how scripts read the data.
 """
 

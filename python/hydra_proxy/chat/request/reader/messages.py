@@ -41,7 +41,7 @@ from ....canonical.fields import (
     unknown_role,
 )
 from ....canonical.tools import read_arguments
-from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from ....canonical.turns import CallWords, ConversationTurn, TurnBuilder, read_content
 from .caching import count_marked, mark_last, read_breakpoint
 from .content import content_block
 from .replay import Replay, restore_from_content, restore_from_reasoning
@@ -194,7 +194,7 @@ class MessageReader(TurnBuilder):
         if replay.skipped:
             self.skipped += 1
         if blocks:
-            self.turns.append(Turn("assistant", blocks))
+            self.turns.append(ConversationTurn("assistant", blocks))
 
     # -- pieces
 

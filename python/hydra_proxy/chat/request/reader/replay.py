@@ -91,7 +91,7 @@ def _scan(text: str, key: bytes | None) -> _Scan:
     """Every continuation suffix in `text`: verified blocks, the spans to cut, broken ones."""
     scan = _Scan()
     for item in continuation.scan(text, key):  # linear, however many markers
-        if isinstance(item, continuation.Found):
+        if isinstance(item, continuation.VerifiedSuffix):
             scan.blocks.extend(item.blocks)
             scan.spans.append((item.start, item.end))
         else:
@@ -103,7 +103,7 @@ def _scan(text: str, key: bytes | None) -> _Scan:
 def _anthropic_blocks(blocks: list[continuation.Block]) -> list[Block]:
     out: list[Block] = []
     for block in blocks:
-        if isinstance(block, continuation.Thinking):
+        if isinstance(block, continuation.ThinkingBlock):
             out.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
         else:
             out.append({"type": "redacted_thinking", "data": block.data})

@@ -109,7 +109,7 @@ class WriterRecord:
     """What a MessagesWriter wrote for one request, with its state before each message
     (`marks`: the length of `out`, the pending calls, how many system texts the messages
     gave). The session's next request resumes after the leading messages it shares with
-    this one, as the same objects (server/previous_turn.py), for the same target: what a
+    this one, as the same objects (server/pipeline/previous_turn.py), for the same target: what a
     message writes depends only on the target and the messages up to it (the ``system``
     field is read afresh: Claude Code's billing line in it changes every request), and
     nothing in `out` changes once written (the writer replaces what it changes)."""
@@ -264,8 +264,33 @@ class MessagesWriter(ConversationWriter):
 
     def finish(self) -> list[Any]:
         self._answer_pending({})
+        merged, copied = self._merged()
+        out: list[Any] = []  # dicts, or orjson.Fragment when kept
+        if self.system_texts:
+            out.append(self._system_message())
+        if not self.keep:
+            out.extend(self._render(message) for message in merged)
+            return out
+        known = self.previous.rendered if self.previous is not None else {}
+        rendered: dict[int, tuple[_Message, orjson.Fragment]] = {}
+        for message in merged:
+            before = known.get(id(message))
+            if before is not None and before[0] is message:
+                text = before[1]
+            else:
+                text = orjson.Fragment(orjson.dumps(self._render(message)))
+            if message is not copied:  # a merged copy is this request's alone
+                rendered[id(message)] = (message, text)
+            out.append(text)
+        if self.record is not None:
+            self.record.rendered = rendered
+        return out
+
+    def _merged(self) -> tuple[list[_Message], _Message | None]:
+        """The messages with each run of one role merged (Chat wants roles to alternate),
+        a user turn first; and the last merged message when it is this call's own copy."""
         merged: list[_Message] = []
-        copied: _Message | None = None  # the last merged message when it is this call's own copy
+        copied: _Message | None = None
         for message in self.out:
             last = merged[-1] if merged else None
             if isinstance(message, _User) and isinstance(last, _User):
@@ -285,34 +310,18 @@ class MessagesWriter(ConversationWriter):
             raise bad("messages", "no message has any non-empty content")
         if isinstance(merged[0], _Assistant):
             merged.insert(0, _User([{"type": "text", "text": LEADING_USER_PLACEHOLDER}]))
+        return merged, copied
 
-        out: list[Any] = []  # dicts, or orjson.Fragment when kept
-        if self.system_texts:
-            system = SYSTEM_SEPARATOR.join(self.system_texts)
-            if self.target.cache_control:
-                part: dict[str, Any] = {"type": "text", "text": system}
-                if self.system_breakpoint is not None:
-                    part["cache_control"] = self.system_breakpoint
-                out.append({"role": "system", "content": [part]})
-            else:
-                out.append({"role": "system", "content": system})
-        if not self.keep:
-            out.extend(self._render(message) for message in merged)
-            return out
-        known = self.previous.rendered if self.previous is not None else {}
-        rendered: dict[int, tuple[_Message, orjson.Fragment]] = {}
-        for message in merged:
-            before = known.get(id(message))
-            if before is not None and before[0] is message:
-                text = before[1]
-            else:
-                text = orjson.Fragment(orjson.dumps(self._render(message)))
-            if message is not copied:  # a merged copy is this request's alone
-                rendered[id(message)] = (message, text)
-            out.append(text)
-        if self.record is not None:
-            self.record.rendered = rendered
-        return out
+    def _system_message(self) -> dict[str, Any]:
+        """The system message: its texts joined, as one part when it may carry a cache
+        breakpoint."""
+        system = SYSTEM_SEPARATOR.join(self.system_texts)
+        if not self.target.cache_control:
+            return {"role": "system", "content": system}
+        part: dict[str, Any] = {"type": "text", "text": system}
+        if self.system_breakpoint is not None:
+            part["cache_control"] = self.system_breakpoint
+        return {"role": "system", "content": [part]}
 
     def _render(self, message: _Message) -> dict[str, Any]:
         if isinstance(message, _Tool):

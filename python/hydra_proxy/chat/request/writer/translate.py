@@ -92,29 +92,12 @@ def chat_request_from_messages(
     if target.sampling:
         out.update(numbers)
 
-    choice, parallel = write_tool_choice(body.get("tool_choice"), tools)
-    if tools:
-        out["tools"] = tools
-        if choice is not None:
-            out["tool_choice"] = choice
-        if parallel is not None:
-            out["parallel_tool_calls"] = parallel
+    out.update(_tool_fields(body.get("tool_choice"), tools))
 
     if search is not None:
         out["plugins"] = [openrouter_plugin(search)]
 
-    # The level in the upstream's own form (canonical.effort): the route's, else the
-    # request's; a route's level goes as reasoning_effort to an upstream of no other form.
-    form = target.effort_form or ("reasoning_effort" if target.reasoning else "none")
-    if target.effort is not None:
-        out.update(chat_effort(target.effort, "reasoning_effort" if form == "none" else form,
-                               target.effort_levels))  # fmt: skip
-    elif form != "none":
-        level = requested_level(body)
-        # Thinking off says no level to a reasoning_effort model: its own default (not
-        # every one takes "none"); a thinking switch is turned off.
-        if level is not None and not (level == "none" and form == "reasoning_effort"):
-            out.update(chat_effort(level, form, target.effort_levels))
+    out.update(_effort(body, target))
 
     schema = output_schema(body)
     if schema is not None:
@@ -134,6 +117,37 @@ def chat_request_from_messages(
         if target.include_usage:
             out["stream_options"] = {"include_usage": True}
     return out
+
+
+def _tool_fields(tool_choice: Any, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tools and how the model may call them (the choice is checked without tools too)."""
+    choice, parallel = write_tool_choice(tool_choice, tools)
+    if not tools:
+        return {}
+    fields: dict[str, Any] = {"tools": tools}
+    if choice is not None:
+        fields["tool_choice"] = choice
+    if parallel is not None:
+        fields["parallel_tool_calls"] = parallel
+    return fields
+
+
+def _effort(body: dict[str, Any], target: ChatTarget) -> dict[str, Any]:
+    """The level in the upstream's own form (canonical.effort): the route's, else the
+    request's; a route's level goes as reasoning_effort to an upstream of no other form."""
+    form = target.effort_form or ("reasoning_effort" if target.reasoning else "none")
+    if target.effort is not None:
+        if form == "none":
+            form = "reasoning_effort"
+        return chat_effort(target.effort, form, target.effort_levels)
+    if form == "none":
+        return {}
+    level = requested_level(body)
+    # Thinking off says no level to a reasoning_effort model: its own default (not every
+    # one takes "none"); a thinking switch is turned off.
+    if level is None or (level == "none" and form == "reasoning_effort"):
+        return {}
+    return chat_effort(level, form, target.effort_levels)
 
 
 UPSTREAM = "the target model"  # how a refusal names a Chat upstream

@@ -34,7 +34,7 @@ import orjson
 from ....canonical.content import Block
 from ....canonical.fields import bad, each_object, type_name
 from ....canonical.tools import tool_name
-from ....canonical.turns import CallWords, Turn, TurnBuilder
+from ....canonical.turns import CallWords, ConversationTurn, TurnBuilder
 from ...carrier import restored_blocks
 from .fields import field, has
 from .parts import MEDIA_KEYS, media_block, text_of_part
@@ -102,7 +102,7 @@ class ContentsReader(TurnBuilder):
     def _model(self, content: dict[str, Any], path: str) -> None:
         self.begin_assistant_turn()
         self.calls = []
-        turn = Turn("assistant")
+        turn = ConversationTurn("assistant")
         self.turns.append(turn)
         for ppath, part in self._parts(content, path):
             if has(part, "thoughtSignature"):
@@ -125,7 +125,7 @@ class ContentsReader(TurnBuilder):
             if not has(part, "thoughtSignature"):
                 raise bad(ppath, "a part needs text, functionCall or inlineData")
 
-    def _restore(self, signature: Any, path: str, turn: Turn) -> None:
+    def _restore(self, signature: Any, path: str, turn: ConversationTurn) -> None:
         if not isinstance(signature, str):
             raise bad(path, f"must be a string, got {type_name(signature)}")
         blocks = restored_blocks(signature, self.key)
@@ -135,7 +135,7 @@ class ContentsReader(TurnBuilder):
             return
         turn.blocks.extend(blocks)
 
-    def _call(self, call: Any, path: str, turn: Turn) -> None:
+    def _call(self, call: Any, path: str, turn: ConversationTurn) -> None:
         if not isinstance(call, dict):
             raise bad(path, f"must be an object, got {type_name(call)}")
         name = tool_name(call.get("name"), path)

@@ -43,20 +43,16 @@ def text_of_part(part: dict[str, Any], path: str) -> str | None:
 
 def media_block(part: dict[str, Any], path: str) -> Block | None:
     """The image or document block of an ``inlineData`` / ``fileData`` part (None: neither)."""
-    inline = field(part, "inlineData")
+    inline = _media(part, "inlineData", path)
     if inline is not None:
         ipath = f"{path}.inlineData"
-        if not isinstance(inline, dict):
-            raise bad(ipath, f"must be an object, got {type_name(inline)}")
         mime = required_string(field(inline, "mimeType"), ipath, "mimeType", "required")
         data = required_string(inline.get("data"), ipath, "data", "required: base64 data")
         media = {"file_data": f"data:{mime.lower()};base64,{data}"}
         return file_block(media, ipath)
-    file_data = field(part, "fileData")
+    file_data = _media(part, "fileData", path)
     if file_data is not None:
         fpath = f"{path}.fileData"
-        if not isinstance(file_data, dict):
-            raise bad(fpath, f"must be an object, got {type_name(file_data)}")
         uri = required_string(field(file_data, "fileUri"), fpath, "fileUri", "required")
         file_mime: Any = field(file_data, "mimeType")
         if uri.split(":", 1)[0].lower() not in ("http", "https") or _files_api(uri):
@@ -69,6 +65,14 @@ def media_block(part: dict[str, Any], path: str) -> Block | None:
             return image_block_from_url(uri, f"{fpath}.fileUri")
         return {"type": "document", "source": {"type": "url", "url": uri}}
     return None
+
+
+def _media(part: dict[str, Any], key: str, path: str) -> dict[str, Any] | None:
+    """A part's media object `key` (None: the part has none)."""
+    media = field(part, key)
+    if media is not None and not isinstance(media, dict):
+        raise bad(f"{path}.{key}", f"must be an object, got {type_name(media)}")
+    return media
 
 
 def _files_api(uri: str) -> bool:

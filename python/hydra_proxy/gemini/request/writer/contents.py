@@ -73,6 +73,50 @@ def _function_response(name: str, text: str, *, error: bool) -> Part:
     return {"functionResponse": {"name": name, "response": {"error" if error else "output": text}}}
 
 
+class _ModelParts:
+    """A model turn's parts, with a carried thoughtSignature waiting for the part it goes
+    on (the next one)."""
+
+    def __init__(self) -> None:
+        self.parts: list[Part] = []
+        self.signature: str | None = None
+
+    def add(self, part: Part) -> None:
+        if self.signature is not None:
+            part["thoughtSignature"] = self.signature
+            self.signature = None
+        self.parts.append(part)
+
+    def carry(self, signature: str) -> None:
+        if self.signature is not None:
+            self.add({"text": ""})  # two carriers in a row: the first stood alone
+        self.signature = signature
+
+    def finish(self) -> list[Part]:
+        if self.signature is not None:
+            self.add({"text": ""})  # a carrier with no part after it stands alone
+        return self.parts
+
+
+def _function_call(block: dict[str, Any], path: str) -> tuple[Part, _Call]:
+    """A tool_use block as a ``functionCall`` part, and the call its answer must name."""
+    call_id, name = tool_call(block, path)
+    args = block.get("input")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise bad(f"{path}.input", "tool_use input must be an object")
+    return {"functionCall": {"name": name, "args": args}}, _Call(call_id, name)
+
+
+def _sign_first_call(parts: list[Part]) -> None:
+    """Gemini 3 refuses a function-call turn whose first call has no thoughtSignature: it
+    gets the validator-skip one when no carried signature is there."""
+    first_call = next((p for p in parts if "functionCall" in p), None)
+    if first_call is not None and "thoughtSignature" not in first_call:
+        first_call["thoughtSignature"] = SKIP_VALIDATOR
+
+
 class ContentsWriter(ConversationWriter):
     """Writes the turns, in order, as Gemini contents (`finish`)."""
 
@@ -95,49 +139,30 @@ class ContentsWriter(ConversationWriter):
 
     def assistant(self, blocks: list[Any], path: str) -> None:
         self._answer_pending()
-        parts: list[Part] = []
+        turn = _ModelParts()
         calls: list[_Call] = []
-        signature: str | None = None  # a carried thoughtSignature waiting for its part
-
-        def add(part: Part) -> None:
-            nonlocal signature
-            if signature is not None:
-                part["thoughtSignature"] = signature
-                signature = None
-            parts.append(part)
-
         for j, block in enumerate(blocks):
             bpath = f"{path}.{j}"
             btype = block_type(block, bpath)
             if btype == "text":
                 text = text_of(block, bpath)
-                if text.strip() or signature is not None:
-                    add({"text": text})
+                if text.strip() or turn.signature is not None:
+                    turn.add({"text": text})
             elif btype == "tool_use":
-                call_id, name = tool_call(block, bpath)
-                args = block.get("input")
-                if args is None:
-                    args = {}
-                if not isinstance(args, dict):
-                    raise bad(f"{bpath}.input", "tool_use input must be an object")
-                add({"functionCall": {"name": name, "args": args}})
-                calls.append(_Call(call_id, name))
+                part, call = _function_call(block, bpath)
+                turn.add(part)
+                calls.append(call)
             elif btype == "thinking":
                 carried = carried_thought_signature(block, self.target.signing_key)
                 if carried is not None:
-                    if signature is not None:
-                        add({"text": ""})  # two carriers in a row: the first stood alone
-                    signature = carried
+                    turn.carry(carried)
             else:
                 extra = shown_text(block, btype, bpath)
                 if extra is not None:
-                    add({"text": extra})
-        if signature is not None:
-            add({"text": ""})
+                    turn.add({"text": extra})
+        parts = turn.finish()
         if self.target.require_call_signatures:
-            first_call = next((p for p in parts if "functionCall" in p), None)
-            if first_call is not None and "thoughtSignature" not in first_call:
-                first_call["thoughtSignature"] = SKIP_VALIDATOR
+            _sign_first_call(parts)
         if not parts:
             return
         self.out.append(_Content("model", parts))

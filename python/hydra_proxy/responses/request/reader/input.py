@@ -33,7 +33,7 @@ from typing import Any
 
 from ....canonical.fields import bad, required_string, type_name, unknown_role
 from ....canonical.tools import read_arguments
-from ....canonical.turns import CallWords, Turn, TurnBuilder, read_content
+from ....canonical.turns import CallWords, ConversationTurn, TurnBuilder, read_content
 from ...compaction import decode_compaction, restored_summary
 from ...reasoning import is_carrier
 from ...tools import CUSTOM_INPUT_KEY, ToolNames
@@ -107,21 +107,9 @@ class InputReader(TurnBuilder):
         elif itype in _OUTPUTS:
             self._output(item, path)
         elif itype == "reasoning":
-            # Past MAX_FORGED carriers that did not verify, the rest are skipped unchecked:
-            # each check is a MAC, and a request may hold thousands.
-            blocks = restore_reasoning(item, path, self.key, verify=self.forged < MAX_FORGED)
-            if blocks is None:
-                self.skipped += 1
-                encrypted = item.get("encrypted_content")
-                self.forged += isinstance(encrypted, str) and is_carrier(encrypted)
-            elif blocks:
-                self._assistant_turn().blocks.extend(blocks)
+            self._reasoning(item, path)
         elif itype == "compaction":
-            summary = decode_compaction(item.get("encrypted_content"), self.key)
-            if summary is not None:
-                self.user_turn().blocks.append({"type": "text", "text": restored_summary(summary)})
-            elif self.foreign_compaction is None:
-                self.foreign_compaction = path
+            self._compaction(item, path)
         elif itype == "item_reference":
             raise bad(
                 f"{path}.type",
@@ -133,6 +121,26 @@ class InputReader(TurnBuilder):
             if itype not in self.dropped_seen:  # a set: distinct types by the thousand
                 self.dropped_seen.add(itype)
                 self.dropped.append(itype)
+
+    def _reasoning(self, item: dict[str, Any], path: str) -> None:
+        """A reasoning item the proxy carried: its thinking blocks restored (an item that is
+        no valid carrier is skipped). Past MAX_FORGED carriers that did not verify, the rest
+        are skipped unchecked: each check is a MAC, and a request may hold thousands."""
+        blocks = restore_reasoning(item, path, self.key, verify=self.forged < MAX_FORGED)
+        if blocks is None:
+            self.skipped += 1
+            encrypted = item.get("encrypted_content")
+            self.forged += isinstance(encrypted, str) and is_carrier(encrypted)
+        elif blocks:
+            self._assistant_turn().blocks.extend(blocks)
+
+    def _compaction(self, item: dict[str, Any], path: str) -> None:
+        """A compaction item the proxy made: its summary as user text (another's is noted)."""
+        summary = decode_compaction(item.get("encrypted_content"), self.key)
+        if summary is not None:
+            self.user_turn().blocks.append({"type": "text", "text": restored_summary(summary)})
+        elif self.foreign_compaction is None:
+            self.foreign_compaction = path
 
     def _message(self, item: dict[str, Any], path: str) -> None:
         role = item.get("role")
@@ -184,8 +192,8 @@ class InputReader(TurnBuilder):
     def _output(self, item: dict[str, Any], path: str) -> None:
         self.add_result(item, path, "call_id", "output", input_part, required=True)
 
-    def _assistant_turn(self) -> Turn:
+    def _assistant_turn(self) -> ConversationTurn:
         if not self.turns or self.turns[-1].role != "assistant":
             self.begin_assistant_turn()
-            self.turns.append(Turn("assistant"))
+            self.turns.append(ConversationTurn("assistant"))
         return self.turns[-1]

@@ -64,6 +64,28 @@ class ToolSet:
     dropped: list[str]  # server tool types left out, in request order, once each
 
 
+# A tool to read: (path, tool, namespace, namespace description).
+_Entry = tuple[str, dict[str, Any], str | None, str | None]
+
+
+def _namespace_entries(tool: dict[str, Any], path: str) -> list[_Entry]:
+    """The function and custom tools a namespace holds, each with its namespace."""
+    ns_name = tool_name(tool.get("name"), path)
+    description = optional_string(tool.get("description"), path, "description")
+    inner = tool.get("tools")
+    if not isinstance(inner, list):
+        raise bad(f"{path}.tools", "required: an array of function or custom tools")
+    entries: list[_Entry] = []
+    for j, sub in enumerate(inner):
+        sub_path = f"{path}.tools[{j}]"
+        if not isinstance(sub, dict):
+            raise bad(sub_path, "must be an object")
+        if sub.get("type") not in _CALLABLE:
+            raise bad(f"{sub_path}.type", "a namespace holds function and custom tools")
+        entries.append((sub_path, sub, ns_name, description))
+    return entries
+
+
 def read_tools(value: Any) -> ToolSet:
     """The Anthropic tools for a Responses `tools` array, the name table, the dropped types."""
     names = ToolNames()
@@ -72,8 +94,8 @@ def read_tools(value: Any) -> ToolSet:
     if not isinstance(value, list):
         raise bad("tools", "must be an array")
     dropped: dict[str, None] = {}  # ordered, and a lookup that does not scan a list
-    # (path, tool, namespace, namespace description); plain tools first claim their names.
-    entries: list[tuple[str, dict[str, Any], str | None, str | None]] = []
+    # Plain tools first claim their names.
+    entries: list[_Entry] = []
     for i, tool in enumerate(value):
         path = f"tools[{i}]"
         if not isinstance(tool, dict):
@@ -84,18 +106,7 @@ def read_tools(value: Any) -> ToolSet:
         if ttype in _CALLABLE:
             entries.append((path, tool, None, None))
         elif ttype == "namespace":
-            ns_name = tool_name(tool.get("name"), path)
-            description = optional_string(tool.get("description"), path, "description")
-            inner = tool.get("tools")
-            if not isinstance(inner, list):
-                raise bad(f"{path}.tools", "required: an array of function or custom tools")
-            for j, sub in enumerate(inner):
-                sub_path = f"{path}.tools[{j}]"
-                if not isinstance(sub, dict):
-                    raise bad(sub_path, "must be an object")
-                if sub.get("type") not in _CALLABLE:
-                    raise bad(f"{sub_path}.type", "a namespace holds function and custom tools")
-                entries.append((sub_path, sub, ns_name, description))
+            entries.extend(_namespace_entries(tool, path))
         else:
             dropped.setdefault(ttype)
 

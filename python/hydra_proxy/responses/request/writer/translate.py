@@ -31,6 +31,7 @@ output format) is `canonical`'s, so every writer accepts and refuses the same th
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from ....canonical.effort import openai_effort, requested_level
@@ -61,6 +62,41 @@ def responses_request_from_messages(
     limit = max_tokens(body, target.max_tokens_limit)
     writer = InputWriter(target)
     writer.write(body)
+    tool_fields, search = _tools(body)
+
+    out: dict[str, Any] = {"model": target.model}
+    if writer.system_texts:
+        out["instructions"] = SYSTEM_SEPARATOR.join(writer.system_texts)
+    out["input"] = writer.finish()
+    out["max_output_tokens"] = limit
+    out.update(tool_fields)
+    if body.get("stop_sequences"):
+        log.debug("stop_sequences dropped: the Responses API has no stop parameter")
+    numbers = sampling(body)
+    if target.sampling:
+        out.update(numbers)
+    out.update(_reasoning(body, target))
+    if search is not None:
+        # The pages a search read: the client's search results (the results block).
+        out["include"] = [*out.get("include", []), SEARCH_SOURCES]
+    schema = output_schema(body)
+    if schema is not None:
+        out["text"] = {
+            "format": {"type": "json_schema", "name": "output", "schema": schema, "strict": False}
+        }
+    user = user_id(body)
+    if user is not None:
+        out["safety_identifier"] = openai_user(user)
+    if target.prompt_cache_key is not None:
+        out["prompt_cache_key"] = target.prompt_cache_key
+    out["store"] = False
+    out["stream"] = stream
+    return out
+
+
+def _tools(body: dict[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
+    """The tools (the client's as functions, a web search as the hosted one) and how the
+    model may call them; and the request's web search tool, if any."""
     canonical_tools = body.get("tools")
     search = web_search_tool(canonical_tools)
     if search is not None:
@@ -79,50 +115,31 @@ def responses_request_from_messages(
     )
     if search is not None:
         tools.append(responses_tool(search))
+    if not tools:
+        return {}, search
+    fields: dict[str, Any] = {"tools": tools}
+    if ctype == "tool":
+        fields["tool_choice"] = {"type": "function", "name": name}
+    elif ctype is not None:
+        fields["tool_choice"] = _CHOICES[ctype]
+    if parallel_off:
+        fields["parallel_tool_calls"] = False
+    return fields, search
 
-    out: dict[str, Any] = {"model": target.model}
-    if writer.system_texts:
-        out["instructions"] = SYSTEM_SEPARATOR.join(writer.system_texts)
-    out["input"] = writer.finish()
-    out["max_output_tokens"] = limit
-    if tools:
-        out["tools"] = tools
-        if ctype == "tool":
-            out["tool_choice"] = {"type": "function", "name": name}
-        elif ctype is not None:
-            out["tool_choice"] = _CHOICES[ctype]
-        if parallel_off:
-            out["parallel_tool_calls"] = False
-    if body.get("stop_sequences"):
-        log.debug("stop_sequences dropped: the Responses API has no stop parameter")
-    numbers = sampling(body)
-    if target.sampling:
-        out.update(numbers)
-    if target.reasoning or target.effort is not None:
-        level = target.effort if target.effort is not None else requested_level(body)
-        effort = openai_effort(level) if level is not None else None
-        reasoning: dict[str, Any] = {"summary": "auto"} if target.reasoning else {}
-        if effort is not None:
-            reasoning["effort"] = effort
-        out["reasoning"] = reasoning
-        if target.reasoning:
-            out["include"] = [ENCRYPTED_REASONING]
-    if search is not None:
-        # The pages a search read: the client's search results (the results block).
-        out["include"] = [*out.get("include", []), SEARCH_SOURCES]
-    schema = output_schema(body)
-    if schema is not None:
-        out["text"] = {
-            "format": {"type": "json_schema", "name": "output", "schema": schema, "strict": False}
-        }
-    user = user_id(body)
-    if user is not None:
-        out["safety_identifier"] = openai_user(user)
-    if target.prompt_cache_key is not None:
-        out["prompt_cache_key"] = target.prompt_cache_key
-    out["store"] = False
-    out["stream"] = stream
-    return out
+
+def _reasoning(body: dict[str, Any], target: ResponsesTarget) -> dict[str, Any]:
+    """The reasoning asked for (the route's effort, else the request's level) and, from a
+    reasoning model, its encrypted reasoning, so a later turn can send it back."""
+    if not (target.reasoning or target.effort is not None):
+        return {}
+    level = target.effort if target.effort is not None else requested_level(body)
+    effort = openai_effort(level) if level is not None else None
+    reasoning: dict[str, Any] = {"summary": "auto"} if target.reasoning else {}
+    if effort is not None:
+        reasoning["effort"] = effort
+    if not target.reasoning:
+        return {"reasoning": reasoning}
+    return {"reasoning": reasoning, "include": [ENCRYPTED_REASONING]}
 
 
 def _function_tool(name: str, description: Any, schema: dict[str, Any]) -> dict[str, Any]:
