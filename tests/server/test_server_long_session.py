@@ -72,19 +72,22 @@ def upstream_bodies(upstream: RawUpstream, since: int) -> list[bytes]:
     return [r.body for r in upstream.requests[since:]]
 
 
+def _second_is_kept_first_is_not(start: int) -> bool:
+    first, second = session(2, start=start)
+    return len(first) < MIN_BYTES <= len(second)
+
+
 def test_a_sessions_turns_reach_the_upstream_as_new_sessions_would(
     proxy: ProxyServer, upstream: RawUpstream
 ) -> None:
-    # The first body under MIN_BYTES, the second over it (both sizes move with the sources).
-    first = next(
-        s
-        for s in range(40)
-        if len(next(session(1, start=s))) < MIN_BYTES <= len(list(session(2, start=s))[1])
-    )
+    # The sources read are this repository's files, whose sizes change as it does: the main
+    # conversation starts where its first body is under MIN_BYTES and its second is not, the
+    # subagent reads other sources, from one whose first body a session keeps.
+    first = next(s for s in range(200) if _second_is_kept_first_is_not(s))
     main = list(session(6, start=first))
-    # The subagent reads other sources; its first body must be one a session keeps (the
-    # sources are this repository's files, whose sizes change as it does).
-    start = next(s for s in range(40, 200) if len(next(session(1, start=s))) >= MIN_BYTES)
+    start = next(
+        s for s in range(first + 6, first + 200) if len(next(session(1, start=s))) >= MIN_BYTES
+    )
     subagent = list(session(3, start=start))
     ordered = [main[0], main[1], subagent[0], main[2], subagent[1], main[3], subagent[2],
                main[4], main[5]]  # fmt: skip

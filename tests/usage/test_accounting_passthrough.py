@@ -1,6 +1,6 @@
-"""Usage read from passed-through bytes (server/pipeline/accounting.py `Passthrough`): every recorded
-Responses, Chat and Anthropic stream, split at random, gives the counts the recording's own
-usage event reports; a body cut before its usage event gives none."""
+"""Usage read from passed-through bytes (server/pipeline/accounting.py `Passthrough`):
+every recorded Responses, Chat and Anthropic stream, split at random, gives the counts the
+recording's own usage event reports; a body cut before its usage event gives none."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ request, one usage record). A model request runs the same pipeline whatever its 
 parametrised over it): the client key checked -> read and parse (the session's previous turn reused;
 a big body in a thread) -> the ingress's ClientRequest (no I/O) -> the route decision ->
 a named key's checks (server/checks/member_checks.py) -> each attempt in order
-(server/pipeline/attempts.py) -> relay | forward | json (server/pipeline/reply.py) -> the settlement.
+(server/pipeline/attempts.py) -> relay | forward | json (server/pipeline/reply.py) ->
+the settlement.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""What a request must pass before it is answered: the concurrency admission, the limits on what a client sends, a named key's checks, the browser guard."""
+"""What a request must pass before it is answered: the concurrency admission, the limits
+on what a client sends, a named key's checks, the browser guard."""

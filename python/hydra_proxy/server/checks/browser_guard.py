@@ -23,8 +23,9 @@ CORS is answered for listed origins only: the preflight (``OPTIONS`` with
 ``Access-Control-Request-Method``) and the ``Access-Control-Allow-Origin`` of the answers.
 
 `decide` is pure (headers in, a verdict out); `check` applies it to the ASGI request
-(and `preflight_answer` answers a preflight, server/endpoints/handlers.py). Refusals are ProxyErrors, answered in the client's protocol, that name the
-setting which would allow the request.
+(and `preflight_answer` answers a preflight, server/endpoints/handlers.py). Refusals are
+ProxyErrors, answered in the client's protocol, that name the setting which would allow
+the request.
 """
 
 from __future__ import annotations

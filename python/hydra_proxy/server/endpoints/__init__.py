@@ -1,1 +1,2 @@
-"""The endpoints that are not model requests: probes, listings, token counts, metrics, the Gemini API's other methods and the console."""
+"""The endpoints that are not model requests: probes, listings, token counts, metrics, the
+Gemini API's other methods and the console."""

@@ -86,9 +86,9 @@ def _listing(exchange: Exchange) -> list[ModelInfo]:
 
 
 async def models(exchange: Exchange) -> None:
-    """Every routable name (server/endpoints/model_listing.py) in the client's shape: Codex's catalog
-    when the request has ``client_version``, Anthropic's when it has anthropic-version,
-    else OpenAI's."""
+    """Every routable name (server/endpoints/model_listing.py) in the client's shape:
+    Codex's catalog when the request has ``client_version``, Anthropic's when it has
+    anthropic-version, else OpenAI's."""
     exchange.authenticate_client()
     listing = _listing(exchange)
     query = parse_qs(exchange.scope.get("query_string", b"").decode("latin-1"))

@@ -9,7 +9,8 @@ parts, each set in one module (tests/server/test_exchange_parts.py):
   sent it (`Caller`, when its key is checked), its protocol, its session's kept turn and
   what it asks (`Asked`, once read by its ingress, with no I/O: `ClientRequest`);
 - what the route decides (`route`: server/pipeline/routing.py);
-- what the answer records (`outcome`: server/pipeline/outcome.py), read by server/pipeline/accounting.py.
+- what the answer records (`outcome`: server/pipeline/outcome.py), read by
+  server/pipeline/accounting.py.
 
 Every response starts here (`start`: the request id header, the status noted) and every
 error body passes the one redaction (`respond`), in the client's protocol (`fail`).
