@@ -25,7 +25,8 @@ through each proxy: the added time to first byte.
     .venv/bin/python benches/load.py --phases paced-cpu,ttfb-large \
         --alt-python ../main/python --servers hydra-native,hydra-native-alt
 
-measures this checkout against another one side by side, in the same run.
+measures this checkout against another one side by side, in the same run (and a third with
+--alt2-python DIR, as hydra-native-alt2: a base, the tree before a change, and the change).
 
 Writes benches/results/load.json (raw), load.md (tables and legend) and load.png (plot).
 Benchmarks report; nothing here asserts a time. All traffic stays on 127.0.0.1.
@@ -72,17 +73,21 @@ from loadlib_servers import (
 CLIENT = BENCHES / "loadlib_client.py"
 HYDRA_SERVERS = ("hydra-native", "hydra-python")
 PEER_SERVERS = ("claude-code-router", "litellm")
-# Another checkout's python/ directory, side by side with this one (--alt-python DIR):
-# the same servers, named with an "-alt" suffix, only when asked for with --servers.
+# Another checkout's python/ directory, side by side with this one (--alt-python DIR, and
+# a third with --alt2-python DIR): the same servers, named with an "-alt" ("-alt2") suffix,
+# only when asked for with --servers.
 # hydra-native-nousage: this checkout with the usage ledger and metrics off (their cost).
 # hydra-native-w2: two granian workers instead of one (what a second core buys).
 VARIANT_SERVERS = (
     "hydra-native-alt",
     "hydra-python-alt",
+    "hydra-native-alt2",
+    "hydra-python-alt2",
     "hydra-native-nousage",
     "hydra-native-w2",
 )
 ALT_PYTHON: Path | None = None
+ALT2_PYTHON: Path | None = None
 PEER_INSTALL = {"claude-code-router": "ccr", "litellm": "litellm"}
 
 
@@ -249,9 +254,10 @@ def make_server(name: str, mock_url: str) -> Server:
     if name == "hydra-native-w2":
         return Hydra(mock_url, "native", name=name, workers=2)
     if name in VARIANT_SERVERS:
-        if ALT_PYTHON is None:
-            raise ValueError(f"{name} needs --alt-python DIR")
-        return Hydra(mock_url, name.split("-")[1], ALT_PYTHON, name)
+        alt = ALT2_PYTHON if name.endswith("-alt2") else ALT_PYTHON
+        if alt is None:
+            raise ValueError(f"{name} needs --{name.split('-')[-1]}-python DIR")
+        return Hydra(mock_url, name.split("-")[1], alt, name)
     if name == "claude-code-router":
         return ClaudeCodeRouter(mock_url)
     if name == "litellm":
@@ -854,6 +860,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--alt-label", help="what the --alt-python checkout is, for the report")
     p.add_argument(
+        "--alt2-python",
+        type=Path,
+        metavar="DIR",
+        help="a third checkout's python/ directory, measured as hydra-*-alt2",
+    )
+    p.add_argument("--alt2-label", help="what the --alt2-python checkout is, for the report")
+    p.add_argument(
         "--report-only",
         type=Path,
         metavar="JSON",
@@ -875,8 +888,9 @@ def rewrite_report(path: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    global ALT_PYTHON
+    global ALT_PYTHON, ALT2_PYTHON
     ALT_PYTHON = args.alt_python
+    ALT2_PYTHON = args.alt2_python
     if args.report_only:
         return rewrite_report(args.report_only)
     plan = Plan.quick_plan() if args.quick else Plan()
@@ -921,6 +935,8 @@ def main(argv: list[str] | None = None) -> int:
         "modes": {name: m.description for name, m in MODES.items() if name in plan.modes},
         "alt_python": str(ALT_PYTHON) if ALT_PYTHON else None,
         "alt_label": args.alt_label,
+        "alt2_python": str(ALT2_PYTHON) if ALT2_PYTHON else None,
+        "alt2_label": args.alt2_label,
     }  # fmt: skip
     log(f"plan: servers {plan.servers}, phases {plan.phases}, concurrency {plan.concurrency}")
     rows: list[dict[str, Any]] = []

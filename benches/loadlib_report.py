@@ -246,6 +246,12 @@ def markdown(data: dict[str, Any]) -> str:
             "run, against the same mock.",
             "",
         ]
+    if meta.get("alt2_python"):
+        out += [
+            f"**hydra-native-alt2 / hydra-python-alt2**: {meta.get('alt2_label') or 'a third checkout'}"
+            f" (`{meta['alt2_python']}`), in the same run too.",
+            "",
+        ]
     phases = {
         "instant": f"## Instant upstream ({plan['instant_chunks']} text deltas written at once; "
         f"warm-up {plan['instant_warmup_s']:g} s, window {plan['instant_window_s']:g} s)",

@@ -262,9 +262,12 @@ class Hydra(Server):
 
     def command(self, workdir: Path) -> tuple[list[str], dict[str, str]]:
         config = workdir / "hydra.toml"
+        # A checkout from before Chat's kind was named "chat" (--alt-python) reads only the
+        # former spelling, which this one still accepts.
+        chat = "chat" if self.python_dir == REPO / "python" else "openai"
         config.write_text(
             "[providers.mock_openai]\n"
-            'kind = "chat"\n'
+            f'kind = "{chat}"\n'
             f'base_url = "{self.mock_url}/v1"\n'
             "api_key_optional = true\n"  # the mock takes any key, or none
             "[providers.mock_anthropic]\n"

@@ -3,6 +3,8 @@
 ``python leak_probe_app.py PORT CONFIG IMPL`` serves the proxy's App (settings loaded as the
 CLI loads them: flags, environment, the config file) with one extra test-only route:
   GET /__test/leaks   {"pid": the worker's pid, "tasks": asyncio tasks alive in it}
+  GET /__test/leaks?collect   the same, and "garbage": what a full collection found
+                              unreachable, counted by type
 so a leak count can see inside the worker without a debug endpoint in the product. Every
 other request goes to the product app unchanged.
 """
@@ -11,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import os
 import sys
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -34,7 +38,10 @@ class ProbedApp:
         if scope["type"] == "http" and scope["path"] == PROBE_PATH:
             me = asyncio.current_task()
             tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
-            body = orjson.dumps({"pid": os.getpid(), "tasks": len(tasks)})
+            found: dict[str, object] = {"pid": os.getpid(), "tasks": len(tasks)}
+            if scope.get("query_string") == b"collect":
+                found["garbage"] = _collect()
+            body = orjson.dumps(found)
             await send(
                 {
                     "type": "http.response.start",
@@ -45,6 +52,24 @@ class ProbedApp:
             await send({"type": "http.response.body", "body": body})
             return
         await self.app(scope, receive, send)
+
+
+def _collect() -> dict[str, int]:
+    """What a full collection finds unreachable (objects only a reference cycle kept
+    alive), counted by type."""
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        return dict(Counter(_name(o) for o in gc.garbage))
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def _name(found: object) -> str:
+    if isinstance(found, type):  # a class made at run time: which one
+        return f"class {found.__module__}.{found.__qualname__}"
+    return type(found).__qualname__
 
 
 def _load(settings: Settings) -> ProbedApp:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -93,15 +93,20 @@ class ProbedProxy:
                 time.sleep(0.05)
         raise RuntimeError(f"proxy did not start:\n{self.log_tail()}")
 
-    def probe(self) -> dict[str, int]:
+    def probe(self, query: str = "") -> dict[str, Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
         try:
-            conn.request("GET", PROBE_PATH)
+            conn.request("GET", PROBE_PATH + (f"?{query}" if query else ""))
             response = conn.getresponse()
-            data: dict[str, int] = orjson.loads(response.read())
+            data: dict[str, Any] = orjson.loads(response.read())
             return data
         finally:
             conn.close()
+
+    def collect(self) -> dict[str, int]:
+        """A full collection in the worker: what it found unreachable, by type."""
+        garbage: dict[str, int] = self.probe("collect")["garbage"]
+        return garbage
 
     def log_tail(self) -> str:
         self.log.seek(0)

@@ -32,9 +32,15 @@ CREATE TABLE IF NOT EXISTS usage (
 CREATE INDEX IF NOT EXISTS usage_time ON usage (time);
 CREATE INDEX IF NOT EXISTS usage_model ON usage (target_model, time);
 """
+# Partial: a request without a named key (NULL) updates neither, and a query for one key
+# (`key_name = ?` implies NOT NULL) still reads its index. The full indices of older ledgers
+# are replaced.
 _KEY_INDICES = (
-    "CREATE INDEX IF NOT EXISTS usage_key_name ON usage (key_name, time)",
-    "CREATE INDEX IF NOT EXISTS usage_team ON usage (team, time)",
+    "DROP INDEX IF EXISTS usage_key_name",
+    "DROP INDEX IF EXISTS usage_team",
+    "CREATE INDEX IF NOT EXISTS usage_named_key ON usage (key_name, time)"
+    " WHERE key_name IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS usage_named_team ON usage (team, time) WHERE team IS NOT NULL",
 )
 _OPEN_ATTEMPTS = 5
 # Rows go in as multi-row INSERTs, not executemany: the sqlite3 module releases and retakes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,7 @@ from ...anthropic.request.writer import strip_proxy_signatures
 from ...anthropic.response.writer import anthropic_message_from_message
 from ...canonical.effort import anthropic_thinking, asked_effort
 from ...canonical.text_only import without_images
-from ...config.routes import Attempt, RouteDecision, request_traits
+from ...config.routes import Attempt, RouteDecision, counted_once, request_traits
 from ...tokens import estimate_input_tokens
 from ...transducers import StreamTransducer
 from ..pipeline import upstream_kinds as kinds
@@ -26,7 +25,7 @@ def read(exchange: Exchange, request: dict[str, Any], body: bytes) -> ClientRequ
     request = messages_request_from_anthropic(request)
     # Counted at most once: by a long_context rule, else by the stream's message_start.
     memo = exchange.kept.memo if exchange.kept is not None else None
-    estimate = functools.cache(lambda: estimate_input_tokens(request, memo))
+    estimate = counted_once(lambda: estimate_input_tokens(request, memo))
     headers = exchange.scope["headers"]
     traits = request_traits(
         request, client="anthropic", headers=headers, estimate=estimate, memo=memo

@@ -18,7 +18,7 @@ import orjson
 
 from ... import ids
 from ...canonical.target import MessagesTarget
-from ...config.routes import Attempt, RouteDecision, request_traits
+from ...config.routes import Attempt, RouteDecision, counted_once, request_traits
 from ...errors import ProxyError, invalid_request
 from ...gemini.carrier import without_carriers
 from ...gemini.json_array import JsonArrayStream
@@ -67,7 +67,7 @@ def reader(stream: bool) -> Callable[[Exchange, dict[str, Any], bytes], ClientRe
         else:
             if first.skipped_signatures:
                 log.debug("%d thought signatures not made by this proxy", first.skipped_signatures)
-        estimate = functools.cache(lambda: estimate_input_tokens(view))
+        estimate = counted_once(lambda: estimate_input_tokens(view))
         traits = request_traits(
             view, client="gemini", headers=exchange.scope["headers"], estimate=estimate
         )

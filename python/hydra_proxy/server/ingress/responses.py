@@ -29,7 +29,7 @@ from ...canonical.effort import openai_effort
 from ...canonical.target import MessagesTarget
 from ...canonical.text_only import without_openai_images
 from ...canonical.web_search import RESPONSES_WEB_SEARCH, WEB_SEARCH_TOOL
-from ...config.routes import Attempt, RouteDecision, request_traits
+from ...config.routes import Attempt, RouteDecision, counted_once, request_traits
 from ...errors import ProxyError, invalid_request
 from ...ids import response_id as new_response_id
 from ...responses.compaction import (
@@ -108,7 +108,7 @@ def _read(
             sorted(set(first.dropped_items)) or "none",
         )
     # Counted at most once: by a long_context rule, else by the stream's first event.
-    estimate = functools.cache(lambda: estimate_input_tokens(first.body))
+    estimate = counted_once(lambda: estimate_input_tokens(first.body))
     traits = request_traits(
         first.body, client="responses", headers=exchange.scope["headers"], estimate=estimate
     )

@@ -267,8 +267,7 @@ def _finished(transducer: StreamTransducer) -> bool:
     return transducer.finished
 
 
-# The per-event loop, kept in one function on purpose: every call per event is measured.
-async def relay(  # noqa: C901
+async def relay(
     exchange: Exchange,
     connecting: asyncio.Future[H1Response],
     make_transducer: Callable[[], StreamTransducer],
@@ -285,169 +284,253 @@ async def relay(  # noqa: C901
     event seen before any content. The transducer is built while the upstream works on
     the request.
     """
-    send = exchange.send
-    http_error = exchange.fail
-    start = exchange.start
-    disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
-    loop = disconnect.loop
-    response: H1Response | None = None
-    body = _Body(loop)  # its response is set once the upstream's head is in
-    transducer = make_transducer()
-    client = _ClientSide()
-    ticker: _Ticker | None = None
-    last_bytes = loop.time()
+    stream = _Relay(exchange, make_transducer, headers, ping_interval, idle_timeout, stall_timeout)
+    await stream.run(connecting)
+    return stream.transducer
 
-    async def emit(out: bytes) -> bool:
-        """Send `out`, starting the response first; True when an early error was answered
-        as an HTTP error instead."""
-        nonlocal last_bytes
-        if not client.started:
-            if transducer.error is not None and not transducer.has_content:
-                error_type, message = transducer.error
-                status = status_for_anthropic_type(error_type)
-                await http_error(ProxyError(status, message, error_type=error_type))
-                return True
-            if not out and not transducer.finished:
-                return False
-            await client.start(send, start(200, headers))
-        if out:
-            sent = send({"type": "http.response.body", "body": out, "more_body": True})
-            if client.sync and type(sent) is not client.immediate:
-                # The client is behind: the upstream is paused at once (not only once
-                # _MAX_QUEUED_CHUNKS wait) until the client takes this; not upstream silence.
-                body.hold(sent)
-                await body.drain(stall_timeout)
-                last_bytes = loop.time()
-            else:
-                await sent
-        return False
 
-    try:
-        # 1. The upstream's response headers, with pings while they take long.
+class _Relay:
+    """One translated stream, step by step: the upstream's head (`head`), then its body,
+    each upstream read fed to the transducer and what it returns written to the client
+    (`relay_queued` from the relay task, then `push` from the upstream parser's callback),
+    with a ping or the idle timeout's error on silence (`on_silence`); the response starts
+    with the first thing to say (`emit`)."""
+
+    __slots__ = (
+        "body",
+        "client",
+        "disconnect",
+        "exchange",
+        "feed",
+        "headers",
+        "idle_timeout",
+        "immediate",
+        "last_bytes",
+        "loop",
+        "ping_interval",
+        "pushing",
+        "send",
+        "stall_timeout",
+        "ticker",
+        "transducer",
+    )
+    ticker: _Ticker
+    """Set once the body starts: watches for upstream silence."""
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        make_transducer: Callable[[], StreamTransducer],
+        headers: Headers,
+        ping_interval: float,
+        idle_timeout: float,
+        stall_timeout: float,
+    ) -> None:
+        self.exchange = exchange
+        self.send = exchange.send
+        self.headers = headers
+        self.ping_interval = ping_interval
+        self.idle_timeout = idle_timeout
+        self.stall_timeout = stall_timeout
+        self.disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
+        self.loop = loop = self.disconnect.loop
+        self.body = _Body(loop)  # its response is set once the upstream's head is in
+        self.transducer = transducer = make_transducer()
+        self.feed = transducer.feed
+        self.client = _ClientSide()
+        self.immediate = self.client.immediate  # set again once the parser callback sends
+        self.last_bytes = loop.time()
+        self.pushing = False
+
+    async def run(self, connecting: asyncio.Future[H1Response]) -> None:
+        transducer = self.transducer
+        send = self.send
+        client = self.client
+        response: H1Response | None = None
+        try:
+            response = await self.head(connecting)
+            if response is None or await self.relay_body(response):
+                return
+            await _end_within(send, client.immediate, self.stall_timeout)
+        except _Stalled:
+            # The client is not reading: its error event is queued for it, and the upstream
+            # request is dropped below.
+            _queue_end(send, transducer.fail(*_stalled(self.stall_timeout)))
+        except asyncio.CancelledError:
+            if self.disconnect.shutting_down():
+                await self.shut_down()
+            elif not self.disconnect.client_left():
+                raise
+        finally:
+            ticker: _Ticker | None = getattr(self, "ticker", None)
+            if ticker is not None:
+                ticker.cancel()
+                del self.ticker  # it calls back into this stream: no cycle left behind
+            await self.disconnect.close()
+            connecting.cancel()
+            if response is not None:
+                if transducer.finished:
+                    response.release()
+                else:
+                    response.close()
+
+    async def head(self, connecting: asyncio.Future[H1Response]) -> H1Response | None:
+        """The upstream's response head, with pings while it takes long; None when its
+        failure was answered (an HTTP error, or an error event once the response began)."""
+        transducer = self.transducer
+        client = self.client
+        send = self.send
         while not connecting.done():
-            await asyncio.wait((connecting,), timeout=ping_interval)
+            await asyncio.wait((connecting,), timeout=self.ping_interval)
             if not connecting.done():
                 if not client.started:
-                    await client.start(send, start(200, headers))
+                    await client.start(send, self.exchange.start(200, self.headers))
                 await send(
                     {"type": "http.response.body", "body": transducer.ping(), "more_body": True}
                 )
         try:
-            response = connecting.result()
+            return connecting.result()
         except ProxyError as exc:
             if not client.started:
-                await http_error(exc)
-                return transducer
-            await emit(transducer.fail(exc.error_type, exc.message))
+                await self.exchange.fail(exc)
+                return None
+            await self.emit(transducer.fail(exc.error_type, exc.message))
             await send(_END)
-            return transducer
-        # 2. The body.
-        body.response = response
-        last_bytes = loop.time()
-        pushing = False
-        feed = transducer.feed
-        immediate = client.immediate  # set again once the response has started
+            return None
 
-        def silence_out() -> bytes:
-            if loop.time() - last_bytes >= idle_timeout:
-                return transducer.fail(
-                    "timeout_error", MSG_IDLE_TIMEOUT.replace("{}", f"{idle_timeout:g}")
-                )
-            return transducer.ping()
-
-        def send_now(out: bytes) -> None:
-            try:
-                sent = send({"type": "http.response.body", "body": out, "more_body": True})
-            except Exception as exc:  # the client's side broke: the task re-raises it
-                body.end(exc)
-                return
-            if type(sent) is not immediate:  # the client is behind: pause the upstream
+    async def emit(self, out: bytes) -> bool:
+        """Send `out`, starting the response first; True when an early error was answered
+        as an HTTP error instead."""
+        client = self.client
+        transducer = self.transducer
+        if not client.started:
+            if transducer.error is not None and not transducer.has_content:
+                error_type, message = transducer.error
+                status = status_for_anthropic_type(error_type)
+                await self.exchange.fail(ProxyError(status, message, error_type=error_type))
+                return True
+            if not out and not transducer.finished:
+                return False
+            await client.start(self.send, self.exchange.start(200, self.headers))
+        if out:
+            sent = self.send({"type": "http.response.body", "body": out, "more_body": True})
+            if client.sync and type(sent) is not client.immediate:
+                # The client is behind: the upstream is paused at once (not only once
+                # _MAX_QUEUED_CHUNKS wait) until the client takes this; not upstream silence.
+                body = self.body
                 body.hold(sent)
-            if transducer.finished:
-                body.end(None)
-
-        def on_silence() -> None:
-            if body.held is not None:  # paused for the client, not silent
-                return
-            if pushing:
-                send_now(silence_out())
+                await body.drain(self.stall_timeout)
+                self.last_bytes = self.loop.time()
             else:
-                body.pull(None)
+                await sent
+        return False
 
-        def push(chunk: bytes) -> None:
-            nonlocal last_bytes
-            ticker_.last = last_bytes = loop.time()
-            out = feed(chunk)
-            if out:
-                send_now(out)
-            elif transducer.finished:
-                body.end(None)
-
-        ticker = ticker_ = _Ticker(loop, ping_interval, on_silence)
+    async def relay_body(self, response: H1Response) -> bool:
+        """The upstream's body, to the stream's end; True when an early error was answered
+        as an HTTP error."""
+        body = self.body
+        transducer = self.transducer
+        body.response = response
+        self.last_bytes = self.loop.time()
+        ticker = self.ticker = _Ticker(self.loop, self.ping_interval, self.on_silence)
         response.stream(body.pull, body.end)
         while not transducer.finished:
             await body.wait()
             if body.held is not None:
-                await body.drain(stall_timeout)
-                ticker.last = last_bytes = loop.time()
+                await body.drain(self.stall_timeout)
+                ticker.last = self.last_bytes = self.loop.time()
                 continue
             if body.chunks:
-                if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
-                    response.resume_reading()
-                chunks, body.chunks = body.chunks, []
-                for chunk in chunks:
-                    if chunk is None:
-                        out = silence_out()
-                    else:
-                        ticker.last = last_bytes = loop.time()
-                        out = feed(chunk)
-                    if await emit(out):
-                        return transducer
-                    if _finished(transducer):
-                        break
-                if client.sync and not pushing and not _finished(transducer):
-                    # From here on the parser's callback feeds and sends; this task waits
-                    # for the end of the body, or for the client to leave.
-                    pushing = True
-                    immediate = client.immediate
-                    response.sink = push
+                if await self.relay_queued(response):
+                    return True
                 continue
             if body.failure is not None and not isinstance(body.failure, H1Error):
                 raise body.failure
             # The upstream's body ended (or broke) before the stream's end: finish() says
             # so with an error event.
-            if not _finished(transducer) and await emit(transducer.finish()):
-                return transducer
-        await _end_within(send, client.immediate, stall_timeout)
-    except _Stalled:
-        # The client is not reading: its error event is queued for it, and the upstream
-        # request is dropped below.
-        _queue_end(send, transducer.fail(*_stalled(stall_timeout)))
-    except asyncio.CancelledError:
-        if disconnect.shutting_down():
-            if not client.started:
-                await http_error(refusal())
-            elif not _finished(transducer):
-                with suppress(_Stalled):
-                    await emit(transducer.fail("overloaded_error", STREAM_END_MESSAGE))
-                await _end_within(send, client.immediate, _SHUTDOWN_SEND_S)
-        elif not disconnect.client_left():
-            raise
-    finally:
-        if ticker is not None:
-            ticker.cancel()
-        await disconnect.close()
-        connecting.cancel()
-        if response is not None:
-            if transducer.finished:
-                response.release()
+            if not _finished(transducer) and await self.emit(transducer.finish()):
+                return True
+        return False
+
+    async def relay_queued(self, response: H1Response) -> bool:
+        """The chunks queued for this task, fed and sent one by one (None: a silence tick);
+        then, once the client's send acts at once, the parser's callback takes over
+        (`push`). True when an early error was answered as an HTTP error."""
+        body = self.body
+        transducer = self.transducer
+        if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+            response.resume_reading()
+        chunks, body.chunks = body.chunks, []
+        for chunk in chunks:
+            if chunk is None:
+                out = self.silence_out()
             else:
-                response.close()
-    return transducer
+                self.ticker.last = self.last_bytes = self.loop.time()
+                out = self.feed(chunk)
+            if await self.emit(out):
+                return True
+            if _finished(transducer):
+                break
+        if self.client.sync and not self.pushing and not _finished(transducer):
+            # From here on the parser's callback feeds and sends; this task waits for the
+            # end of the body, or for the client to leave.
+            self.pushing = True
+            self.immediate = self.client.immediate
+            response.sink = self.push
+        return False
+
+    def push(self, chunk: bytes) -> None:
+        """One upstream read, from the parser's callback: fed, and what it makes written."""
+        self.ticker.last = self.last_bytes = self.loop.time()
+        out = self.feed(chunk)
+        if out:
+            self.write_now(out)
+        elif self.transducer.finished:
+            self.body.end(None)
+
+    def write_now(self, out: bytes) -> None:
+        """Send `out` from the parser's callback; a client that is behind pauses the
+        upstream (the relay task awaits the send)."""
+        try:
+            sent = self.send({"type": "http.response.body", "body": out, "more_body": True})
+        except Exception as exc:  # the client's side broke: the task re-raises it
+            self.body.end(exc)
+            return
+        if type(sent) is not self.immediate:  # the client is behind: pause the upstream
+            self.body.hold(sent)
+        if self.transducer.finished:
+            self.body.end(None)
+
+    def on_silence(self) -> None:
+        """The ticker's call after a ping interval without an upstream read."""
+        if self.body.held is not None:  # paused for the client, not silent
+            return
+        if self.pushing:
+            self.write_now(self.silence_out())
+        else:
+            self.body.pull(None)
+
+    def silence_out(self) -> bytes:
+        """A ping, or the idle timeout's error event once the upstream was silent past it."""
+        if self.loop.time() - self.last_bytes >= self.idle_timeout:
+            return self.transducer.fail(
+                "timeout_error", MSG_IDLE_TIMEOUT.replace("{}", f"{self.idle_timeout:g}")
+            )
+        return self.transducer.ping()
+
+    async def shut_down(self) -> None:
+        """The shutdown's grace ended: an HTTP refusal before the response started, else the
+        stream's end as an error event."""
+        client = self.client
+        if not client.started:
+            await self.exchange.fail(refusal())
+        elif not _finished(self.transducer):
+            with suppress(_Stalled):
+                await self.emit(self.transducer.fail("overloaded_error", STREAM_END_MESSAGE))
+            await _end_within(self.send, client.immediate, _SHUTDOWN_SEND_S)
 
 
-# The pass-through's per-chunk loop, in one function for the same reason as relay's.
-async def forward(  # noqa: C901
+async def forward(
     exchange: Exchange,
     response: H1Response,
     send: Send,
@@ -463,56 +546,103 @@ async def forward(  # noqa: C901
     ends without its terminator, so the client sees a broken transfer, never a complete
     one.
     """
-    disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
-    loop = disconnect.loop
-    body = _Body(loop, response)
-    complete = False
-    ticker: _Ticker | None = None
-    immediate: type = type(None)
-    last = b""  # the last chunk sent: whether the client is between two events
-    content_type = response.headers.get("content-type", "application/json").encode("latin-1")
-    try:
+    return await _Forward(exchange, response, send, idle_timeout, stall_timeout).run()
+
+
+class _Forward:
+    """One passed-through response, step by step: its head to the client, then every
+    upstream read written as it is (`push` from the upstream parser's callback when the
+    client's send acts at once, else `copy_queued` from the task), until the body ends,
+    breaks or goes silent (`on_silence`)."""
+
+    __slots__ = (
+        "body",
+        "disconnect",
+        "exchange",
+        "idle_timeout",
+        "immediate",
+        "last",
+        "loop",
+        "response",
+        "send",
+        "stall_timeout",
+        "ticker",
+    )
+    ticker: _Ticker
+    """Set once the body starts: watches for upstream silence."""
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        response: H1Response,
+        send: Send,
+        idle_timeout: float,
+        stall_timeout: float,
+    ) -> None:
+        self.exchange = exchange
+        self.response = response
+        self.send = send
+        self.idle_timeout = idle_timeout
+        self.stall_timeout = stall_timeout
+        self.disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
+        self.loop = self.disconnect.loop
+        self.body = _Body(self.loop, response)
+        self.immediate: type = type(None)
+        self.last = b""  # the last chunk sent: whether the client is between two events
+
+    async def run(self) -> str | None:
+        response = self.response
+        content_type = response.headers.get("content-type", "application/json").encode("latin-1")
+        complete = False
+        try:
+            failure = await self.copy(content_type)
+            if failure is not None:
+                return failure
+            complete = True
+            await _end_within(self.send, self.immediate, self.stall_timeout)
+        except asyncio.CancelledError:
+            if self.disconnect.shutting_down():
+                return await self.shut_down(content_type)
+            if not self.disconnect.client_left():
+                raise
+            return "client_gone"
+        finally:
+            ticker: _Ticker | None = getattr(self, "ticker", None)
+            if ticker is not None:
+                ticker.cancel()
+                del self.ticker  # it calls back into this response: no cycle left behind
+            await self.disconnect.close()
+            if complete:
+                response.release()
+            else:
+                response.close()
+        return None
+
+    async def copy(self, content_type: bytes) -> str | None:
+        """The head, then the body to its end; what broke it, else None."""
+        send = self.send
+        body = self.body
+        response = self.response
         awaitable = send(
-            exchange.start(200, [(b"content-type", content_type), (b"cache-control", b"no-cache")])
+            self.exchange.start(
+                200, [(b"content-type", content_type), (b"cache-control", b"no-cache")]
+            )
         )
         sync = _sync_send(awaitable)
-        immediate = type(awaitable)
+        self.immediate = type(awaitable)
         await awaitable
-
-        def push(chunk: bytes) -> None:
-            nonlocal last
-            ticker_.last = loop.time()
-            last = chunk
-            try:
-                sent = send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except Exception as exc:
-                body.end(exc)
-                return
-            if type(sent) is not immediate:  # the client is behind: pause the upstream
-                body.hold(sent)
-
-        def on_silence() -> None:
-            if body.held is None:  # paused for the client is not silence
-                body.end(TimeoutError())
-
-        ticker = ticker_ = _Ticker(loop, idle_timeout, on_silence)
-        response.stream(push if sync else body.pull, body.end)
+        ticker = self.ticker = _Ticker(self.loop, self.idle_timeout, self.on_silence)
+        response.stream(self.push if sync else body.pull, body.end)
         while True:
             await body.wait()
             if body.held is not None:
                 try:
-                    await body.drain(stall_timeout)
+                    await body.drain(self.stall_timeout)
                 except _Stalled:
                     return "client_stalled"  # dropped: the client sees a broken transfer
-                ticker.last = loop.time()
+                ticker.last = self.loop.time()
                 continue
-            if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
-                response.resume_reading()
-            chunks, body.chunks = body.chunks, []
-            for chunk in chunks:
-                ticker.last = loop.time()
-                last = chunk or b""
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await self.copy_queued()
             if body.ended and not body.chunks:
                 break
         if body.failure is not None:
@@ -521,26 +651,43 @@ async def forward(  # noqa: C901
                 # so the client sees a broken transfer, not a complete one.
                 return "timeout_error" if isinstance(body.failure, TimeoutError) else "api_error"
             raise body.failure
-        complete = True
-        await _end_within(send, immediate, stall_timeout)
-    except asyncio.CancelledError:
-        if disconnect.shutting_down():
-            event = closing_event(exchange.scope["path"], content_type, last)
-            if event is None:
-                return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
-            # An end the client reads as one; the upstream request is dropped below.
-            send({"type": "http.response.body", "body": event, "more_body": True})
-            await _end_within(send, immediate, _SHUTDOWN_SEND_S)
-            return "overloaded_error"
-        if not disconnect.client_left():
-            raise
-        return "client_gone"
-    finally:
-        if ticker is not None:
-            ticker.cancel()
-        await disconnect.close()
-        if complete:
-            response.release()
-        else:
-            response.close()
-    return None
+        return None
+
+    async def copy_queued(self) -> None:
+        """The chunks queued for this task, sent one by one."""
+        body = self.body
+        if len(body.chunks) >= _MAX_QUEUED_CHUNKS:
+            self.response.resume_reading()
+        chunks, body.chunks = body.chunks, []
+        for chunk in chunks:
+            self.ticker.last = self.loop.time()
+            self.last = chunk or b""
+            await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    def push(self, chunk: bytes) -> None:
+        """One upstream read, from the parser's callback, written as it is."""
+        self.ticker.last = self.loop.time()
+        self.last = chunk
+        try:
+            sent = self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except Exception as exc:
+            self.body.end(exc)
+            return
+        if type(sent) is not self.immediate:  # the client is behind: pause the upstream
+            self.body.hold(sent)
+
+    def on_silence(self) -> None:
+        """The ticker's call after the idle timeout without an upstream read."""
+        if self.body.held is None:  # paused for the client is not silence
+            self.body.end(TimeoutError())
+
+    async def shut_down(self, content_type: bytes) -> str:
+        """The shutdown's grace ended: the stream's end, when the client is between two
+        events (else it is cut: the client sees a broken transfer)."""
+        event = closing_event(self.exchange.scope["path"], content_type, self.last)
+        if event is None:
+            return "overloaded_error"  # mid-event: cut, the client sees a broken transfer
+        # An end the client reads as one; the upstream request is dropped below.
+        self.send({"type": "http.response.body", "body": event, "more_body": True})
+        await _end_within(self.send, self.immediate, _SHUTDOWN_SEND_S)
+        return "overloaded_error"

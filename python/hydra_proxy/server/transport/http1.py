@@ -220,12 +220,19 @@ class H1Response:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.finished(self)
+        self._forget_sink()
 
     def close(self) -> None:
         """Drop the connection (the upstream sees the request cancelled)."""
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.abort()
+        self._forget_sink()
+
+    def _forget_sink(self) -> None:
+        # The sink and on_end hold their reader's state, which holds this response: a cycle
+        # that only the garbage collector would free, with every chunk it references.
+        self.sink = self.on_end = None
 
     # -- flow control (the client reads slower than the upstream writes) ------------------
 
@@ -279,6 +286,15 @@ class _Connection(asyncio.Protocol):
             self._fail(H1Error(f"invalid HTTP response: {exc}"))
 
     def connection_lost(self, exc: Exception | None) -> None:
+        try:
+            self._lost(exc)
+        finally:
+            # The parser and the transport refer back to this connection: dropped, so that a
+            # closed connection is freed at once, not at the garbage collector's next pass.
+            del self.parser
+            self.transport = None
+
+    def _lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.client._forget(self)
         response = self.response
