@@ -289,7 +289,51 @@ async def relay(
     return stream.transducer
 
 
-class _Relay:
+class _Stream:
+    """What a relayed response holds, translated or passed through: the exchange and the
+    client's send, the timeouts, the watch on the client (`disconnect`), the upstream body
+    (`body`) and, once the body starts, the watch for upstream silence (`ticker`)."""
+
+    __slots__ = (
+        "body",
+        "disconnect",
+        "exchange",
+        "idle_timeout",
+        "immediate",
+        "loop",
+        "send",
+        "stall_timeout",
+        "ticker",
+    )
+    ticker: _Ticker
+    immediate: type
+
+    def __init__(
+        self,
+        exchange: Exchange,
+        send: Send,
+        idle_timeout: float,
+        stall_timeout: float,
+        response: H1Response | None = None,
+    ) -> None:
+        self.exchange = exchange
+        self.send = send
+        self.idle_timeout = idle_timeout
+        self.stall_timeout = stall_timeout
+        self.disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
+        self.loop = self.disconnect.loop
+        self.body = _Body(self.loop, response)
+
+    async def close(self) -> None:
+        """The silence watch stopped and the client's watch closed."""
+        ticker: _Ticker | None = getattr(self, "ticker", None)
+        if ticker is not None:
+            ticker.cancel()
+            del self.ticker  # it calls back into this stream: no cycle left behind
+        await self.disconnect.close()
+
+
+class _Relay(_Stream):
     """One translated stream, step by step: the upstream's head (`head`), then its body,
     each upstream read fed to the transducer and what it returns written to the client
     (`relay_queued` from the relay task, then `push` from the upstream parser's callback),
@@ -297,25 +341,14 @@ class _Relay:
     with the first thing to say (`emit`)."""
 
     __slots__ = (
-        "body",
         "client",
-        "disconnect",
-        "exchange",
         "feed",
         "headers",
-        "idle_timeout",
-        "immediate",
         "last_bytes",
-        "loop",
         "ping_interval",
         "pushing",
-        "send",
-        "stall_timeout",
-        "ticker",
         "transducer",
     )
-    ticker: _Ticker
-    """Set once the body starts: watches for upstream silence."""
 
     def __init__(
         self,
@@ -326,15 +359,11 @@ class _Relay:
         idle_timeout: float,
         stall_timeout: float,
     ) -> None:
-        self.exchange = exchange
-        self.send = exchange.send
+        # The body's response is set once the upstream's head is in.
+        super().__init__(exchange, exchange.send, idle_timeout, stall_timeout)
+        loop = self.loop
         self.headers = headers
         self.ping_interval = ping_interval
-        self.idle_timeout = idle_timeout
-        self.stall_timeout = stall_timeout
-        self.disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
-        self.loop = loop = self.disconnect.loop
-        self.body = _Body(loop)  # its response is set once the upstream's head is in
         self.transducer = transducer = make_transducer()
         self.feed = transducer.feed
         self.client = _ClientSide()
@@ -362,11 +391,7 @@ class _Relay:
             elif not self.disconnect.client_left():
                 raise
         finally:
-            ticker: _Ticker | None = getattr(self, "ticker", None)
-            if ticker is not None:
-                ticker.cancel()
-                del self.ticker  # it calls back into this stream: no cycle left behind
-            await self.disconnect.close()
+            await self.close()
             connecting.cancel()
             if response is not None:
                 if transducer.finished:
@@ -549,27 +574,13 @@ async def forward(
     return await _Forward(exchange, response, send, idle_timeout, stall_timeout).run()
 
 
-class _Forward:
+class _Forward(_Stream):
     """One passed-through response, step by step: its head to the client, then every
     upstream read written as it is (`push` from the upstream parser's callback when the
     client's send acts at once, else `copy_queued` from the task), until the body ends,
     breaks or goes silent (`on_silence`)."""
 
-    __slots__ = (
-        "body",
-        "disconnect",
-        "exchange",
-        "idle_timeout",
-        "immediate",
-        "last",
-        "loop",
-        "response",
-        "send",
-        "stall_timeout",
-        "ticker",
-    )
-    ticker: _Ticker
-    """Set once the body starts: watches for upstream silence."""
+    __slots__ = ("last", "response")
 
     def __init__(
         self,
@@ -579,15 +590,9 @@ class _Forward:
         idle_timeout: float,
         stall_timeout: float,
     ) -> None:
-        self.exchange = exchange
+        super().__init__(exchange, send, idle_timeout, stall_timeout, response)
         self.response = response
-        self.send = send
-        self.idle_timeout = idle_timeout
-        self.stall_timeout = stall_timeout
-        self.disconnect = _Disconnect(exchange.receive, exchange.worker.shutdown)
-        self.loop = self.disconnect.loop
-        self.body = _Body(self.loop, response)
-        self.immediate: type = type(None)
+        self.immediate = type(None)
         self.last = b""  # the last chunk sent: whether the client is between two events
 
     async def run(self) -> str | None:
@@ -607,11 +612,7 @@ class _Forward:
                 raise
             return "client_gone"
         finally:
-            ticker: _Ticker | None = getattr(self, "ticker", None)
-            if ticker is not None:
-                ticker.cancel()
-                del self.ticker  # it calls back into this response: no cycle left behind
-            await self.disconnect.close()
+            await self.close()
             if complete:
                 response.release()
             else:
