@@ -55,6 +55,10 @@ class Leases:
     async def acquire(self, name: str, limit: int) -> str | None:
         """A lease of one of `name`'s `limit` slots (its holder id), or None: all held."""
         holder = self.holder()
+        return holder if await self.take(name, limit, holder) else None
+
+    async def take(self, name: str, limit: int, holder: str) -> bool:
+        """One of `name`'s `limit` slots as `holder`'s lease: False when all are held."""
         self.held[(name, holder)] = None  # counted before the await: a beat meanwhile renews
         try:
             ok = await self.counters.acquire(name, limit, holder, self.ttl)
@@ -63,9 +67,9 @@ class Leases:
             raise
         if not ok:
             self.held.pop((name, holder), None)
-            return None
+            return False
         self.start()
-        return holder
+        return True
 
     def release(self, name: str, holder: str) -> None:
         """Give the lease back (in the background: the caller is in a `finally`)."""
@@ -269,18 +273,7 @@ class LeasedCounters:
         self._counters = leases.counters
 
     async def acquire(self, name: str, limit: int, holder: str, ttl: float) -> bool:
-        leases = self._leases
-        leases.held[(name, holder)] = None  # counted before the await, as Leases.acquire
-        try:
-            ok = await self._counters.acquire(name, limit, holder, leases.ttl)
-        except BaseException:
-            leases.held.pop((name, holder), None)
-            raise
-        if not ok:
-            leases.held.pop((name, holder), None)
-            return False
-        leases.start()
-        return True
+        return await self._leases.take(name, limit, holder)
 
     async def release(self, name: str, holder: str) -> None:
         self._leases.held.pop((name, holder), None)
