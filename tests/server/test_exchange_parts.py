@@ -7,7 +7,6 @@ an expression whose type is a part and checks it is in the part's module."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,6 +186,6 @@ def test_each_part_holds_only_its_declared_fields() -> None:
 @pytest.mark.parametrize("part", FROZEN_PARTS, ids=lambda part: part.__name__)
 def test_who_sent_the_request_and_what_it_asks_are_set_once(part: type) -> None:
     made = {Caller: Caller(b"key"), Asked: Asked(RequestTraits("m"), stream=False)}[part]
-    field = dataclasses.fields(made)[0].name
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    field = made._fields[0]
+    with pytest.raises(AttributeError):
         setattr(made, field, None)

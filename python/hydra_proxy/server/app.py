@@ -32,7 +32,6 @@ from ..config.routes import Attempt, RequestTraits, RouteDecision
 from ..errors import ProxyError
 from .checks import browser_guard, member_checks
 from .checks.limits import (
-    check_content_type,
     closes_connection,
     parse_request,
     read_json_body,
@@ -105,7 +104,7 @@ async def model_request(entry: ModelEntry, exchange: Exchange, path_model: str =
         raise refusal()
     exchange.authenticate_client()
     settings = worker.settings
-    check_content_type(exchange.scope)
+    # Its Content-Type was checked by the browser guard, as every POST's is (App.http).
     body = await read_json_body(
         exchange.scope, exchange.receive, settings.max_body_bytes, settings.body_timeout
     )

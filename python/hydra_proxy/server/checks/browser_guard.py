@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...config.web import ANY_HOST, normal_origin
@@ -48,6 +48,7 @@ WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
 _EXPOSED = b"x-request-id, request-id, retry-after"
 _PREFLIGHT_MAX_AGE = b"600"
 _METHODS = b"GET, HEAD, POST, OPTIONS"
+_MAX_SEEN_HOSTS = 64
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class Policy:
     any_address: bool  # bound to a wildcard address: every IP literal names it
     any_host: bool  # allowed_hosts holds "*": the Host check is off
     origins: frozenset[str]  # allowed origins, normalised (scheme://host[:port])
+    # Host header values already judged (a client sends the same one every time).
+    seen_hosts: dict[bytes, bool] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_settings(cls, settings: Settings, *, client_keys: bool) -> Policy:
@@ -124,6 +127,15 @@ def _is_ip(name: str) -> bool:
 def _host_ok(policy: Policy, value: bytes) -> bool:
     if policy.any_host:
         return True
+    known = policy.seen_hosts.get(value)
+    if known is None:
+        known = policy.seen_hosts[value] = _names_proxy(policy, value)
+        if len(policy.seen_hosts) > _MAX_SEEN_HOSTS:  # bounded: Host is the client's to say
+            policy.seen_hosts.clear()
+    return known
+
+
+def _names_proxy(policy: Policy, value: bytes) -> bool:
     name = _host_name(value.decode("latin-1"))
     if name in policy.hosts:
         return True
@@ -176,7 +188,14 @@ def _picked(headers: Sequence[tuple[bytes, bytes]], names: tuple[bytes, ...]) ->
 
 def decide(policy: Policy, method: str, headers: Sequence[tuple[bytes, bytes]]) -> Verdict:
     """The verdict on one request, from its method and headers alone."""
-    host, origin, content_type = _picked(headers, (b"host", b"origin", b"content-type"))
+    host = origin = content_type = None
+    for name, value in headers:  # the last one sent of each (a loop: every request's)
+        if name == b"host":
+            host = value
+        elif name == b"origin":
+            origin = value
+        elif name == b"content-type":
+            content_type = value
     listed = origin is not None and normal_origin(origin.decode("latin-1")) in policy.origins
     if policy.guard:
         if host is not None and not _host_ok(policy, host):
@@ -205,7 +224,10 @@ def decide(policy: Policy, method: str, headers: Sequence[tuple[bytes, bytes]]) 
             return Verdict(refusal)
     if listed and origin is not None:
         return Verdict(cors=_cors(origin))
-    return Verdict()
+    return _GOES_ON
+
+
+_GOES_ON = Verdict()  # made once: most requests get it
 
 
 def _same_origin(origin: bytes, host: bytes | None) -> bool:

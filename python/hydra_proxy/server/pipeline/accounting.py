@@ -413,9 +413,12 @@ def _details(
             details["stream"] = 1
     details["in"] = counts.input
     details["out"] = counts.output
-    for name in ("cache_read", "cache_write", "reasoning"):
-        if getattr(counts, name):
-            details[name] = getattr(counts, name)
+    if counts.cache_read:
+        details["cache_read"] = counts.cache_read
+    if counts.cache_write:
+        details["cache_write"] = counts.cache_write
+    if counts.reasoning:
+        details["reasoning"] = counts.reasoning
     if estimated:
         details["estimated"] = 1
     outcome = exchange.outcome

@@ -297,6 +297,9 @@ async def _attempts(exchange: Exchange, request: ClientRequest, admitted: Admitt
 def _put_first(log: dict[str, object], details: dict[str, object]) -> None:
     """The access-log details with `details` first, then what was noted so far (the same
     dict: what holds it goes on adding to it)."""
+    if not log:
+        log.update(details)
+        return
     noted = {**details, **log}
     log.clear()
     log.update(noted)
