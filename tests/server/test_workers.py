@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import time
 from pathlib import Path
 
 import orjson
@@ -39,7 +40,12 @@ def _children(pid: int) -> list[int]:
 def test_serve_workers_auto_starts_one_worker_per_cpu_and_serves(tmp_path: Path) -> None:
     with MockServer() as mock, ProxyServer(mock.url + "/v1", "--workers", "auto") as proxy:
         assert proxy.process is not None
-        assert len(_children(proxy.process.pid)) == len(os.sched_getaffinity(0))
+        # The port answers once the first worker listens; the others may still be starting.
+        cpus = len(os.sched_getaffinity(0))
+        deadline = time.monotonic() + 15
+        while len(_children(proxy.process.pid)) < cpus and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_children(proxy.process.pid)) == cpus
         mock.script([{"text": "from a worker"}])
         conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
         body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
