@@ -13,10 +13,9 @@ from typing import Any
 import orjson
 
 from ..usage.backends import DEFAULT_SQLITE_PATH
-from ..usage.cli import LEDGER_ENV
+from ..usage.cli import LEDGER_ENV, write_result
 from ..usage.report import parse_since
 from . import audit
-from .cli import write_result
 from .store import KeyStoreError, open_key_store, store_exists
 
 DESCRIPTION = "Who changed which key, team or setting, and when: the admin changes, newest first."

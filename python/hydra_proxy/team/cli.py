@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from ..usage.backends import DEFAULT_SQLITE_PATH
-from ..usage.cli import LEDGER_ENV
+from ..usage.cli import LEDGER_ENV, write_result
 from ..usage.pricing import usd
 from . import alerts, manage
 from .period import PERIODS
@@ -182,14 +182,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     return write_result(out, text, as_json=args.json)
-
-
-def write_result(doc: Any, text: str, *, as_json: bool) -> int:
-    """A command's result on stdout: `doc` as indented JSON, or `text` for a person."""
-    sys.stdout.write(
-        orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n" if as_json else text
-    )
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

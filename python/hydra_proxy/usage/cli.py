@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -63,16 +64,22 @@ def run(args: argparse.Namespace) -> int:
         return 1
     rows = aggregate(records, args.by)
     totals = total(records)
-    if args.json:
-        doc = {
-            "by": args.by,
-            "since": since,
-            "rows": [r.as_json() for r in rows],
-            "total": totals.as_json(),
-        }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif not records:
-        print("no usage recorded" + (" in that period" if since is not None else ""))
+    doc = {
+        "by": args.by,
+        "since": since,
+        "rows": [r.as_json() for r in rows],
+        "total": totals.as_json(),
+    }
+    if records:
+        text = render_table(rows, args.by, totals)
     else:
-        sys.stdout.write(render_table(rows, args.by, totals))
+        text = "no usage recorded" + (" in that period" if since is not None else "") + "\n"
+    return write_result(doc, text, as_json=args.json)
+
+
+def write_result(doc: Any, text: str, *, as_json: bool) -> int:
+    """A command's result on stdout: `doc` as indented JSON, or `text` for a person."""
+    sys.stdout.write(
+        orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n" if as_json else text
+    )
     return 0
